@@ -1,0 +1,15 @@
+# lathe_add_test(NAME name SOURCES a.cpp… LIBS lib… LABELS unit|integration|gpu [TIMEOUT s])
+# Builds, registers and labels one GoogleTest executable in one line (STYLE.md).
+function(lathe_add_test)
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${T_NAME} ${T_SOURCES})
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main lathe_warnings)
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  target_compile_definitions(${T_NAME} PRIVATE
+    LATHE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATHE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+endfunction()

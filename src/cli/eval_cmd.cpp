@@ -1,0 +1,169 @@
+// lathe eval TASK KERNEL [--baseline KERNEL]: gate one kernel, with a paired ratio.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/context.h"
+#include "cli/verbs.h"
+#include "core/json.h"
+#include "gate/bundle.h"
+#include "gate/gate.h"
+#include "gate/task_file.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::cli {
+namespace {
+
+struct eval_options {
+  std::string task, kernel, baseline;
+  bool json = false, no_time = false, no_aa = false;
+  uint32_t seeds = 3;
+  double max_time = 3.0;
+  uint64_t seed = 0;
+};
+
+result<kernel_bundle> find_bundle(const task& t, const std::string& arg) {
+  std::error_code ec;
+  if (fs::exists(arg, ec)) return load_bundle(arg);
+  if (auto p = find_kernel(t, arg)) return load_bundle(*p);
+  return fail(errc::not_found, "no kernel '" + arg + "': not a path, and task '" + t.name +
+                                   "' has no kernels/" + arg);
+}
+
+std::string fmt_time(double s) {
+  char b[32];
+  if (s >= 1) std::snprintf(b, sizeof b, "%.3f s", s);
+  else if (s >= 1e-3) std::snprintf(b, sizeof b, "%.3f ms", s * 1e3);
+  else std::snprintf(b, sizeof b, "%.2f us", s * 1e6);
+  return b;
+}
+
+void print_human(const evaluation& e, const task& t, int64_t id, const fs::path& db) {
+  std::printf("task      %s (%s, %s)\n", t.name.c_str(), to_string(t.plat), to_string(t.role));
+  std::printf("kernel    %s  [%.12s]\n", e.kernel_name.c_str(), e.kernel_hash.c_str());
+  std::printf("outcome   %s: %s\n", std::string(to_string(e.result)).c_str(), e.message.c_str());
+  if (!e.checks.empty()) {
+    double rel = 0, nerr = 0;
+    size_t passed = 0;
+    for (const auto& c : e.checks) {
+      rel = std::max(rel, c.max_rel_err);
+      nerr = std::max(nerr, c.norm_err);
+      passed += c.passed;
+    }
+    std::printf("checks    %zu/%zu output checks passed; max rel err %.2g, max normalized err %.2g\n",
+                passed, e.checks.size(), rel, nerr);
+    for (const auto& c : e.checks)
+      if (!c.passed)
+        for (const auto& m : c.first_mismatches) std::printf("          %s %s\n", c.output.c_str(), m.c_str());
+  }
+  if (e.median_seconds) {
+    std::printf("time      %s median, dispersion %.1f%% (MAD) on shape set '%s'\n",
+                fmt_time(*e.median_seconds).c_str(), 100 * e.dispersion.value_or(0),
+                e.timing_shape.c_str());
+    std::printf("baseline  %s: %s median\n", e.baseline_name.c_str(),
+                fmt_time(e.baseline_median_seconds.value_or(0)).c_str());
+  }
+  if (e.paired) {
+    std::printf("speedup   %.3fx vs %s, 95%% CI [%.3f, %.3f], %zu paired rounds (stopped: %s)\n",
+                e.paired->ratio, e.baseline_name.c_str(), e.paired->ci_low, e.paired->ci_high,
+                e.paired->a_seconds.size(), e.paired->stop_reason.c_str());
+  }
+  if (e.aa) {
+    const double spread = std::max(std::fabs(std::log(e.aa->ci_high)), std::fabs(std::log(e.aa->ci_low)));
+    const double eps = std::max(0.05, std::expm1(3 * spread));
+    std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]: faster means ratio > %.3f (epsilon %.1f%%)%s\n",
+                e.aa->ratio, e.aa->ci_low, e.aa->ci_high, 1 + eps, eps * 100,
+                e.paired && e.paired->ratio > 1 + eps ? "; this kernel is faster" : "");
+  }
+  if (e.roofline_fraction)
+    std::printf("roofline  %.1f%% of the roofline floor\n", 100 * *e.roofline_fraction);
+  if (e.result == outcome::compile_error || e.result == outcome::forbidden) {
+    std::printf("\n%s\n", e.diagnostics.c_str());
+  }
+  if (id > 0) std::printf("stored    evaluation #%lld in %s\n", static_cast<long long>(id), db.c_str());
+}
+
+int run_eval(const common_options& common, const eval_options& o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, !o.no_time);
+  if (!ctx) {
+    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
+    return 2;
+  }
+  auto tp = find_task_path(o.task, ctx->where);
+  if (!tp) {
+    std::fprintf(stderr, "lathe: %s\n", tp.error().message.c_str());
+    return 2;
+  }
+  auto t = load_task(*tp);
+  if (!t) {
+    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
+    return 2;
+  }
+  auto cand = find_bundle(*t, o.kernel);
+  if (!cand) {
+    std::fprintf(stderr, "lathe: %s\n", cand.error().message.c_str());
+    return 2;
+  }
+  auto base = find_bundle(*t, o.baseline.empty() ? t->baseline : o.baseline);
+  if (!base) {
+    std::fprintf(stderr, "lathe: baseline: %s\n", base.error().message.c_str());
+    return 2;
+  }
+  gate::gate_config cfg;
+  cfg.cache_dir = ctx->ws.cache();
+  cfg.tools = ctx->tools;
+  cfg.tgt = ctx->tgt;
+  cfg.seeds = std::max<uint32_t>(o.seeds, 3);
+  cfg.seed_base = o.seed;
+  cfg.time = !o.no_time;
+  cfg.aa_control = !o.no_aa;
+  cfg.policy.max_seconds = o.max_time;
+  cfg.sandbox.worker_exe = ctx->where.exe_dir / "lathe-worker";
+  if (!o.json) cfg.progress = [](const std::string& s) { std::fprintf(stderr, "… %s\n", s.c_str()); };
+  gate::gate_request req;
+  req.t = &*t;
+  req.candidate = *cand;
+  req.baseline = *base;
+  req.prov = {"human", "", false};
+  evaluation e = gate::evaluate(cfg, req);
+
+  (void)ctx->db->put_kernel(*cand);
+  int64_t id = 0;
+  if (auto stored = ctx->db->add_evaluation(e)) id = *stored;
+  else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", stored.error().message.c_str());
+  e.id = id;
+  if (o.json) {
+    json j = e;
+    j["schema"] = "lathe.eval/1";
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_human(e, *t, id, ctx->ws.db());
+  }
+  return e.result == outcome::ok ? 0 : 1;
+}
+
+}  // namespace
+
+void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
+  auto o = std::make_shared<eval_options>();
+  CLI::App* sub = app.add_subcommand("eval", "gate one kernel: screen, compile, check, time against the baseline");
+  sub->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task")->required();
+  sub->add_option("kernel", o->kernel, "kernel bundle (directory or .cpp/.cu file) or a kernel name of the task")->required();
+  sub->add_option("--baseline", o->baseline, "kernel to compare with (default: the task's baseline)");
+  sub->add_flag("--json", o->json, "print the evaluation as JSON (schema lathe.eval/1)");
+  sub->add_flag("--no-time", o->no_time, "stop after the correctness checks");
+  sub->add_flag("--no-aa", o->no_aa, "skip the A/A control (no noise figure, no `unstable` verdict)");
+  sub->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
+  sub->add_option("--max-time", o->max_time, "longest paired timing series, seconds")->capture_default_str();
+  sub->add_option("--seed", o->seed, "base seed of the inputs (default: random per evaluation)");
+  sub->footer("Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
+  sub->callback([o, &common, &exit_code] { exit_code = run_eval(common, *o); });
+}
+
+}  // namespace lathe::cli

@@ -1,0 +1,26 @@
+// lathe: the only layer that prints. Verbs register themselves on the CLI11 app; exit codes:
+// 0 success, 1 the gate said no (or a verb's own failure), 2 bad usage or configuration.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/verbs.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"lathe: verified, conditional optimization skills from expert kernels"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "lathe 0.1.0");
+  app.footer("Run `lathe <verb> --help` for a verb's options. Docs: docs/ in the source tree.");
+  lathe::cli::common_options common;
+  app.add_option("--workspace", common.workspace,
+                 "workspace directory (default: .lathe/ found upward from the current directory)");
+  int code = 0;
+  lathe::cli::add_eval(app, common, code);
+  lathe::cli::add_doctor(app, common, code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  return code;
+}

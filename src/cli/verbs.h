@@ -1,0 +1,19 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace lathe::cli {
+
+struct common_options {
+  std::optional<std::string> workspace;
+};
+
+void add_eval(CLI::App& app, const common_options& common, int& exit_code);
+void add_doctor(CLI::App& app, const common_options& common, int& exit_code);
+
+}  // namespace lathe::cli

@@ -1,0 +1,76 @@
+// What one gate evaluation produced. Stored whole (store/), printed by cli/, serialized as
+// lathe.eval/1 (docs/schemas.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/feature.h"
+#include "core/outcome.h"
+#include "core/target.h"
+
+namespace lathe {
+
+// Error of one output against the reference on one trial.
+struct check_record {
+  std::string shape_set;
+  uint64_t seed = 0;
+  std::string output;
+  bool passed = false;
+  double max_abs_err = 0.0;
+  double max_rel_err = 0.0;
+  double norm_err = 0.0;   // ||out - ref||_2 / ||ref||_2
+  uint64_t mismatches = 0;
+  std::vector<std::string> first_mismatches;  // "[12,3]: got 1.5, want 2.25"
+};
+
+// The timing policy is a value stored with the results it produced (STYLE.md).
+struct timing_policy {
+  double min_seconds = 0.3;        // per paired series, before the noise criterion may stop it
+  double max_seconds = 3.0;
+  double target_rse = 0.005;       // stop when the relative std error of the log ratio is below
+  double block_seconds = 0.02;     // aim of one block of calls
+  uint32_t min_rounds = 6;         // ABBA rounds before the noise criterion may stop
+  double warmup_seconds = 0.05;
+  double aa_unstable = 0.10;       // A/A CI half-width above this marks the evaluation unstable
+  double roofline_slack = 0.8;     // time below floor * slack is suspicious: the ceilings are
+                                   // measured by microbenchmarks that may sit a little below
+                                   // the true peak
+};
+
+// One series of paired timing: per round, seconds per call of A (candidate) and B (baseline).
+struct paired_series {
+  std::string a_label, b_label;
+  std::vector<double> a_seconds, b_seconds;  // one per block, per call
+  std::vector<uint8_t> a_first;              // 1 when A ran first in that round
+  double ratio = 0.0;                        // median-free: exp(mean log(b/a)) = speedup of A
+  double ci_low = 0.0, ci_high = 0.0;        // 95% CI from between-round variance
+  double rse = 0.0;                          // relative std error of the log ratio
+  std::string stop_reason;                   // "noise" | "max_time" …
+};
+
+struct evaluation {
+  int64_t id = 0;  // store id, 0 before stored
+  std::string task;
+  std::string kernel_hash, kernel_name;
+  std::string baseline_hash, baseline_name;
+  target tgt;
+  std::string toolchain;  // compiler version string
+  timing_policy policy;
+  provenance prov;
+  outcome result = outcome::ok;
+  std::string message;     // one line a user reads first
+  std::string diagnostics; // compiler log, screen findings, worker stderr
+  std::vector<check_record> checks;
+  std::optional<double> median_seconds, baseline_median_seconds, dispersion;  // dispersion: MAD/median
+  std::optional<paired_series> paired;  // candidate vs baseline
+  std::optional<paired_series> aa;      // baseline vs a copy of itself
+  std::optional<double> roofline_fraction;
+  std::string timing_shape;
+  double wall_seconds = 0.0;
+  std::vector<std::pair<std::string, double>> stage_seconds;  // screen, compile, load, check, time
+};
+
+}  // namespace lathe

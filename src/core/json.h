@@ -1,0 +1,50 @@
+// Free to_json/from_json for the value types of core/. nlohmann's forward header only: the full
+// header stays in the .cpp files (build time, PROTOCOL.md figures).
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/evaluation.h"
+#include "core/feature.h"
+#include "core/kernel.h"
+#include "core/target.h"
+#include "core/task.h"
+
+namespace lathe {
+
+using json = nlohmann::json;
+
+void to_json(json& j, const distribution& d);
+void from_json(const json& j, distribution& d);
+void to_json(json& j, const tensor_spec& t);
+void from_json(const json& j, tensor_spec& t);
+void to_json(json& j, const task& t);
+void from_json(const json& j, task& t);
+void to_json(json& j, const kernel_manifest& m);
+void from_json(const json& j, kernel_manifest& m);
+void to_json(json& j, const target& t);
+void from_json(const json& j, target& t);
+void to_json(json& j, const feature& f);
+void from_json(const json& j, feature& f);
+void to_json(json& j, const provenance& p);
+void from_json(const json& j, provenance& p);
+void to_json(json& j, const transition& t);
+void from_json(const json& j, transition& t);
+void to_json(json& j, const lineage& l);
+void from_json(const json& j, lineage& l);
+void to_json(json& j, const skill_card& c);
+void from_json(const json& j, skill_card& c);
+void to_json(json& j, const budget& b);
+void from_json(const json& j, budget& b);
+void to_json(json& j, const run& r);
+void from_json(const json& j, run& r);
+void to_json(json& j, const check_record& c);
+void from_json(const json& j, check_record& c);
+void to_json(json& j, const timing_policy& p);
+void from_json(const json& j, timing_policy& p);
+void to_json(json& j, const paired_series& s);
+void from_json(const json& j, paired_series& s);
+void to_json(json& j, const evaluation& e);  // the body of lathe.eval/1 (without "schema")
+void from_json(const json& j, evaluation& e);
+
+}  // namespace lathe

@@ -1,0 +1,38 @@
+// A kernel: one immutable version of an implementation, a bundle of a manifest and sources,
+// identified by the content hash of both (DESIGN.md contracts).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lathe {
+
+enum class language : uint8_t { cpp, cuda };
+
+struct kernel_manifest {
+  language lang = language::cpp;
+  std::string entry;                           // entry source file, relative to the bundle
+  std::vector<std::string> files;              // every file of the bundle, entry included
+  std::vector<std::string> flags;              // extra compiler flags ("-O3", "-fopenmp")
+  std::map<std::string, std::string> defines;  // -DKEY=VALUE
+  std::vector<std::string> libraries;          // -lNAME (vendor libraries: screened)
+  std::string isa;                             // required target ISA ("x86-64-v3", "sm_90a");
+                                               // empty = the host's resolved level
+};
+
+struct kernel_bundle {
+  std::string name;                            // directory or file stem, for display
+  std::filesystem::path origin;                // where it was loaded from (not hashed)
+  kernel_manifest manifest;
+  std::map<std::string, std::string> sources;  // relative path -> contents
+  std::string hash;                            // content hash of manifest + sources (hex)
+  bool bare = false;                           // loaded from a single file
+};
+
+const char* to_string(language l);
+
+}  // namespace lathe

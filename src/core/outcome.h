@@ -1,0 +1,33 @@
+// The gate's closed outcome enum (PROTOCOL.md): the first failing stage decides.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace lathe {
+
+enum class outcome : uint8_t {
+  ok,
+  forbidden,           // static screen (sources, symbols, libraries) or a blocked system call
+  unsupported_target,  // the host lacks the ISA / capability the bundle requires
+  compile_error,
+  load_error,          // dlopen failed, no lathe_launch, missing or wrong ABI tag
+  launch_error,        // lathe_launch returned non-zero
+  crash,               // the worker died of a signal (segfault, abort…) or exited
+  timeout,             // wall-clock or CPU-time limit
+  resource_limit,      // memory limit, or threads left running after a call
+  wrong_result,
+  nan_or_inf,
+  input_mutated,
+  unwritten_output,
+  cached_output,       // same output for different inputs
+  suspicious_speed,    // below the roofline floor even after a re-check
+  unstable,            // the machine's A/A noise is too high to decide
+  edit_not_applied,
+};
+
+std::string_view to_string(outcome o);
+std::optional<outcome> parse_outcome(std::string_view name);
+
+}  // namespace lathe

@@ -1,0 +1,173 @@
+#include "gate/build.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "core/hash.h"
+#include "gate/process.h"
+#include "lathe/abi.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::gate {
+namespace {
+
+constexpr double compile_timeout_s = 180;
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+bool is_source(const std::string& path) {
+  for (const char* ext : {".cpp", ".cc", ".cxx", ".c", ".cu"})
+    if (path.size() > std::strlen(ext) && path.ends_with(ext)) return true;
+  return false;
+}
+
+std::string random_suffix() {
+  std::random_device rd;
+  std::ostringstream ss;
+  ss << std::hex << rd() << rd();
+  return ss.str();
+}
+
+}  // namespace
+
+result<toolchain> detect_toolchain(const fs::path& include_dir) {
+  toolchain tc;
+  tc.include_dir = include_dir;
+  auto r = run_tool({tc.cxx, "--version"}, 30);
+  if (r.exit_code != 0) return fail(errc::not_found, "no C++ compiler: `g++ --version` failed: " + r.output);
+  tc.cxx_version = first_line(r.output);
+  for (const char* nvcc : {"/usr/local/cuda/bin/nvcc", "nvcc"}) {
+    auto n = run_tool({nvcc, "--version"}, 30);
+    if (n.exit_code == 0) {
+      tc.nvcc = nvcc;
+      // The last line names the release: "Build cuda_13.0.r13.0/compiler.36424714_0".
+      std::string out = n.output;
+      while (!out.empty() && out.back() == '\n') out.pop_back();
+      tc.nvcc_version = out.substr(out.rfind('\n') + 1);
+      break;
+    }
+  }
+  return tc;
+}
+
+std::vector<std::string> compile_command(const kernel_bundle& b, const std::string& isa,
+                                         const toolchain& tc, build_kind kind,
+                                         const fs::path& src_dir, const fs::path& out) {
+  std::vector<std::string> cmd;
+  const bool cuda = b.manifest.lang == language::cuda;
+  if (cuda) {
+    cmd = {tc.nvcc.empty() ? "nvcc" : tc.nvcc, "-shared", "-Xcompiler", "-fPIC", "-cudart",
+           "shared", "-std=c++17"};
+    if (!isa.empty()) {
+      std::string sm = isa.starts_with("sm_") ? isa.substr(3) : isa;
+      cmd.push_back("-gencode=arch=compute_" + sm + ",code=sm_" + sm);
+    }
+  } else {
+    cmd = {tc.cxx, "-shared", "-fPIC", "-std=c++20"};
+    if (!isa.empty()) cmd.push_back("-march=" + isa);
+  }
+  if (kind == build_kind::reference) {
+    cmd.push_back("-O2");
+  } else {
+    for (const auto& f : b.manifest.flags) cmd.push_back(f);
+  }
+  for (const auto& [k, v] : b.manifest.defines) cmd.push_back("-D" + k + (v.empty() ? "" : "=" + v));
+  cmd.push_back("-I" + src_dir.string());
+  cmd.push_back("-I" + tc.include_dir.string());
+  for (const auto& [path, text] : b.sources)
+    if (is_source(path)) cmd.push_back((src_dir / path).string());
+  cmd.push_back("-o");
+  cmd.push_back(out.string());
+  for (const auto& lib : b.manifest.libraries) cmd.push_back("-l" + lib);
+  return cmd;
+}
+
+result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
+                           const fs::path& cache_dir, build_kind kind) {
+  hasher h;
+  h.add("lathe-build/1").add(b.hash).add(isa).add(tc.cxx_version).add(tc.nvcc_version);
+  h.add(std::to_string(LATHE_ABI_VERSION)).add(kind == build_kind::reference ? "ref" : "kernel");
+  build_output out;
+  out.key = h.hex();
+  const fs::path dir = cache_dir / out.key;
+  const fs::path object = dir / "kernel.so";
+  std::error_code ec;
+
+  // Cached: a success with an object whose hash still matches, or a recorded failure.
+  if (fs::exists(dir / "status", ec)) {
+    const std::string status = read_file(dir / "status");
+    out.log = read_file(dir / "build.log");
+    out.cached = true;
+    if (status.starts_with("failed")) return out;
+    if (status.starts_with("ok ") && fs::exists(object, ec)) {
+      const std::string want = status.substr(3, 32);
+      if (content_hash(read_file(object)) == want) {
+        out.ok = true;
+        out.object = object;
+        out.object_hash = want;
+        return out;
+      }
+      out.log += "\n[lathe] cached object " + object.string() +
+                 " does not match its recorded hash: something wrote over it; rebuilding\n";
+      fs::remove_all(dir, ec);
+    }
+  }
+
+  fs::create_directories(cache_dir, ec);
+  const fs::path tmp = cache_dir / ("tmp-" + random_suffix());
+  const fs::path src = tmp / "src";
+  fs::create_directories(src, ec);
+  if (ec) return fail(errc::io_error, "cannot create " + src.string() + ": " + ec.message());
+  for (const auto& [path, text] : b.sources) {
+    fs::create_directories((src / path).parent_path(), ec);
+    if (!write_file(src / path, text)) return fail(errc::io_error, "cannot write " + (src / path).string());
+  }
+  auto cmd = compile_command(b, isa, tc, kind, src, tmp / "kernel.so");
+  std::string line;
+  for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
+  tool_result r = run_tool(cmd, compile_timeout_s, tmp);
+  out.seconds = r.seconds;
+  // Paths of the private build directory are noise in a log a user reads: show them relative.
+  std::string log = r.output;
+  for (size_t p; (p = log.find(src.string() + "/")) != std::string::npos;)
+    log.erase(p, src.string().size() + 1);
+  out.log = "$ " + line + "\n" + log;
+  if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
+  out.ok = r.exit_code == 0 && !r.timed_out;
+  if (out.ok) out.object_hash = content_hash(read_file(tmp / "kernel.so"));
+  write_file(tmp / "build.log", out.log);
+  write_file(tmp / "status", out.ok ? "ok " + out.object_hash + "\n" : "failed\n");
+  fs::remove_all(src, ec);
+  fs::rename(tmp, dir, ec);
+  if (ec) {  // another process won the race: use its result
+    fs::remove_all(tmp, ec);
+    if (fs::exists(dir / "status")) {
+      out.log = read_file(dir / "build.log");
+      const std::string status = read_file(dir / "status");
+      out.ok = status.starts_with("ok ");
+      if (out.ok) out.object_hash = status.substr(3, 32);
+    }
+  }
+  if (out.ok) out.object = object;
+  return out;
+}
+
+}  // namespace lathe::gate

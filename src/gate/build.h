@@ -1,0 +1,51 @@
+// Building kernels into shared objects through the content-hashed build cache.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/kernel.h"
+
+namespace lathe::gate {
+
+struct toolchain {
+  std::string cxx = "g++";
+  std::string cxx_version;   // first line of `g++ --version`
+  std::string nvcc;          // empty when absent
+  std::string nvcc_version;
+  std::filesystem::path include_dir;  // lathe's public headers (lathe/abi.h)
+};
+result<toolchain> detect_toolchain(const std::filesystem::path& include_dir);
+
+struct build_output {
+  bool ok = false;
+  std::filesystem::path object;  // the .so in the cache
+  std::string key;               // cache key
+  std::string log;               // compiler output (the command line first)
+  std::string object_hash;       // content hash of the .so, recorded at build time
+  double seconds = 0;            // compile time (0 when cached)
+  bool cached = false;
+};
+
+enum class build_kind : uint8_t {
+  kernel,     // a candidate or a baseline: lathe_launch
+  reference,  // a trusted task reference: lathe_reference, -O2
+};
+
+// Builds `b` for `isa` (resolved level, e.g. "x86-64-v3"), or returns the cached artifact.
+// The key covers the bundle hash, the toolchain, the ISA, the ABI version and the kind.
+// Concurrent lathe processes may build the same key: each builds in a private directory and
+// the first rename wins. A cached object whose hash no longer matches is rebuilt: something
+// wrote over it.
+result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
+                           const std::filesystem::path& cache_dir, build_kind kind);
+
+// The compiler command for `b` (without the source paths' directory), for display and tests.
+std::vector<std::string> compile_command(const kernel_bundle& b, const std::string& isa,
+                                         const toolchain& tc, build_kind kind,
+                                         const std::filesystem::path& src_dir,
+                                         const std::filesystem::path& out);
+
+}  // namespace lathe::gate

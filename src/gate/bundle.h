@@ -1,0 +1,20 @@
+// Kernel bundles: a directory with kernel.toml, or a bare .cpp/.cu file (docs/tasks.md).
+#pragma once
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/kernel.h"
+
+namespace lathe {
+
+result<kernel_bundle> load_bundle(const std::filesystem::path& path);
+
+// Content hash of the manifest and every file (independent of where the bundle was loaded).
+std::string bundle_hash(const kernel_bundle& b);
+
+// Writes the bundle (kernel.toml + sources) into `dir` (created), e.g. to materialize a stored
+// kernel. Bare bundles are written with an explicit kernel.toml.
+result<void> write_bundle(const kernel_bundle& b, const std::filesystem::path& dir);
+
+}  // namespace lathe

@@ -1,0 +1,175 @@
+#include "gate/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "core/rng.h"
+
+namespace lathe::gate {
+namespace {
+
+constexpr uint32_t f32_poison = 0x7fc0dead;  // quiet NaN, payload 0xdead
+constexpr uint64_t f64_poison = 0x7ff8deaddeaddeadull;
+constexpr uint16_t f16_poison = 0x7e5a;  // quiet NaN with payload (fp16 layout)
+constexpr uint16_t bf16_poison = 0x7fda; // quiet NaN with payload (bf16 layout)
+constexpr int max_reported = 5;
+
+std::string index_text(uint64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    int64_t extent = std::max<int64_t>(shape[d], 1);
+    idx[d] = static_cast<int64_t>(flat % static_cast<uint64_t>(extent));
+    flat /= static_cast<uint64_t>(extent);
+  }
+  std::string s = "[";
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? "," : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+std::string num(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+uint64_t count(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+}  // namespace
+
+effective_tolerance tolerance_for(const comparison& c, dtype t) {
+  effective_tolerance e;
+  switch (t) {
+    case dtype::f64: e = {1e-9, 1e-12, 1e-9}; break;
+    case dtype::f32: e = {1e-4, 1e-5, 1e-4}; break;
+    case dtype::f16:
+    case dtype::bf16: e = {1e-2, 1e-3, 1e-2}; break;
+    default: e = {0, 0, 0}; break;
+  }
+  if (c.tol.rtol) e.rtol = *c.tol.rtol;
+  if (c.tol.atol) e.atol = *c.tol.atol;
+  if (c.tol.nerr) e.nerr = *c.tol.nerr;
+  return e;
+}
+
+void poison(dtype t, void* data, uint64_t n) {
+  switch (t) {
+    case dtype::f32: {
+      auto* p = static_cast<uint32_t*>(data);
+      std::fill(p, p + n, f32_poison);
+      break;
+    }
+    case dtype::f64: {
+      auto* p = static_cast<uint64_t*>(data);
+      std::fill(p, p + n, f64_poison);
+      break;
+    }
+    case dtype::f16:
+    case dtype::bf16: {
+      auto* p = static_cast<uint16_t*>(data);
+      std::fill(p, p + n, t == dtype::f16 ? f16_poison : bf16_poison);
+      break;
+    }
+    default: std::memset(data, 0xA5, n * size_of(t)); break;
+  }
+}
+
+bool is_poison(dtype t, const void* data, uint64_t i) {
+  switch (t) {
+    case dtype::f32: return static_cast<const uint32_t*>(data)[i] == f32_poison;
+    case dtype::f64: return static_cast<const uint64_t*>(data)[i] == f64_poison;
+    case dtype::f16: return static_cast<const uint16_t*>(data)[i] == f16_poison;
+    case dtype::bf16: return static_cast<const uint16_t*>(data)[i] == bf16_poison;
+    default: {
+      const auto* p = static_cast<const uint8_t*>(data) + i * size_of(t);
+      for (uint32_t b = 0; b < size_of(t); ++b)
+        if (p[b] != 0xA5) return false;
+      return true;
+    }
+  }
+}
+
+namespace {
+
+// Element-wise over values already in fp64; `unwritten` flags are computed by the caller.
+void compare_values(const effective_tolerance& tol, const std::vector<double>& out,
+                    const std::vector<double>& ref, const std::vector<int64_t>& shape,
+                    const std::vector<uint64_t>& flat_index, output_check& r) {
+  double sum_d = 0, sum_r = 0;
+  bool nonfinite = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    double o = out[i], w = ref[i];
+    bool bad = false;
+    if (!std::isfinite(w)) {
+      bad = !(std::isnan(w) ? std::isnan(o) : o == w);
+    } else if (!std::isfinite(o)) {
+      bad = true;
+      nonfinite = true;
+    } else {
+      double d = std::fabs(o - w);
+      sum_d += d * d;
+      sum_r += w * w;
+      r.rec.max_abs_err = std::max(r.rec.max_abs_err, d);
+      if (w != 0) r.rec.max_rel_err = std::max(r.rec.max_rel_err, d / std::fabs(w));
+      bad = d > tol.atol + tol.rtol * std::fabs(w);
+    }
+    if (bad) {
+      if (r.rec.mismatches < max_reported)
+        r.rec.first_mismatches.push_back(index_text(flat_index.empty() ? i : flat_index[i], shape) +
+                                         ": got " + num(o) + ", want " + num(w));
+      ++r.rec.mismatches;
+    }
+  }
+  // Normalized error: relative to the reference's norm, so that an all-zero output cannot pass
+  // a task whose outputs are all below atol. A zero reference leaves only the atol criterion.
+  r.rec.norm_err = sum_r > 0 ? std::sqrt(sum_d / sum_r) : (sum_d > 0 ? INFINITY : 0.0);
+  if (sum_r == 0 && r.rec.mismatches == 0) r.rec.norm_err = 0;
+  if (nonfinite) r.v = verdict::nan_or_inf;
+  else if (r.rec.mismatches > 0 || r.rec.norm_err > tol.nerr) r.v = verdict::mismatch;
+}
+
+}  // namespace
+
+output_check check_output(const comparison& c, dtype t, const std::vector<int64_t>& shape,
+                          const void* out, const double* ref) {
+  output_check r;
+  const uint64_t n = count(shape);
+  const effective_tolerance tol = tolerance_for(c, t);
+
+  uint64_t unwritten = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (is_poison(t, out, i) && !std::isnan(ref[i])) {
+      if (unwritten < max_reported)
+        r.rec.first_mismatches.push_back(index_text(i, shape) + ": never written");
+      ++unwritten;
+    }
+  }
+  if (unwritten > 0) {
+    r.v = verdict::unwritten;
+    r.rec.mismatches = unwritten;
+    return r;
+  }
+
+  std::vector<double> o(n), w(ref, ref + n);
+  for (uint64_t i = 0; i < n; ++i) o[i] = load_as_double(t, out, i);
+
+  if (c.kind == comparison_kind::sorted_set && !shape.empty()) {
+    // Top-k style outputs: the order within a row is not part of the contract, the multiset of
+    // values is. Sort each row of both, then compare element-wise.
+    const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(shape.back(), 1));
+    for (uint64_t s = 0; s + row <= n; s += row) {
+      std::sort(o.begin() + s, o.begin() + s + row);
+      std::sort(w.begin() + s, w.begin() + s + row);
+    }
+  }
+  compare_values(tol, o, w, shape, {}, r);
+  r.rec.passed = r.v == verdict::pass;
+  return r;
+}
+
+}  // namespace lathe::gate

@@ -1,0 +1,37 @@
+// Correctness of one output against the fp64 reference (PROTOCOL.md "Correctness").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/evaluation.h"
+#include "core/task.h"
+
+namespace lathe::gate {
+
+struct effective_tolerance {
+  double rtol = 0, atol = 0, nerr = 0;
+};
+// The task's overrides, else the dtype's defaults (docs/tasks.md).
+effective_tolerance tolerance_for(const comparison& c, dtype t);
+
+// Outputs are poisoned before every call: floating outputs with a NaN whose payload no
+// arithmetic produces, integer outputs with 0xA5 bytes. An element still holding the poison
+// after the call was not written.
+void poison(dtype t, void* data, uint64_t elements);
+bool is_poison(dtype t, const void* data, uint64_t i);
+
+enum class verdict : uint8_t { pass, unwritten, nan_or_inf, mismatch };
+
+struct output_check {
+  verdict v = verdict::pass;
+  check_record rec;  // errors and the first few mismatches, with indices and values
+};
+
+// Compares `out` (dtype t, row-major `shape`) against `ref` (fp64, same shape). Order of
+// verdicts: unwritten elements first (poison left), then NaN/Inf where the reference has none,
+// then tolerance and the normalized error (which keeps zeros from passing for tiny outputs).
+output_check check_output(const comparison& c, dtype t, const std::vector<int64_t>& shape,
+                          const void* out, const double* ref);
+
+}  // namespace lathe::gate

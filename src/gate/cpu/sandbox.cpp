@@ -1,0 +1,180 @@
+#include "gate/cpu/sandbox.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+
+namespace lathe::sandbox {
+
+namespace {
+
+enum stage : int32_t {
+  st_signals = 1,
+  st_fds,
+  st_close,
+  st_rlimit,
+  st_setgroups,
+  st_setgid,
+  st_setuid,
+  st_verify,
+  st_no_new_privs,
+  st_chdir,
+  st_exec,
+};
+
+[[noreturn]] void die(int fd, int32_t stage) {
+  child_failure f{stage, errno};
+  // Best effort: the parent sees EOF and a 127 exit if this write fails too.
+  [[maybe_unused]] ssize_t n = write(fd, &f, sizeof f);
+  _exit(127);
+}
+
+bool limit(int resource, rlim_t soft, rlim_t hard) {
+  rlimit r{soft, hard};
+  return setrlimit(resource, &r) == 0;
+}
+
+}  // namespace
+
+const char* stage_name(int32_t stage) {
+  switch (stage) {
+    case st_signals: return "resetting signals";
+    case st_fds: return "arranging file descriptors";
+    case st_close: return "closing inherited file descriptors";
+    case st_rlimit: return "setting resource limits";
+    case st_setgroups: return "dropping supplementary groups";
+    case st_setgid: return "switching group";
+    case st_setuid: return "switching user";
+    case st_verify: return "verifying the privilege drop";
+    case st_no_new_privs: return "setting no_new_privs";
+    case st_chdir: return "changing directory to /";
+    case st_exec: return "executing the worker";
+  }
+  return "unknown stage";
+}
+
+void exec_child(const child_plan& p) {
+  int err = p.error_fd;
+
+  // lathe ignores SIGPIPE and its threads may block signals; ignored dispositions and the mask
+  // survive exec, and the worker should die of its own signals like any program.
+  sigset_t none;
+  sigemptyset(&none);
+  if (sigprocmask(SIG_SETMASK, &none, nullptr) != 0) die(err, st_signals);
+  for (int s = 1; s < NSIG; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    struct sigaction sa = {};
+    sa.sa_handler = SIG_DFL;
+    sigaction(s, &sa, nullptr);  // fails harmlessly for the signals glibc reserves
+  }
+
+  // Copy every source above the targets first: a source may sit on a target number (lathe's
+  // fd 4 may be the reply pipe that must become 5), and dup2 onto it would lose it.
+  int high[6];
+  const int src[6] = {p.devnull, p.fds[0], p.fds[1], p.fds[2], p.fds[3], p.error_fd};
+  for (int i = 0; i < 6; ++i) {
+    high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
+    if (high[i] < 0) die(err, st_fds);
+  }
+  err = high[5];
+  // dup2 clears close-on-exec on the target; fd 7 (the error pipe) keeps it so that a
+  // successful exec closes it and lathe reads EOF.
+  for (int t = 0; t <= 2; ++t)
+    if (dup2(high[0], t) < 0) die(err, st_fds);
+  for (int i = 0; i < 4; ++i)
+    if (dup2(high[1 + i], 3 + i) < 0) die(err, st_fds);
+  if (dup3(high[5], 7, O_CLOEXEC) < 0) die(err, st_fds);
+  err = 7;
+  // Exactly 0..6 (and 7 until exec): nothing else lathe had open leaks into hostile code.
+  if (syscall(SYS_close_range, 8u, ~0u, 0u) != 0) {
+    if (errno != ENOSYS) die(err, st_close);
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = 8; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
+  }
+
+  // CPU time: SIGXCPU at the soft limit, SIGKILL one second later if it is caught.
+  if (!limit(RLIMIT_CPU, p.cpu_seconds, p.cpu_seconds == RLIM_INFINITY ? RLIM_INFINITY
+                                                                        : p.cpu_seconds + 1) ||
+      !limit(RLIMIT_AS, p.address_space, p.address_space) ||  //
+      !limit(RLIMIT_CORE, 0, 0) ||                            // no core files
+      !limit(RLIMIT_FSIZE, 0, 0))                             // no bytes into any regular file
+    die(err, st_rlimit);
+
+  if (p.drop) {
+    // RLIMIT_NPROC counts the processes of the real uid, so it is set for `nobody`, not root.
+    if (!limit(RLIMIT_NPROC, p.nproc, p.nproc)) die(err, st_rlimit);
+    // Raw system calls: glibc's setuid() would try to synchronize threads that do not exist in
+    // the forked child. Order matters: groups and gid while still root, uid last.
+    if (syscall(SYS_setgroups, 0, nullptr) != 0) die(err, st_setgroups);
+    if (syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0) die(err, st_setgid);
+    if (syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) die(err, st_setuid);
+    // Regaining root must be impossible now; a silent partial drop would be worse than failing.
+    if (syscall(SYS_setresuid, 0, 0, 0) == 0 || getuid() != p.uid || geteuid() != p.uid ||
+        getgid() != p.gid) {
+      errno = EPERM;
+      die(err, st_verify);
+    }
+  }
+  // No setuid binary or file capability can raise the worker's privileges again; also the
+  // precondition for an unprivileged seccomp filter.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(err, st_no_new_privs);
+  if (chdir("/") != 0) die(err, st_chdir);
+
+  execve(p.exe, p.argv, p.envp);
+  die(err, st_exec);
+}
+
+std::vector<std::string> worker_environment(const std::vector<std::string>& allow,
+                                            uint32_t threads) {
+  if (threads == 0) threads = online_cpus();
+  const std::string n = std::to_string(threads);
+  // What the sandbox sets itself. PASSIVE / spin count 0 / thread timeout: pool threads sleep as
+  // soon as a call ends instead of spinning, which would slow the baseline run alternately with
+  // this worker (PROTOCOL.md: a background thread that slows the baseline).
+  std::vector<std::string> own = {
+      "PATH=/usr/bin:/bin",       "HOME=/nonexistent",        "OMP_NUM_THREADS=" + n,
+      "OPENBLAS_NUM_THREADS=" + n, "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4",
+      "GOMP_SPINCOUNT=0",
+  };
+  auto is_own = [&](const std::string& name) {
+    return std::any_of(own.begin(), own.end(), [&](const std::string& kv) {
+      return kv.compare(0, name.size() + 1, name + "=") == 0;
+    });
+  };
+  std::vector<std::string> env;
+  for (const std::string& name : allow) {
+    if (name.empty() || name.find('=') != std::string::npos || is_own(name)) continue;
+    bool seen = std::any_of(env.begin(), env.end(), [&](const std::string& kv) {
+      return kv.compare(0, name.size() + 1, name + "=") == 0;
+    });
+    if (seen) continue;
+    if (const char* v = std::getenv(name.c_str())) env.push_back(name + "=" + v);
+  }
+  env.insert(env.end(), own.begin(), own.end());
+  return env;
+}
+
+uint32_t online_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<uint32_t>(n);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<uint32_t>(n) : 1;
+}
+
+rlim_t nproc_limit(uint32_t threads) {
+  if (threads == 0) threads = online_cpus();
+  return std::max<rlim_t>(256, rlim_t{4} * threads + 64);
+}
+
+}  // namespace lathe::sandbox

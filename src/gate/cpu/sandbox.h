@@ -1,0 +1,65 @@
+// The worker's sandbox as set up by lathe between fork and exec: file descriptors, environment,
+// resource limits, privilege drop. Everything is prepared before fork (a `child_plan` of plain
+// pointers and numbers) because a fork of a multithreaded lathe may only make async-signal-safe
+// calls until exec: no allocation, no getpwnam, no locks.
+//
+// The seccomp filter is not here: the worker installs it on itself (src/worker/seccomp.cpp),
+// because it must come after the dynamic loader has mapped the worker's own libraries.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lathe::sandbox {
+
+// A reply whose magic is this one is a "death note": the worker's fatal-signal handler found its
+// address space (nearly) exhausted just before dying. It comes from untrusted code, so it can only
+// turn one failure into another (crashed -> memory_limit), never into success.
+constexpr uint32_t death_note_magic = 0x4c41544d;  // "LATM"
+
+// Worker command line: seccomp on or off (sandbox_options.seccomp).
+constexpr const char* seccomp_on_arg = "--seccomp";
+constexpr const char* seccomp_off_arg = "--no-seccomp";
+
+struct child_plan {
+  const char* exe = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int fds[4] = {-1, -1, -1, -1};  // become 3, 4, 5, 6 (wire.h): region, commands, replies, object
+  int devnull = -1;               // becomes 0, 1 and 2: the worker prints nothing anywhere
+  int error_fd = -1;              // close-on-exec pipe: a child_failure when exec is not reached
+  bool drop = false;              // switch to uid/gid (lathe is root)
+  uid_t uid = 0;
+  gid_t gid = 0;
+  rlim_t address_space = RLIM_INFINITY;
+  rlim_t cpu_seconds = RLIM_INFINITY;
+  rlim_t nproc = RLIM_INFINITY;  // only when dropping: a per-user count, meaningless for root
+};
+
+// What the child writes on error_fd when a step before exec fails.
+struct child_failure {
+  int32_t stage = 0;
+  int32_t error = 0;  // errno
+};
+const char* stage_name(int32_t stage);
+
+// Runs in the child after fork: never returns (exec or _exit(127)).
+[[noreturn]] void exec_child(const child_plan& plan);
+
+// The worker's whole environment ("NAME=value"): allow-listed names copied from lathe's, then
+// the thread settings (threads == 0: every CPU lathe may run on), PATH and HOME.
+std::vector<std::string> worker_environment(const std::vector<std::string>& allow,
+                                            uint32_t threads);
+
+// CPUs in lathe's affinity mask (what `nproc` prints).
+uint32_t online_cpus();
+
+// RLIMIT_NPROC for a worker with `threads` threads running as an unprivileged user: enough for
+// its thread pool, not enough for a fork bomb (the count is per user, shared by all workers).
+rlim_t nproc_limit(uint32_t threads);
+
+}  // namespace lathe::sandbox

@@ -1,0 +1,620 @@
+// The trusted side of a worker: spawn, one request at a time, and the classification of every way
+// a request can end. Nothing a worker does may kill, hang or fool lathe: every wait has a
+// deadline, every read is non-blocking, and the verdict on a death comes from the kernel
+// (wait4 status, /proc), never from the worker's word alone.
+#include "gate/cpu/worker.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "gate/cpu/sandbox.h"
+
+namespace lathe::gate {
+
+const char* to_string(worker_end e) {
+  switch (e) {
+    case worker_end::replied: return "replied";
+    case worker_end::timeout: return "timeout";
+    case worker_end::crashed: return "crashed";
+    case worker_end::exited: return "exited";
+    case worker_end::forbidden: return "forbidden";
+    case worker_end::memory_limit: return "memory_limit";
+    case worker_end::protocol: return "protocol";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+// Owns a descriptor during spawn, so that every early return closes what was opened.
+struct unique_fd {
+  int fd = -1;
+  unique_fd() = default;
+  explicit unique_fd(int f) : fd(f) {}
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
+  ~unique_fd() { close_fd(fd); }
+  int release() { return std::exchange(fd, -1); }
+};
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string limit_text(uint64_t bytes) { return bytes ? mib(bytes) : std::string("no limit"); }
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
+// Memory figures of a live process from /proc/<pid>/status (kB there, bytes here).
+struct mem_sample {
+  bool ok = false;
+  uint64_t rss = 0, hwm = 0, peak_vm = 0;
+};
+
+mem_sample sample_memory(pid_t pid) {
+  mem_sample s;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return s;
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return s;
+  buf[n] = 0;
+  auto field = [&](const char* name) -> uint64_t {
+    const char* p = std::strstr(buf, name);
+    return p ? std::strtoull(p + std::strlen(name), nullptr, 10) * 1024 : 0;
+  };
+  s.rss = field("VmRSS:");
+  s.hwm = field("VmHWM:");
+  s.peak_vm = field("VmPeak:");
+  s.ok = s.peak_vm > 0;  // a zombie has no memory lines
+  return s;
+}
+
+// utime + stime of the whole thread group, in clock ticks; -1 when the process is gone.
+long long cpu_ticks(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[2048];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  // The command name (field 2) may contain spaces and parentheses: fields restart after the
+  // last ')'. utime and stime are fields 14 and 15, i.e. the 12th and 13th after it.
+  const char* p = std::strrchr(buf, ')');
+  if (!p) return -1;
+  ++p;
+  long long v[13] = {};
+  for (int i = 0; i < 13; ++i) {
+    while (*p == ' ') ++p;
+    char* end = nullptr;
+    v[i] = std::strtoll(p, &end, 10);
+    if (end == p) {  // the state letter (field 3) is not a number: skip it as a word
+      while (*p && *p != ' ') ++p;
+    } else {
+      p = end;
+    }
+  }
+  return v[11] + v[12];
+}
+
+bool write_all(int fd, const void* data, size_t bytes) {
+  auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    ssize_t n = write(fd, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+enum class kill_reason { none, timeout, memory, protocol };
+
+// Everything known about a worker that just died, and the verdict.
+struct death {
+  int status = 0;
+  rusage ru{};
+  kill_reason killed = kill_reason::none;
+  std::string why;          // our reason, when we killed it
+  bool death_note = false;  // the worker's own handler reported an exhausted address space
+  uint64_t peak_vm = 0, peak_rss = 0;
+};
+
+void classify(const death& d, uint64_t rss_limit, uint64_t address_space, double cpu_seconds,
+              worker_result& r) {
+  r.max_rss_bytes = std::max<uint64_t>(r.max_rss_bytes,
+                                       std::max<uint64_t>(d.peak_rss, d.ru.ru_maxrss * 1024ull));
+  const double cpu = d.ru.ru_utime.tv_sec + d.ru.ru_stime.tv_sec +
+                     1e-6 * (d.ru.ru_utime.tv_usec + d.ru.ru_stime.tv_usec);
+  // Half the limit: a process that dies of RLIMIT_AS has usually just asked for one more big
+  // block and been refused, so its peak is anywhere between "close to" and "at" the limit.
+  const bool memory_evidence = d.death_note || (rss_limit && r.max_rss_bytes >= rss_limit / 2) ||
+                               (address_space && d.peak_vm >= address_space / 2);
+  const std::string memory_text = "address space peak " + mib(d.peak_vm) + " of " +
+                                  limit_text(address_space) + ", resident peak " +
+                                  mib(r.max_rss_bytes) + " of " + limit_text(rss_limit);
+  switch (d.killed) {
+    case kill_reason::timeout: r.end = worker_end::timeout; r.detail = d.why; return;
+    case kill_reason::memory: r.end = worker_end::memory_limit; r.detail = d.why; return;
+    case kill_reason::protocol: r.end = worker_end::protocol; r.detail = d.why; return;
+    case kill_reason::none: break;
+  }
+  if (WIFEXITED(d.status)) {
+    r.exit_code = WEXITSTATUS(d.status);
+    if (d.death_note) {
+      r.end = worker_end::memory_limit;
+      r.detail = "exited with its address space exhausted (" + memory_text + ")";
+      return;
+    }
+    r.end = worker_end::exited;
+    r.detail = "the worker exited with code " + std::to_string(r.exit_code) +
+               " during the request (exit() or _exit() in the kernel)";
+    return;
+  }
+  const int sig = WIFSIGNALED(d.status) ? WTERMSIG(d.status) : 0;
+  r.signal = sig;
+  if (sig == SIGSYS) {
+    r.end = worker_end::forbidden;
+    r.detail = "killed by the seccomp filter (SIGSYS): a forbidden system call (write, exec, "
+               "fork, socket, signal to another process…)";
+  } else if (sig == SIGXCPU) {
+    r.end = worker_end::timeout;
+    r.detail = "CPU-time limit of " + seconds_text(cpu_seconds) + " (RLIMIT_CPU, SIGXCPU)";
+  } else if (memory_evidence) {
+    r.end = worker_end::memory_limit;
+    r.detail = "died of " + signal_name(sig) + " after exhausting its memory (" + memory_text + ")";
+  } else if (sig == SIGKILL && cpu_seconds > 0 && cpu >= cpu_seconds) {
+    r.end = worker_end::timeout;
+    r.detail = "CPU-time hard limit (RLIMIT_CPU, SIGKILL after " + seconds_text(cpu) + ")";
+  } else {
+    r.end = worker_end::crashed;
+    r.detail = "the worker died of " + signal_name(sig);
+  }
+}
+
+// /proc/self/fd/6, which the worker dlopens, re-opens the object with a permission check against
+// the worker's user: a build-cache file private to lathe's user would be refused to `nobody`.
+// Such an object is handed over as a sealed in-memory copy instead (the worker cannot make the
+// copy itself: RLIMIT_FSIZE 0 covers memfds too). Returns object_fd itself when no copy is needed.
+result<int> object_for(int object_fd, bool dropping) {
+  struct stat st {};
+  if (fstat(object_fd, &st) != 0)
+    return fail(errc::io_error, "the kernel object fd: " + errno_text(errno));
+  if (!dropping || (st.st_mode & S_IROTH)) return object_fd;
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U  // Linux 6.3: executable memfd, explicit where vm.memfd_noexec asks
+#endif
+  int mem = memfd_create("lathe-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+  if (mem < 0 && errno == EINVAL) mem = memfd_create("lathe-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (mem < 0) return fail(errc::io_error, "memfd for the kernel object: " + errno_text(errno));
+  unique_fd owner(mem);
+  char buf[1 << 16];
+  for (off_t at = 0;;) {
+    ssize_t n = pread(object_fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(errc::io_error, "reading the kernel object: " + errno_text(errno));
+    if (n == 0) break;
+    if (!write_all(mem, buf, static_cast<size_t>(n)))
+      return fail(errc::io_error, "copying the kernel object: " + errno_text(errno));
+    at += n;
+  }
+  // Sealed: the worker gets it read-only in spirit and in fact.
+  if (fcntl(mem, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return fail(errc::io_error, "sealing the kernel object copy: " + errno_text(errno));
+  return owner.release();
+}
+
+}  // namespace
+
+// ---- shared_region ----------------------------------------------------------------------
+
+result<shared_region> shared_region::create(uint64_t bytes) {
+  if (bytes == 0) return fail(errc::invalid_argument, "shared region: size 0");
+  int fd = memfd_create("lathe-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return fail(errc::io_error, "memfd_create: " + errno_text(errno));
+  unique_fd owner(fd);
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+    return fail(errc::io_error, "shared region of " + mib(bytes) + ": " + errno_text(errno));
+  // A worker holds this fd read/write: without the seals it could ftruncate it to 0, and lathe's
+  // next access to its own mapping would die of SIGBUS.
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return fail(errc::io_error, "sealing the shared region: " + errno_text(errno));
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return fail(errc::io_error, "mapping the shared region of " + mib(bytes) + ": " +
+                                    errno_text(errno));
+  shared_region r;
+  r.fd_ = owner.release();
+  r.data_ = static_cast<uint8_t*>(p);
+  r.size_ = bytes;
+  return r;
+}
+
+shared_region::shared_region(shared_region&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
+
+shared_region& shared_region::operator=(shared_region&& o) noexcept {
+  shared_region old(std::move(o));  // takes o's region; ours goes with `old`
+  std::swap(fd_, old.fd_);
+  std::swap(data_, old.data_);
+  std::swap(size_, old.size_);
+  return *this;
+}
+
+shared_region::~shared_region() {
+  if (data_) munmap(data_, size_);
+  close_fd(fd_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+// ---- worker -------------------------------------------------------------------------------
+
+result<worker> worker::spawn(const sandbox_options& opt, const shared_region& region,
+                             int object_fd) {
+  // Once per process. SIGPIPE ignored: a worker that dies closes its pipes, and lathe's next
+  // write must fail with EPIPE instead of killing lathe (pipes have no MSG_NOSIGNAL).
+  // Not dumpable: when lathe is not root, the worker runs under lathe's uid, and
+  // /proc/<lathe>/environ (API keys) and ptrace would otherwise be open to it. The cost is that
+  // a debugger cannot attach to lathe without privileges and lathe leaves no core file.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  });
+
+  if (region.fd() < 0) return fail(errc::invalid_argument, "worker: no shared region");
+  if (object_fd < 0 || fcntl(object_fd, F_GETFD) < 0)
+    return fail(errc::invalid_argument, "worker: the kernel object fd is not open");
+  const std::string exe = opt.worker_exe.string();
+  if (exe.empty() || access(exe.c_str(), X_OK) != 0)
+    return fail(errc::not_found, "lathe-worker not found or not executable at '" + exe + "'");
+
+  sandbox::child_plan plan;
+  plan.drop = opt.drop_privileges && geteuid() == 0;
+  if (plan.drop) {
+    passwd pw{}, *found = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwnam_r(opt.user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+      return fail(errc::not_found, "worker: user '" + opt.user + "' does not exist");
+    if (pw.pw_uid == 0)
+      return fail(errc::invalid_argument, "worker: user '" + opt.user + "' is root");
+    plan.uid = pw.pw_uid;
+    plan.gid = pw.pw_gid;
+    plan.nproc = sandbox::nproc_limit(opt.threads);
+  }
+  auto rlim = [](double v) {
+    return !(v > 0) || v >= 1e18 ? RLIM_INFINITY : static_cast<rlim_t>(std::ceil(v));
+  };
+  plan.address_space = opt.address_space_bytes ? opt.address_space_bytes : RLIM_INFINITY;
+  plan.cpu_seconds = rlim(opt.cpu_seconds);
+
+  std::vector<std::string> env = sandbox::worker_environment(opt.env_allow, opt.threads);
+  std::vector<char*> envp;
+  for (std::string& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string arg0 = exe, arg1 = opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg;
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  plan.exe = exe.c_str();
+  plan.argv = argv;
+  plan.envp = envp.data();
+
+  int cmd[2], rep[2], err[2];
+  if (pipe2(cmd, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + errno_text(errno));
+  unique_fd cmd_r(cmd[0]), cmd_w(cmd[1]);
+  if (pipe2(rep, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + errno_text(errno));
+  unique_fd rep_r(rep[0]), rep_w(rep[1]);
+  if (pipe2(err, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + errno_text(errno));
+  unique_fd err_r(err[0]), err_w(err[1]);
+  unique_fd devnull(open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (devnull.fd < 0) return fail(errc::io_error, "/dev/null: " + errno_text(errno));
+  plan.fds[0] = region.fd();
+  plan.fds[1] = cmd_r.fd;
+  plan.fds[2] = rep_w.fd;
+  auto object = object_for(object_fd, plan.drop);
+  if (!object) return tl::unexpected(object.error());
+  unique_fd object_copy(*object == object_fd ? -1 : *object);
+  plan.fds[3] = *object;
+  plan.devnull = devnull.fd;
+  plan.error_fd = err_w.fd;
+
+  const pid_t pid = fork();
+  if (pid < 0) return fail(errc::io_error, "fork: " + errno_text(errno));
+  if (pid == 0) sandbox::exec_child(plan);
+
+  close_fd(cmd_r.fd);
+  close_fd(rep_w.fd);
+  close_fd(err_w.fd);
+  close_fd(devnull.fd);
+  // EOF on the close-on-exec pipe = exec succeeded; a record = the step that failed.
+  sandbox::child_failure f;
+  ssize_t n;
+  do n = read(err_r.fd, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n != 0) {
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    std::string msg = "could not start the worker '" + exe + "': ";
+    if (n == static_cast<ssize_t>(sizeof f)) {
+      msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
+      if (plan.drop && f.error == EACCES)
+        msg += " (it runs as '" + opt.user + "': the binary and its directories must be "
+               "readable and executable by that user)";
+    } else {
+      msg += "no report from the child";
+    }
+    return fail(errc::io_error, msg);
+  }
+  // Non-blocking on lathe's ends: a worker that stops reading or writes half a reply must never
+  // block lathe; the waits below use poll with a deadline.
+  fcntl(cmd_w.fd, F_SETFL, O_NONBLOCK);
+  fcntl(rep_r.fd, F_SETFL, O_NONBLOCK);
+
+  worker w;
+  w.pid_ = pid;
+  w.cmd_fd_ = cmd_w.release();
+  w.reply_fd_ = rep_r.release();
+  w.rss_limit_ = opt.rss_limit_bytes;
+  w.address_space_ = opt.address_space_bytes;
+  w.cpu_seconds_ = opt.cpu_seconds;
+  return w;
+}
+
+worker::worker(worker&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)),
+      cmd_fd_(std::exchange(o.cmd_fd_, -1)),
+      reply_fd_(std::exchange(o.reply_fd_, -1)),
+      dead_(std::exchange(o.dead_, false)),
+      rss_limit_(o.rss_limit_),
+      address_space_(o.address_space_),
+      cpu_seconds_(o.cpu_seconds_),
+      last_end_(std::move(o.last_end_)) {}
+
+worker& worker::operator=(worker&& o) noexcept {
+  worker old(std::move(o));  // takes o's process; ours is killed when `old` goes
+  std::swap(pid_, old.pid_);
+  std::swap(cmd_fd_, old.cmd_fd_);
+  std::swap(reply_fd_, old.reply_fd_);
+  std::swap(dead_, old.dead_);
+  std::swap(rss_limit_, old.rss_limit_);
+  std::swap(address_space_, old.address_space_);
+  std::swap(cpu_seconds_, old.cpu_seconds_);
+  std::swap(last_end_, old.last_end_);
+  return *this;
+}
+
+worker::~worker() {
+  // No polite quit: the worker is hostile and may ignore it. SIGKILL cannot be caught.
+  if (pid_ > 0 && !dead_) {
+    kill(pid_, SIGKILL);
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  close_fd(cmd_fd_);
+  close_fd(reply_fd_);
+}
+
+worker_result worker::load(double timeout_s) {
+  wire::command c;
+  c.kind = wire::op::load;
+  return request(c, timeout_s);
+}
+
+worker_result worker::setup(const wire::command& setup_cmd, double timeout_s) {
+  wire::command c = setup_cmd;
+  c.magic = wire::magic;
+  c.kind = wire::op::setup;
+  return request(c, timeout_s);
+}
+
+worker_result worker::run(uint32_t first_slot, uint32_t rotate, uint64_t calls, double timeout_s) {
+  wire::command c;
+  c.kind = wire::op::run;
+  c.first_slot = first_slot;
+  c.rotate = rotate;
+  c.calls = calls;
+  return request(c, timeout_s);
+}
+
+worker_result worker::request(const wire::command& cmd, double timeout_s) {
+  if (dead_) {
+    worker_result r = last_end_;
+    r.seconds = 0;
+    return r;
+  }
+  worker_result r;
+  if (pid_ <= 0) {
+    r.end = worker_end::protocol;
+    r.detail = "no worker process";
+    return r;
+  }
+  if (!(timeout_s >= 0)) timeout_s = 0;
+  timeout_s = std::min(timeout_s, 1e6);
+  const auto t0 = clock_type::now();
+  const auto deadline = t0 + std::chrono::duration_cast<clock_type::duration>(
+                                 std::chrono::duration<double>(timeout_s));
+  death d;
+  bool eof = false;
+  auto kill_now = [&](kill_reason why, std::string text) {
+    if (d.killed != kill_reason::none) return;
+    d.killed = why;
+    d.why = std::move(text);
+    kill(pid_, SIGKILL);
+  };
+  auto sample = [&] {
+    mem_sample s = sample_memory(pid_);
+    if (s.ok) {
+      d.peak_vm = std::max(d.peak_vm, s.peak_vm);
+      d.peak_rss = std::max({d.peak_rss, s.rss, s.hwm});
+    }
+    return s;
+  };
+
+  // Bytes waiting before we asked anything are forged or stale replies from a background thread.
+  char stale;
+  ssize_t n = read(reply_fd_, &stale, 1);
+  if (n > 0) kill_now(kill_reason::protocol, "the worker wrote to its reply pipe between requests");
+  if (n == 0) eof = true;  // it died (or closed the pipe) since the last request
+  if (d.killed == kill_reason::none && !eof && !write_all(cmd_fd_, &cmd, sizeof cmd)) {
+    if (errno == EPIPE) eof = true;
+    else kill_now(kill_reason::protocol, "the worker does not read its commands");
+  }
+
+  alignas(wire::reply) unsigned char buf[sizeof(wire::reply)];
+  size_t got = 0;
+  while (d.killed == kill_reason::none && !eof && got < sizeof buf) {
+    const auto now = clock_type::now();
+    if (now >= deadline) {
+      kill_now(kill_reason::timeout,
+               "no reply within " + seconds_text(timeout_s) + " (wall-clock watchdog)");
+      break;
+    }
+    mem_sample s = sample();
+    if (s.ok && rss_limit_ && s.rss > rss_limit_) {
+      kill_now(kill_reason::memory, "resident memory " + mib(s.rss) + " over the limit of " +
+                                        mib(rss_limit_) + " (watchdog)");
+      break;
+    }
+    // Sample memory every ~10 ms; a reply wakes poll at once, so this costs no latency.
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    pollfd pfd{reply_fd_, POLLIN, 0};
+    int pr = poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 10)));
+    if (pr < 0 && errno != EINTR) {
+      kill_now(kill_reason::protocol, "poll on the reply pipe: " + errno_text(errno));
+      break;
+    }
+    if (pr <= 0) continue;
+    ssize_t k = read(reply_fd_, buf + got, sizeof buf - got);
+    if (k > 0) got += static_cast<size_t>(k);
+    else if (k == 0 || (errno != EAGAIN && errno != EINTR)) eof = true;
+  }
+  r.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+
+  if (got == sizeof buf && d.killed == kill_reason::none) {
+    std::memcpy(&r.reply, buf, sizeof buf);
+    r.reply.message[wire::message_bytes - 1] = 0;
+    const auto st = static_cast<int32_t>(r.reply.st);
+    if (r.reply.magic == sandbox::death_note_magic) {
+      d.death_note = true;
+      r.reply = wire::reply{};  // not an answer: the detail tells the story
+      eof = true;  // it is dying: reap it below
+    } else if (r.reply.magic != wire::magic || st < 0 ||
+               st > static_cast<int32_t>(wire::status::bad_command)) {
+      kill_now(kill_reason::protocol, "the worker sent a malformed reply");
+    } else {
+      mem_sample s = sample();
+      r.max_rss_bytes = s.hwm;
+      // A kernel that reports an error after a failed allocation near the limit ran out of
+      // memory; the worker is killed so that the rule "not replied => dead" holds.
+      if (r.reply.st == wire::status::kernel_error && s.ok &&
+          ((address_space_ && s.peak_vm >= address_space_ / 2) ||
+           (rss_limit_ && s.hwm >= rss_limit_ / 2))) {
+        kill_now(kill_reason::memory, "the kernel failed after using its memory (address space "
+                                      "peak " + mib(s.peak_vm) + " of " + mib(address_space_) +
+                                      "): " + r.reply.message);
+      } else {
+        r.end = worker_end::replied;
+        r.detail = r.reply.message;
+        return r;
+      }
+    }
+  }
+
+  // The worker is dead or dying. If it closed its pipe by itself, give it until the deadline to
+  // exit (an exit() in progress); after that it is a worker that hangs up and lingers.
+  bool reaped = false;
+  while (eof && d.killed == kill_reason::none) {
+    pid_t w = wait4(pid_, &d.status, WNOHANG, &d.ru);
+    if (w == pid_) {
+      reaped = true;
+      break;
+    }
+    if (w < 0 && errno != EINTR) break;
+    if (clock_type::now() >= deadline) {
+      kill_now(d.death_note ? kill_reason::memory : kill_reason::protocol,
+               d.death_note ? "the worker reported an exhausted address space"
+                            : "the worker closed its pipes but did not exit");
+      break;
+    }
+    sample();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!reaped) {
+    if (d.killed == kill_reason::none) kill_now(kill_reason::protocol, "no longer answering");
+    while (wait4(pid_, &d.status, 0, &d.ru) < 0 && errno == EINTR) {
+    }
+  }
+  dead_ = true;
+  close_fd(cmd_fd_);
+  close_fd(reply_fd_);
+  classify(d, rss_limit_, address_space_, cpu_seconds_, r);
+  last_end_ = r;
+  return r;
+}
+
+double worker::idle_cpu_seconds(double window_s) const {
+  if (!alive()) return 0;
+  long long before = cpu_ticks(pid_);
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
+  long long after = cpu_ticks(pid_);
+  if (before < 0 || after < before) return 0;
+  return static_cast<double>(after - before) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+int worker::thread_count() const {
+  if (!alive()) return 0;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid_));
+  DIR* dir = opendir(path);
+  if (!dir) return 0;
+  int n = 0;
+  while (dirent* e = readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  closedir(dir);
+  return n;
+}
+
+}  // namespace lathe::gate

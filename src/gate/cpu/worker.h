@@ -1,0 +1,106 @@
+// A worker process running one kernel, seen from the trusted side. The worker is hostile: it
+// may crash, hang, exit, spin threads, allocate without bound or try to escape; every such end
+// is classified here, and lathe survives all of them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "gate/cpu/wire.h"
+
+namespace lathe::gate {
+
+// A shared-memory region (memfd) mapped in lathe and inherited by workers.
+class shared_region {
+ public:
+  static result<shared_region> create(uint64_t bytes);
+  shared_region() = default;
+  shared_region(shared_region&&) noexcept;
+  shared_region& operator=(shared_region&&) noexcept;
+  ~shared_region();
+  uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+  uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+struct sandbox_options {
+  std::filesystem::path worker_exe;   // lathe-worker
+  bool drop_privileges = true;        // when root: run as `user` (default nobody)
+  std::string user = "nobody";
+  uint32_t threads = 0;               // OMP/OpenBLAS threads; 0 = all cores
+  uint64_t address_space_bytes = uint64_t{8} << 30;  // RLIMIT_AS (CPU workers only)
+  uint64_t rss_limit_bytes = uint64_t{6} << 30;      // resident-memory watchdog
+  double cpu_seconds = 600;           // RLIMIT_CPU of the whole worker
+  bool seccomp = true;                // block writes, exec, fork, sockets… while the kernel runs
+  // Allow-list of environment variable names copied from lathe's environment (plus what the
+  // sandbox sets itself: OMP_*, OPENBLAS_*, PATH, HOME, LANG).
+  std::vector<std::string> env_allow = {"LANG", "LC_ALL", "TZ"};
+};
+
+// How a request to the worker ended.
+enum class worker_end : uint8_t {
+  replied,       // the worker answered (see reply.st)
+  timeout,       // wall-clock watchdog or CPU-time limit fired
+  crashed,       // died of a signal (not SIGSYS / SIGXCPU / our kill)
+  exited,        // called exit()/_exit() during the request
+  forbidden,     // killed by the seccomp filter (SIGSYS)
+  memory_limit,  // resident-memory watchdog, or died with its address space exhausted
+  protocol,      // sent garbage
+};
+const char* to_string(worker_end e);
+
+struct worker_result {
+  worker_end end = worker_end::replied;
+  wire::reply reply;
+  double seconds = 0;        // wall time of the request measured by lathe (not by the worker)
+  int signal = 0;            // when crashed
+  int exit_code = 0;         // when exited
+  uint64_t max_rss_bytes = 0;
+  std::string detail;        // human-readable description of the end
+  bool ok() const { return end == worker_end::replied && reply.st == wire::status::ok; }
+};
+
+class worker {
+ public:
+  // Starts lathe-worker with the region and the object fd; de-privileged when lathe is root.
+  static result<worker> spawn(const sandbox_options& opt, const shared_region& region,
+                              int object_fd);
+  worker() = default;
+  worker(worker&&) noexcept;
+  worker& operator=(worker&&) noexcept;
+  ~worker();  // kills and reaps
+
+  worker_result load(double timeout_s);
+  worker_result setup(const wire::command& setup_cmd, double timeout_s);
+  worker_result run(uint32_t first_slot, uint32_t rotate, uint64_t calls, double timeout_s);
+
+  // CPU seconds the worker used (all threads) while idle over `window_s` after a request:
+  // a kernel that leaves threads spinning shows here (PROTOCOL.md: resource_limit).
+  double idle_cpu_seconds(double window_s) const;
+  // Threads alive in the worker now (from /proc/<pid>/task).
+  int thread_count() const;
+  pid_t pid() const { return pid_; }
+  bool alive() const { return pid_ > 0 && !dead_; }
+
+ private:
+  worker_result request(const wire::command& cmd, double timeout_s);
+  pid_t pid_ = -1;
+  int cmd_fd_ = -1, reply_fd_ = -1;
+  bool dead_ = false;  // set once the process is reaped: never signal a pid that may be reused
+  uint64_t rss_limit_ = 0;
+  uint64_t address_space_ = 0;  // RLIMIT_AS given to the worker: a peak near it means exhaustion
+  double cpu_seconds_ = 0;      // RLIMIT_CPU: a SIGKILL after this much CPU is its hard limit
+  worker_result last_end_;      // returned again by every request after the worker died
+};
+
+}  // namespace lathe::gate

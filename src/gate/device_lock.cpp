@@ -1,0 +1,50 @@
+#include "gate/device_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace lathe::gate {
+
+std::string device_lock::directory() {
+  if (const char* d = std::getenv("LATHE_LOCK_DIR"); d && *d) return d;
+  return "/tmp/lathe-locks-" + std::to_string(getuid());
+}
+
+result<device_lock> device_lock::acquire(const std::string& device, mode m) {
+  const std::string dir = directory();
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return fail(errc::io_error, "cannot create lock directory " + dir + ": " + std::strerror(errno));
+  struct stat st{};
+  if (stat(dir.c_str(), &st) != 0 || st.st_uid != getuid() || (st.st_mode & 0077) != 0)
+    return fail(errc::io_error, "lock directory " + dir +
+                                    " must be owned by this user with mode 0700 (it is not)");
+  const std::string path = dir + "/" + device + ".lock";
+  device_lock l;
+  l.fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (l.fd_ < 0) return fail(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
+  while (flock(l.fd_, m == mode::exclusive ? LOCK_EX : LOCK_SH) != 0) {
+    if (errno != EINTR) return fail(errc::io_error, "flock " + path + ": " + std::strerror(errno));
+  }
+  return l;
+}
+
+device_lock& device_lock::operator=(device_lock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+
+device_lock::~device_lock() {
+  if (fd_ >= 0) close(fd_);  // closing the last fd releases the flock
+}
+
+}  // namespace lathe::gate

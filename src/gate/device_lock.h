@@ -1,0 +1,28 @@
+// One timing at a time per device across all lathe processes, and no builds while timing on
+// CPU (PROTOCOL.md): builds take the device's lock shared, timing takes it exclusive. flock(2)
+// on a file in a root-only (or user-only) directory, so candidate code cannot hold it.
+#pragma once
+
+#include <string>
+
+#include "core/error.h"
+
+namespace lathe::gate {
+
+class device_lock {
+ public:
+  enum class mode { shared, exclusive };
+  // Blocks until the lock is held. `device` names it ("cpu", "cuda0").
+  static result<device_lock> acquire(const std::string& device, mode m);
+  device_lock() = default;
+  device_lock(device_lock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  device_lock& operator=(device_lock&& o) noexcept;
+  ~device_lock();
+  // The lock directory: $LATHE_LOCK_DIR, else /tmp/lathe-locks-<uid>.
+  static std::string directory();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace lathe::gate

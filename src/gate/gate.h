@@ -1,0 +1,44 @@
+// The gate: screen -> compile -> load -> check (small shape first, then all) -> time.
+// One evaluation, one closed outcome (PROTOCOL.md). The candidate and the baseline run in
+// their own worker processes; the reference and every verdict stay in this (trusted) process.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+
+#include "core/evaluation.h"
+#include "core/kernel.h"
+#include "core/target.h"
+#include "core/task.h"
+#include "gate/build.h"
+#include "gate/cpu/worker.h"
+
+namespace lathe::gate {
+
+struct gate_config {
+  std::filesystem::path cache_dir;  // workspace cache
+  toolchain tools;
+  target tgt;                       // with measured ceilings when known
+  timing_policy policy;
+  sandbox_options sandbox;
+  uint32_t seeds = 3;               // correctness trials per shape set (>= 3)
+  uint64_t seed_base = 0;           // 0: a fresh random base per evaluation
+  bool time = true;                 // false: stop after the checks
+  bool aa_control = true;           // run the A/A control (baseline vs a copy of itself)
+  double call_timeout_s = 20;       // watchdog for one call during checks
+  std::function<void(const std::string&)> progress;  // stage messages (cli prints them)
+};
+
+struct gate_request {
+  const task* t = nullptr;
+  kernel_bundle candidate;
+  kernel_bundle baseline;
+  provenance prov;
+};
+
+// Never throws for anything the candidate does; lathe-side failures (cannot create a temp
+// file) become an evaluation with a message too, so the caller can always store it.
+evaluation evaluate(const gate_config& cfg, const gate_request& req);
+
+}  // namespace lathe::gate

@@ -1,0 +1,22 @@
+// The CPU target of this machine, read from the machine (DESIGN.md: never assumed), and its
+// measured ceilings for roofline floors.
+#pragma once
+
+#include "core/target.h"
+
+namespace lathe::gate {
+
+// Model name, resolved x86-64 level, capability flags, cores, last-level cache. No measuring.
+target detect_cpu_target();
+
+// Measures copy bandwidth (a buffer 4x the LLC, so DRAM) and in-cache bandwidth (half the
+// LLC), and the fp32 FMA peak over all cores. Takes about a second; callers cache the result
+// (store measurements) per device.
+struct cpu_ceilings {
+  double dram_bytes_per_s = 0;
+  double llc_bytes_per_s = 0;
+  double flops_per_s = 0;
+};
+cpu_ceilings measure_cpu_ceilings(const target& t);
+
+}  // namespace lathe::gate

@@ -1,0 +1,36 @@
+// Paired-ratio statistics (PROTOCOL.md "Timing"). Candidate and baseline alternate in blocks in
+// randomized order; each round gives one ratio b/a. We work in log space: a ratio and its
+// inverse are symmetric there, and block-to-block drift of the machine cancels within a round.
+// The confidence interval comes from the between-round variance (Student t), not from the
+// within-block samples, which are correlated.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace lathe::gate {
+
+struct ratio_estimate {
+  double ratio = 0;     // exp(mean(log(b/a))): > 1 means A is faster than B
+  double ci_low = 0;    // 95% confidence interval of the ratio
+  double ci_high = 0;
+  double rse = 0;       // standard error of mean(log ratio) ≈ relative standard error
+  size_t rounds = 0;
+};
+
+// a[i], b[i]: seconds per call of A and B in round i. Rounds with a non-positive time are
+// ignored. Fewer than two usable rounds: ratio from what there is, infinite interval.
+ratio_estimate estimate_ratio(const std::vector<double>& a, const std::vector<double>& b);
+
+// Two-sided 95% quantile of Student's t with `df` degrees of freedom.
+double t975(size_t df);
+
+double median(std::vector<double> v);
+// Median absolute deviation divided by the median: a dispersion robust to outliers.
+double relative_mad(const std::vector<double>& v);
+
+// The decision margin: a candidate counts as faster only when its ratio clears 1 + epsilon,
+// epsilon at least three times the A/A spread and never below `floor` (PROTOCOL.md).
+double decision_epsilon(const ratio_estimate& aa, double floor);
+
+}  // namespace lathe::gate

@@ -1,0 +1,34 @@
+// Static screening (PROTOCOL.md "screen"): the sources and flags before the build, the built
+// object's symbols and linked libraries after it. A finding ends the evaluation as `forbidden`
+// with the reason. Screening is a first line; the worker's sandbox is the second, because a
+// determined kernel can hide a name from a text search.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/kernel.h"
+#include "core/task.h"
+
+namespace lathe::gate {
+
+struct finding {
+  std::string what;   // "environment access", "vendor library"…
+  std::string where;  // "kernel.cpp:12", "symbol getenv", "flag -fplugin=x.so"
+  std::string detail;
+};
+
+enum class screen_role : uint8_t {
+  candidate,  // held to the task's contract
+  baseline,   // trusted to call vendor libraries (it is the library baseline)
+};
+
+std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, screen_role role);
+// `nm -D --undefined-only` and `readelf -d` (NEEDED) of the built object.
+std::vector<finding> screen_object(const std::filesystem::path& object, const task& t,
+                                   screen_role role);
+
+std::string describe(const std::vector<finding>& f);  // one line per finding
+
+}  // namespace lathe::gate

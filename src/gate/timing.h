@@ -1,0 +1,36 @@
+// Paired timing of two workers (PROTOCOL.md "Timing", decision mode): blocks of calls alternate
+// in randomized order, each block timed by lathe around the request (a kernel cannot patch a
+// clock it does not run in), until the log ratio's standard error falls below the target or
+// the time runs out.
+#pragma once
+
+#include <random>
+#include <string>
+
+#include "core/evaluation.h"
+#include "gate/cpu/worker.h"
+
+namespace lathe::gate {
+
+struct timed_worker {
+  worker* w = nullptr;
+  std::string label;
+  uint32_t rotate = 1;   // slots to rotate over
+  uint64_t calls = 1;    // calls per block (calibrated)
+};
+
+struct series_result {
+  paired_series series;
+  bool ok = true;
+  worker_result failure;  // when !ok: the request that failed
+  bool failed_a = true;   // which side failed
+};
+
+// Calls per block so that one block lasts about `block_seconds` (at least `rotate`).
+result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,
+                           worker_result& failure);
+
+series_result run_paired(timed_worker& a, timed_worker& b, const timing_policy& p,
+                         std::mt19937_64& rng, double timeout_s);
+
+}  // namespace lathe::gate

@@ -1,0 +1,143 @@
+#include "gate/trial.h"
+
+#include <cstring>
+
+#include "core/rng.h"
+#include "gate/check.h"
+#include "gate/task_file.h"
+
+namespace lathe::gate {
+namespace {
+
+uint64_t align(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+DLTensor make_tensor(dtype t, const resolved_tensor& r, void* data, std::vector<int64_t>& shape) {
+  DLTensor d{};
+  d.data = data;
+  d.device = {kDLCPU, 0};
+  d.ndim = static_cast<int32_t>(r.shape.size());
+  d.dtype = {dl_code(t), dl_bits(t), 1};
+  shape = r.shape;
+  d.shape = shape.data();
+  d.strides = nullptr;
+  d.byte_offset = 0;
+  return d;
+}
+
+}  // namespace
+
+result<slot_layout> make_layout(const task& t, const shape_set& s) {
+  slot_layout l;
+  l.shapes = &s;
+  uint64_t off = 0;
+  auto place = [&](const tensor_spec& spec, std::vector<resolved_tensor>& dst,
+                   std::vector<uint64_t>& offs) -> result<void> {
+    auto r = resolve(spec, s);
+    if (!r) return tl::unexpected(r.error());
+    offs.push_back(off);
+    if (__builtin_add_overflow(off, align(r->bytes, 256), &off))
+      return fail(errc::invalid_argument, "shape set '" + s.name + "' is too large");
+    dst.push_back(*r);
+    return {};
+  };
+  for (const auto& in : t.inputs)
+    if (auto r = place(in, l.inputs, l.input_offset); !r) return tl::unexpected(r.error());
+  l.input_bytes = off;
+  for (const auto& out : t.outputs)
+    if (auto r = place(out, l.outputs, l.output_offset); !r) return tl::unexpected(r.error());
+  l.output_bytes = off - l.input_bytes;
+  l.slot_bytes = align(std::max<uint64_t>(off, 1), 4096);
+  if (t.inputs.size() + t.outputs.size() > wire::max_tensors)
+    return fail(errc::unsupported, "more than " + std::to_string(wire::max_tensors) + " tensors");
+  return l;
+}
+
+wire::command setup_command(const task& t, const slot_layout& l, uint32_t slots) {
+  wire::command c;
+  c.kind = wire::op::setup;
+  c.num_inputs = static_cast<uint32_t>(t.inputs.size());
+  c.num_outputs = static_cast<uint32_t>(t.outputs.size());
+  c.num_scalars = static_cast<uint32_t>(std::min<size_t>(t.scalars.size(), wire::max_scalars));
+  c.num_slots = slots;
+  c.slot_stride = l.slot_bytes;
+  c.workspace_limit = uint64_t{1} << 32;
+  size_t k = 0;
+  auto put = [&](const tensor_spec& spec, const resolved_tensor& r, uint64_t offset, bool out) {
+    wire::tensor_desc& d = c.tensors[k++];
+    d.code = dl_code(spec.type);
+    d.bits = dl_bits(spec.type);
+    d.ndim = static_cast<uint8_t>(r.shape.size());
+    for (size_t i = 0; i < r.shape.size() && i < wire::max_dims; ++i) d.shape[i] = r.shape[i];
+    d.offset = offset;
+    d.bytes = r.bytes;
+    d.is_output = out;
+  };
+  for (size_t i = 0; i < t.inputs.size(); ++i) put(t.inputs[i], l.inputs[i], l.input_offset[i], false);
+  for (size_t i = 0; i < t.outputs.size(); ++i)
+    put(t.outputs[i], l.outputs[i], l.output_offset[i], true);
+  for (size_t i = 0; i < c.num_scalars; ++i) c.scalars[i] = t.scalars[i].value;
+  return c;
+}
+
+trial_spec trial_for(const task& t, uint64_t seed_base, uint32_t i) {
+  trial_spec s;
+  s.seed = seed_base + i;
+  std::vector<std::pair<double, double>> options{{1.0, 0.0}};
+  for (double sc : t.perturb.scale) options.push_back({sc, 0.0});
+  for (double sh : t.perturb.shift) options.push_back({1.0, sh});
+  std::tie(s.scale, s.shift) = options[i % options.size()];
+  return s;
+}
+
+result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
+                              const trial_spec& spec) {
+  trial_data d;
+  d.spec = spec;
+  d.inputs.assign(l.input_bytes, 0);
+  std::vector<DLTensor> in(t.inputs.size()), out(t.outputs.size());
+  std::vector<std::vector<int64_t>> shapes(t.inputs.size() + t.outputs.size());
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    void* p = d.inputs.data() + l.input_offset[i];
+    const bool floating = is_floating(t.inputs[i].type);
+    fill_tensor(t.inputs[i].type, t.inputs[i].dist, floating ? spec.scale : 1.0,
+                floating ? spec.shift : 0.0, spec.seed, static_cast<uint32_t>(i), p,
+                l.inputs[i].elements);
+    in[i] = make_tensor(t.inputs[i].type, l.inputs[i], p, shapes[i]);
+  }
+  d.ref.resize(t.outputs.size());
+  for (size_t i = 0; i < t.outputs.size(); ++i) {
+    d.ref[i].assign(l.outputs[i].elements, 0.0);
+    out[i] = make_tensor(dtype::f64, l.outputs[i], d.ref[i].data(), shapes[t.inputs.size() + i]);
+  }
+  std::vector<double> scalars;
+  for (const auto& s : t.scalars) scalars.push_back(s.value);
+  char msg[512] = {};
+  lathe_args a{};
+  a.abi_version = LATHE_ABI_VERSION;
+  a.inputs = in.data();
+  a.num_inputs = static_cast<int32_t>(in.size());
+  a.outputs = out.data();
+  a.num_outputs = static_cast<int32_t>(out.size());
+  a.scalars = scalars.data();
+  a.num_scalars = static_cast<int32_t>(scalars.size());
+  a.error = msg;
+  a.error_bytes = sizeof msg;
+  if (auto r = ref.compute(a); !r) return tl::unexpected(r.error());
+  return d;
+}
+
+void stage_inputs(const task& t, const slot_layout& l, const trial_data& d, uint8_t* slot) {
+  std::memcpy(slot, d.inputs.data(), l.input_bytes);
+  poison_outputs(t, l, slot);
+}
+
+void poison_outputs(const task& t, const slot_layout& l, uint8_t* slot) {
+  for (size_t i = 0; i < t.outputs.size(); ++i)
+    poison(t.outputs[i].type, slot + l.output_offset[i], l.outputs[i].elements);
+}
+
+bool inputs_intact(const slot_layout& l, const trial_data& d, const uint8_t* slot) {
+  return std::memcmp(slot, d.inputs.data(), l.input_bytes) == 0;
+}
+
+}  // namespace lathe::gate

@@ -1,0 +1,165 @@
+#include "store/sql.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "store/migrations.h"
+
+namespace lathe::sql {
+
+namespace {
+
+// SQLite binds a null pointer as NULL even with length 0; an empty string or blob must stay
+// empty (a zero-byte kernel source is not a missing one).
+const char* non_null(std::string_view v) {
+  return v.data() ? v.data() : "";
+}
+
+std::string short_sql(std::string_view sql) {
+  constexpr size_t keep = 60;
+  std::string s(sql.substr(0, keep));
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return sql.size() > keep ? s + "…" : s;
+}
+
+}  // namespace
+
+void statement::closer::operator()(sqlite3_stmt* s) const {
+  sqlite3_finalize(s);
+}
+
+statement::statement(sqlite3* db, sqlite3_stmt* s, std::string sql)
+    : db_(db), s_(s), sql_(std::move(sql)) {}
+
+result<statement> statement::prepare(sqlite3* db, std::string_view sql) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()), &s, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(s);
+    return fail(errc::store_error, sqlite_message(db, "cannot prepare `" + short_sql(sql) + "`"));
+  }
+  return statement(db, s, std::string(sql));
+}
+
+statement& statement::bind(int i, std::string_view text) {
+  int rc =
+      sqlite3_bind_text64(s_.get(), i, non_null(text), text.size(), SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
+statement& statement::bind(int i, int64_t v) {
+  int rc = sqlite3_bind_int64(s_.get(), i, v);
+  if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
+statement& statement::bind(int i, double v) {
+  int rc = sqlite3_bind_double(s_.get(), i, v);
+  if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
+statement& statement::bind_blob(int i, std::string_view bytes) {
+  int rc = sqlite3_bind_blob64(s_.get(), i, non_null(bytes), bytes.size(), SQLITE_TRANSIENT);
+  if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
+statement& statement::bind_null(int i) {
+  int rc = sqlite3_bind_null(s_.get(), i);
+  if (bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  return *this;
+}
+
+result<bool> statement::step() {
+  if (bind_rc_ != SQLITE_OK)
+    return fail(errc::store_error,
+                sqlite_message(db_, "cannot bind a value of `" + short_sql(sql_) +
+                                        "`: " + sqlite3_errstr(bind_rc_)));
+  int rc = sqlite3_step(s_.get());
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  return fail(errc::store_error, sqlite_message(db_, "`" + short_sql(sql_) + "` failed"));
+}
+
+result<void> statement::run() {
+  auto r = step();
+  if (!r) return tl::unexpected(r.error());
+  return {};
+}
+
+result<void> statement::reset() {
+  sqlite3_reset(s_.get());
+  sqlite3_clear_bindings(s_.get());
+  bind_rc_ = SQLITE_OK;
+  return {};
+}
+
+std::string statement::text(int col) const {
+  auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_.get(), col));
+  int n = sqlite3_column_bytes(s_.get(), col);
+  return p ? std::string(p, static_cast<size_t>(n)) : std::string();
+}
+
+std::string statement::blob(int col) const {
+  auto* p = static_cast<const char*>(sqlite3_column_blob(s_.get(), col));
+  int n = sqlite3_column_bytes(s_.get(), col);  // after column_blob, as SQLite documents
+  return p ? std::string(p, static_cast<size_t>(n)) : std::string();
+}
+
+int64_t statement::int64(int col) const {
+  return sqlite3_column_int64(s_.get(), col);
+}
+
+std::optional<double> statement::real(int col) const {
+  if (is_null(col)) return std::nullopt;
+  return sqlite3_column_double(s_.get(), col);
+}
+
+bool statement::is_null(int col) const {
+  return sqlite3_column_type(s_.get(), col) == SQLITE_NULL;
+}
+
+result<void> exec(sqlite3* db, std::string_view sql) {
+  char* msg = nullptr;
+  std::string text(sql);  // sqlite3_exec needs a terminated string
+  if (sqlite3_exec(db, text.c_str(), nullptr, nullptr, &msg) != SQLITE_OK) {
+    std::string why = msg ? msg : sqlite3_errmsg(db);
+    sqlite3_free(msg);
+    return fail(errc::store_error, db_file(db) + ": `" + short_sql(sql) + "` failed: " + why);
+  }
+  return {};
+}
+
+result<transaction> transaction::begin(sqlite3* db) {
+  if (auto r = exec(db, "BEGIN IMMEDIATE"); !r) return tl::unexpected(r.error());
+  return transaction(db);
+}
+
+transaction::transaction(transaction&& o) noexcept : db_(std::exchange(o.db_, nullptr)) {}
+
+transaction::~transaction() {
+  // Rolling back is best effort: SQLite may already have rolled back after an I/O error.
+  if (db_ && !sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+result<void> transaction::commit() {
+  // On failure db_ is kept, so the destructor rolls back whatever COMMIT left open.
+  auto r = exec(db_, "COMMIT");
+  if (r) db_ = nullptr;
+  return r;
+}
+
+result<int64_t> query_int(sqlite3* db, std::string_view sql) {
+  auto s = statement::prepare(db, sql);
+  if (!s) return tl::unexpected(s.error());
+  auto row = s->step();
+  if (!row) return tl::unexpected(row.error());
+  if (!*row)
+    return fail(errc::store_error, sqlite_message(db, "`" + short_sql(sql) + "` gave no row"));
+  return s->int64(0);
+}
+
+}  // namespace lathe::sql

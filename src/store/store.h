@@ -1,0 +1,66 @@
+// The store: SQLite in WAL mode, a versioned schema with migrations, append-only evaluations
+// and samples (triggers refuse UPDATE and DELETE), content-addressed blobs. Safe with several
+// lathe processes on one workspace (busy timeout, immediate transactions).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/evaluation.h"
+#include "core/kernel.h"
+
+struct sqlite3;
+
+namespace lathe {
+
+struct evaluation_summary {
+  int64_t id = 0;
+  std::string created_at, task, kernel_name, kernel_hash, outcome;
+  std::optional<double> speedup;
+};
+
+class store {
+ public:
+  static constexpr int schema_version = 2;  // bump with a migration in store/migrations.cpp
+
+  static result<store> open(const std::filesystem::path& db_file);
+  store(store&&) noexcept;
+  store& operator=(store&&) noexcept;
+  ~store();
+
+  result<int> version() const;  // schema version of the open database
+
+  // Content-addressed blobs: returns the hash; storing the same bytes twice is a no-op.
+  result<std::string> put_blob(std::string_view bytes);
+  result<std::string> get_blob(const std::string& hash) const;
+
+  // Kernels by content hash (manifest as JSON, sources as one blob).
+  result<void> put_kernel(const kernel_bundle& k);
+  result<kernel_bundle> get_kernel(const std::string& hash) const;
+
+  // An evaluation and all its raw samples, in one transaction. Returns its id.
+  result<int64_t> add_evaluation(const evaluation& e);
+  result<evaluation> get_evaluation(int64_t id) const;
+  // Newest first. An empty task_filter lists every task; limit <= 0 lists them all.
+  result<std::vector<evaluation_summary>> list_evaluations(const std::string& task_filter,
+                                                           int limit) const;
+
+  // A small cache of measured values (target ceilings, A/A noise), keyed by text. Not
+  // append-only: a measurement may be refreshed.
+  result<void> put_measurement(const std::string& key, const std::string& json_text);
+  result<std::optional<std::string>> get_measurement(const std::string& key) const;
+
+ private:
+  struct closer {
+    void operator()(sqlite3* db) const;
+  };
+  explicit store(sqlite3* db);
+  std::unique_ptr<sqlite3, closer> db_;
+};
+
+}  // namespace lathe

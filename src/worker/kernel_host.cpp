@@ -1,0 +1,214 @@
+#include "worker/kernel_host.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace lathe::worker {
+
+namespace {
+
+constexpr uint64_t tensor_alignment = 256;  // the ABI's promise for tensors and the workspace
+
+wire::reply answer(wire::status st, int64_t code, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+wire::reply answer(wire::status st, int64_t code, const char* fmt, ...) {
+  wire::reply r;
+  r.st = st;
+  r.code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(r.message, sizeof r.message, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+// Kernel code may throw through its extern "C" entry points (g++ allows it); an exception is a
+// kernel failure with a message, not a reason for the worker to die of std::terminate.
+template <class F>
+bool call_kernel(F&& f, std::string& what) {
+  try {
+    f();
+    return true;
+  } catch (const std::exception& e) {
+    what = std::string("uncaught exception: ") + e.what();
+  } catch (...) {
+    what = "uncaught exception of unknown type";
+  }
+  return false;
+}
+
+bool bytes_of(const wire::tensor_desc& t, uint64_t& bytes) {
+  uint64_t elements = 1;
+  for (int d = 0; d < t.ndim; ++d) {
+    if (t.shape[d] < 0) return false;
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(t.shape[d]), &elements))
+      return false;
+  }
+  if (__builtin_mul_overflow(elements, uint64_t{t.bits}, &elements)) return false;
+  bytes = (elements + 7) / 8;
+  return true;
+}
+
+}  // namespace
+
+kernel_host::~kernel_host() { std::free(workspace_); }
+
+wire::reply kernel_host::load() {
+  if (handle_) return answer(wire::status::bad_command, 0, "the kernel is already loaded");
+  // Through /proc: glibc has no dlopen by descriptor. lathe made sure the worker's user may
+  // open it (gate/cpu/worker.cpp, object_for).
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", wire::object_fd);
+  handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* e = dlerror();
+    return answer(wire::status::dlopen_failed, 0, "dlopen: %s", e ? e : "unknown error");
+  }
+  // The tag first: an object built against another lathe_args layout must not be called at all.
+  auto* tag = static_cast<const uint32_t*>(dlsym(handle_, "lathe_abi_version"));
+  if (!tag)
+    return answer(wire::status::no_abi_tag, 0,
+                  "no lathe_abi_version symbol: include <lathe/abi.h> in the kernel");
+  if (*tag != LATHE_ABI_VERSION)
+    return answer(wire::status::abi_mismatch, *tag,
+                  "the kernel was built for lathe ABI version %u, this worker speaks %u", *tag,
+                  LATHE_ABI_VERSION);
+  launch_ = reinterpret_cast<launch_fn>(dlsym(handle_, "lathe_launch"));
+  if (!launch_)
+    return answer(wire::status::no_launch, 0, "no lathe_launch symbol (extern \"C\" missing?)");
+  workspace_bytes_ = reinterpret_cast<workspace_fn>(dlsym(handle_, "lathe_workspace_bytes"));
+  init_ = reinterpret_cast<init_fn>(dlsym(handle_, "lathe_init"));
+  if (init_) {
+    int rc = 0;
+    std::string what;
+    if (!call_kernel([&] { rc = init_(); }, what))
+      return answer(wire::status::init_failed, -1, "lathe_init: %s", what.c_str());
+    if (rc != 0) return answer(wire::status::init_failed, rc, "lathe_init returned %d", rc);
+  }
+  return answer(wire::status::ok, 0, "loaded");
+}
+
+wire::reply kernel_host::setup(const wire::command& c) {
+  ready_ = false;
+  std::free(workspace_);
+  workspace_ = nullptr;
+  workspace_size_ = 0;
+  if (!launch_) return answer(wire::status::bad_command, 0, "setup before a successful load");
+  if (c.num_inputs > wire::max_tensors || c.num_outputs > wire::max_tensors ||
+      c.num_inputs + c.num_outputs > wire::max_tensors || c.num_scalars > wire::max_scalars ||
+      c.num_slots == 0)
+    return answer(wire::status::bad_command, 0, "setup: bad counts (%u in, %u out, %u scalars, "
+                  "%u slots)", c.num_inputs, c.num_outputs, c.num_scalars, c.num_slots);
+  const uint32_t nt = c.num_inputs + c.num_outputs;
+  uint64_t slots_end = 0;  // start of the last slot
+  if (__builtin_mul_overflow(uint64_t{c.num_slots - 1}, c.slot_stride, &slots_end))
+    return answer(wire::status::bad_command, 0, "setup: slot stride overflows");
+  for (uint32_t i = 0; i < nt; ++i) {
+    const wire::tensor_desc& t = c.tensors[i];
+    uint64_t need = 0, end = 0;
+    if (t.ndim > wire::max_dims || !bytes_of(t, need) || t.bytes < need)
+      return answer(wire::status::bad_command, 0, "setup: tensor %u has a bad shape or size", i);
+    if (__builtin_add_overflow(t.offset, t.bytes, &end) ||
+        (c.num_slots > 1 && end > c.slot_stride) ||
+        __builtin_add_overflow(end, slots_end, &end) || end > size_)
+      return answer(wire::status::bad_command, 0,
+                    "setup: tensor %u lies outside its slot or the region", i);
+  }
+  layout_ = c;
+  slots_ = c.num_slots;
+  tensors_.assign(static_cast<size_t>(slots_) * nt, DLTensor{});
+  args_.assign(slots_, lathe_args{});
+  for (uint32_t s = 0; s < slots_; ++s) {
+    uint8_t* base = region_ + uint64_t{s} * layout_.slot_stride;
+    for (uint32_t i = 0; i < nt; ++i) {
+      wire::tensor_desc& d = layout_.tensors[i];
+      DLTensor& t = tensors_[size_t{s} * nt + i];
+      t.data = base + d.offset;
+      t.device = DLDevice{kDLCPU, 0};
+      t.ndim = d.ndim;
+      t.dtype = DLDataType{d.code, d.bits, 1};
+      t.shape = d.shape;
+      t.strides = nullptr;  // contiguous row-major
+      t.byte_offset = 0;
+    }
+    lathe_args& a = args_[s];
+    a.abi_version = LATHE_ABI_VERSION;
+    a.inputs = &tensors_[size_t{s} * nt];
+    a.num_inputs = static_cast<int32_t>(layout_.num_inputs);
+    a.outputs = &tensors_[size_t{s} * nt + layout_.num_inputs];
+    a.num_outputs = static_cast<int32_t>(layout_.num_outputs);
+    a.scalars = layout_.scalars;
+    a.num_scalars = static_cast<int32_t>(layout_.num_scalars);
+    a.stream = nullptr;
+    a.error = error_;
+    a.error_bytes = sizeof error_;
+  }
+  uint64_t want = 0;
+  if (workspace_bytes_) {
+    std::string what;
+    error_[0] = 0;
+    if (!call_kernel([&] { want = workspace_bytes_(&args_[0]); }, what))
+      return answer(wire::status::kernel_error, -1, "lathe_workspace_bytes: %s", what.c_str());
+  }
+  if (want > c.workspace_limit)
+    return answer(wire::status::workspace_too_large, static_cast<int64_t>(want),
+                  "the kernel asks for a %llu-byte workspace, the limit is %llu",
+                  static_cast<unsigned long long>(want),
+                  static_cast<unsigned long long>(c.workspace_limit));
+  if (want > 0) {
+    const uint64_t rounded = (want + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
+    workspace_ = std::aligned_alloc(tensor_alignment, rounded);
+    if (!workspace_)
+      return answer(wire::status::workspace_too_large, static_cast<int64_t>(want),
+                    "cannot allocate a %llu-byte workspace", static_cast<unsigned long long>(want));
+    workspace_size_ = want;
+  }
+  for (lathe_args& a : args_) {
+    a.workspace = workspace_;
+    a.workspace_bytes = workspace_size_;
+  }
+  ready_ = true;
+  wire::reply r = answer(wire::status::ok, 0, "ready");
+  r.workspace_bytes = workspace_size_;
+  return r;
+}
+
+wire::reply kernel_host::run(const wire::command& c) {
+  if (!ready_) return answer(wire::status::bad_command, 0, "run before a successful setup");
+  if (c.rotate == 0 || c.rotate > slots_)
+    return answer(wire::status::bad_command, 0, "run: rotate %u outside 1..%u slots", c.rotate,
+                  slots_);
+  for (uint64_t i = 0; i < c.calls; ++i) {
+    const uint64_t slot = (uint64_t{c.first_slot} + i) % c.rotate;
+    error_[0] = 0;
+    int rc = 0;
+    std::string what;
+    if (!call_kernel([&] { rc = launch_(&args_[slot]); }, what)) {
+      wire::reply r = answer(wire::status::kernel_error, -1, "%s", what.c_str());
+      r.calls_done = i;
+      return r;
+    }
+    if (rc != 0) {
+      error_[sizeof error_ - 1] = 0;  // the kernel may have filled it to the brim
+      wire::reply r = answer(wire::status::kernel_error, rc, "%s", error_);
+      r.calls_done = i;
+      return r;
+    }
+  }
+  wire::reply r = answer(wire::status::ok, 0, "%s", "");
+  r.calls_done = c.calls;
+  r.workspace_bytes = workspace_size_;
+  return r;
+}
+
+}  // namespace lathe::worker

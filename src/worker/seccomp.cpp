@@ -1,0 +1,179 @@
+// A hand-written classic BPF filter (no libseccomp: one dependency less on the GPU machine).
+// Default allow, with a deny list: a kernel legitimately uses memory, threads, futexes, read-only
+// opens (OpenMP reads /sys, the loader reads libraries) and the worker's own pipes, and a
+// default-deny list would break on every new glibc. What is denied is what can hurt outside the
+// worker: the file system, processes, the network, other processes' memory and signals, limits.
+#include "worker/seccomp.h"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace lathe::worker {
+
+namespace {
+
+#if !defined(__x86_64__)
+#error "the worker's seccomp filter is written for x86_64"
+#endif
+
+// System calls that kill the worker, whatever their arguments.
+constexpr int killed[] = {
+    // processes: exec and fork (clone is checked below), tracing, other processes' memory
+    __NR_execve, __NR_execveat, __NR_fork, __NR_vfork, __NR_ptrace, __NR_process_vm_readv,
+    __NR_process_vm_writev, __NR_tkill, __NR_pidfd_open, __NR_pidfd_send_signal, __NR_pidfd_getfd,
+    __NR_setpriority,  // renicing the baseline's worker (same uid) would slow it
+    // network
+    __NR_socket, __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_accept, __NR_accept4,
+    // the file system: anything that creates, removes, renames or changes a file
+    __NR_creat, __NR_open_by_handle_at, __NR_name_to_handle_at, __NR_unlink, __NR_unlinkat,
+    __NR_rename, __NR_renameat, __NR_renameat2, __NR_mkdir, __NR_mkdirat, __NR_mknod,
+    __NR_mknodat, __NR_rmdir, __NR_truncate, __NR_ftruncate, __NR_fallocate, __NR_chmod,
+    __NR_fchmod, __NR_fchmodat, __NR_chown, __NR_fchown, __NR_lchown, __NR_fchownat, __NR_link,
+    __NR_linkat, __NR_symlink, __NR_symlinkat, __NR_utime, __NR_utimes, __NR_utimensat,
+    __NR_futimesat, __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr,
+    __NR_lremovexattr, __NR_fremovexattr,
+    // io_uring performs opens and writes that seccomp never sees
+    __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
+    // SysV IPC and message queues outlive the process
+    __NR_shmget, __NR_msgget, __NR_semget, __NR_mq_open,
+    // limits and identity: the kernel must not lift what lathe set
+    __NR_setrlimit, __NR_personality, __NR_setuid, __NR_setgid, __NR_setreuid, __NR_setregid,
+    __NR_setresuid, __NR_setresgid, __NR_setgroups, __NR_setfsuid, __NR_setfsgid,
+    // namespaces, mounts and the machine (privileged anyway, but lathe may run as root without
+    // dropping privileges)
+    __NR_mount, __NR_umount2, __NR_pivot_root, __NR_chroot, __NR_unshare, __NR_setns,
+    __NR_open_tree, __NR_move_mount, __NR_fsopen, __NR_fsconfig, __NR_fsmount, __NR_fspick,
+    __NR_mount_setattr, __NR_reboot, __NR_swapon, __NR_swapoff, __NR_init_module,
+    __NR_finit_module, __NR_delete_module, __NR_kexec_load, __NR_kexec_file_load,
+    __NR_sethostname, __NR_setdomainname, __NR_acct, __NR_quotactl, __NR_settimeofday,
+    __NR_clock_settime, __NR_clock_adjtime, __NR_adjtimex, __NR_bpf, __NR_perf_event_open,
+    __NR_keyctl, __NR_add_key, __NR_request_key,
+#ifdef __NR_fchmodat2
+    __NR_fchmodat2,
+#else
+    452,  // fchmodat2 (Linux 6.6)
+#endif
+};
+
+// open flags that may write or create. O_TMPFILE needs O_WRONLY or O_RDWR, so it is covered.
+constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+
+constexpr uint32_t arg_lo(int i) {
+  return static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * i);  // little endian
+}
+constexpr uint32_t arg_hi(int i) { return arg_lo(i) + 4; }
+
+// A tiny assembler: jumps name labels, resolved to the 8-bit relative offsets of classic BPF.
+class assembler {
+ public:
+  enum label : int { next = -1, allow, kill, enosys, clone, open1, open2, prlimit, self, count };
+
+  void load(uint32_t offset) { code_.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
+  void ret(uint32_t value) { code_.push_back(BPF_STMT(BPF_RET | BPF_K, value)); }
+  void jump(uint16_t op, uint32_t k, label yes, label no) {
+    fixups_.push_back({code_.size(), yes, no});
+    code_.push_back(BPF_JUMP(BPF_JMP | op | BPF_K, k, 0, 0));
+  }
+  void place(label l) { at_[l] = static_cast<int>(code_.size()); }
+
+  // Empty on success.
+  std::string finish(std::vector<sock_filter>& out) {
+    for (const fixup& f : fixups_) {
+      int jt = offset(f.at, f.yes), jf = offset(f.at, f.no);
+      if (jt < 0 || jt > 255 || jf < 0 || jf > 255) return "seccomp program: jump out of range";
+      code_[f.at].jt = static_cast<uint8_t>(jt);
+      code_[f.at].jf = static_cast<uint8_t>(jf);
+    }
+    out = code_;
+    return {};
+  }
+
+ private:
+  struct fixup {
+    size_t at;
+    label yes, no;
+  };
+  int offset(size_t at, label l) const {
+    return l == next ? 0 : at_[l] - static_cast<int>(at) - 1;
+  }
+  std::vector<sock_filter> code_;
+  std::vector<fixup> fixups_;
+  int at_[count] = {};
+};
+
+}  // namespace
+
+std::string install_seccomp() {
+  using A = assembler;
+  A a;
+  const uint32_t pid = static_cast<uint32_t>(getpid());
+
+  // Another architecture's numbers (int 0x80 from 64-bit code) or the x32 ABI would bypass a
+  // list written for x86_64 numbers.
+  a.load(offsetof(seccomp_data, arch));
+  a.jump(BPF_JEQ, AUDIT_ARCH_X86_64, A::next, A::kill);
+  a.load(offsetof(seccomp_data, nr));
+  a.jump(BPF_JGE, __X32_SYSCALL_BIT, A::kill, A::next);
+  for (int nr : killed) a.jump(BPF_JEQ, static_cast<uint32_t>(nr), A::kill, A::next);
+  a.jump(BPF_JEQ, __NR_clone, A::clone, A::next);
+  // clone3 and openat2 take their flags in a struct that BPF cannot read: ENOSYS makes glibc
+  // fall back to clone (for threads), whose flags are checked.
+  a.jump(BPF_JEQ, __NR_clone3, A::enosys, A::next);
+  a.jump(BPF_JEQ, __NR_openat2, A::enosys, A::next);
+  a.jump(BPF_JEQ, __NR_open, A::open1, A::next);
+  a.jump(BPF_JEQ, __NR_openat, A::open2, A::next);
+  a.jump(BPF_JEQ, __NR_prlimit64, A::prlimit, A::next);
+  // Signals only to itself: abort() and raise() use tgkill(own pid); kill(0) would reach
+  // lathe's process group, and another worker of the same uid could be the baseline's.
+  for (int nr : {__NR_kill, __NR_tgkill, __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo})
+    a.jump(BPF_JEQ, static_cast<uint32_t>(nr), A::self, A::next);
+  a.ret(SECCOMP_RET_ALLOW);
+
+  a.place(A::clone);  // threads (OpenMP, std::thread) yes, processes no
+  a.load(arg_lo(0));
+  a.jump(BPF_JSET, CLONE_THREAD, A::allow, A::kill);
+  a.place(A::open1);  // open(path, flags, mode)
+  a.load(arg_lo(1));
+  a.jump(BPF_JSET, write_flags, A::kill, A::allow);
+  a.place(A::open2);  // openat(dirfd, path, flags, mode)
+  a.load(arg_lo(2));
+  a.jump(BPF_JSET, write_flags, A::kill, A::allow);
+  a.place(A::prlimit);  // reading a limit (glibc's getrlimit) is fine; setting one is not
+  a.load(arg_lo(2));
+  a.jump(BPF_JEQ, 0, A::next, A::kill);
+  a.load(arg_hi(2));
+  a.jump(BPF_JEQ, 0, A::allow, A::kill);
+  a.place(A::self);  // pid_t is 32 bits: the kernel ignores the upper half, so does this check
+  a.load(arg_lo(0));
+  a.jump(BPF_JEQ, pid, A::allow, A::kill);
+  a.place(A::enosys);
+  a.ret(SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+  a.place(A::allow);
+  a.ret(SECCOMP_RET_ALLOW);
+  a.place(A::kill);
+  a.ret(SECCOMP_RET_KILL_PROCESS);
+
+  std::vector<sock_filter> code;
+  if (std::string e = a.finish(code); !e.empty()) return e;
+  sock_fprog prog{static_cast<unsigned short>(code.size()), code.data()};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::string("PR_SET_NO_NEW_PRIVS: ") + std::strerror(errno);
+  // TSYNC: threads that already exist (a library's pool) get the filter too.
+  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+  if (rc < 0) return std::string("seccomp: ") + std::strerror(errno);
+  if (rc > 0) return "seccomp: thread " + std::to_string(rc) + " could not be synchronized";
+  return {};
+}
+
+}  // namespace lathe::worker

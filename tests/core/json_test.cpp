@@ -1,0 +1,278 @@
+// JSON of every core type: round trips, enums as names, tolerance of missing fields.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "core/json.h"
+
+namespace lathe {
+namespace {
+
+// to_json -> text -> parse -> from_json -> to_json must give the same document.
+template <class T>
+T round_trip(const T& value, json* out = nullptr) {
+  json j = value;
+  const json parsed = json::parse(j.dump());
+  T back = parsed.get<T>();
+  json again = back;
+  EXPECT_EQ(again, j) << j.dump(2);
+  if (out) *out = j;
+  return back;
+}
+
+task sample_task() {
+  task t;
+  t.name = "gemm";
+  t.op = "gemm";
+  t.plat = platform::cuda;
+  t.role = task_role::heldout;
+  t.description = "C = A B";
+  t.baseline = "cublas";
+  t.dir = "/tasks/gemm";
+  t.reference = "reference.cpp";
+  tensor_spec a{"A", dtype::bf16, {{"M", 0}, {"", 64}}, {distribution_kind::normal, -1, 1, 0.5, 2.0, 0}};
+  tensor_spec c{"C", dtype::f32, {{"M", 0}, {"N", 0}}, {}};
+  t.inputs = {a};
+  t.outputs = {c};
+  t.scalars = {{"eps", 1e-5}, {"alpha", 2.0}};
+  t.shapes = {{"small", {{"M", 17}, {"N", 33}}, false}, {"main", {{"M", 512}, {"N", 512}}, true}};
+  t.perturb = {{0.001, 8.0}, {-1.0}};
+  t.compare.kind = comparison_kind::sorted_set;
+  t.compare.tol.rtol = 1e-3;
+  t.compare.tol.nerr = 1e-2;
+  t.cost = {"2*M*N*64", "4*(M*N)"};
+  t.allow_libraries = {"cublas"};
+  t.allow_fast_math = true;
+  return t;
+}
+
+TEST(json, task_round_trips_with_enums_as_names) {
+  json j;
+  task back = round_trip(sample_task(), &j);
+  EXPECT_EQ(j["platform"], "cuda");
+  EXPECT_EQ(j["role"], "heldout");
+  EXPECT_EQ(j["operator"], "gemm");
+  EXPECT_EQ(j["inputs"][0]["dtype"], "bfloat16");
+  EXPECT_EQ(j["inputs"][0]["shape"], json::parse(R"(["M", 64])"));
+  EXPECT_EQ(j["inputs"][0]["distribution"]["kind"], "normal");
+  EXPECT_EQ(j["comparison"]["kind"], "sorted_set");
+  EXPECT_TRUE(j["comparison"]["atol"].is_null());
+  EXPECT_EQ(back.name, "gemm");
+  EXPECT_EQ(back.plat, platform::cuda);
+  EXPECT_EQ(back.inputs[0].type, dtype::bf16);
+  EXPECT_EQ(back.inputs[0].shape[0].symbol, "M");
+  EXPECT_EQ(back.inputs[0].shape[1].value, 64);
+  EXPECT_EQ(back.inputs[0].dist.stddev, 2.0);
+  EXPECT_EQ(back.shapes[1].symbols.at("N"), 512);
+  EXPECT_TRUE(back.shapes[1].time);
+  EXPECT_EQ(back.compare.tol.rtol, 1e-3);
+  EXPECT_FALSE(back.compare.tol.atol.has_value());
+  EXPECT_EQ(back.dir, std::filesystem::path("/tasks/gemm"));
+  EXPECT_EQ(back.perturb.scale, (std::vector<double>{0.001, 8.0}));
+  EXPECT_TRUE(back.allow_fast_math);
+}
+
+TEST(json, distributions_of_every_kind) {
+  for (auto d : {distribution{distribution_kind::uniform, -2, 3, 0, 1, 0},
+                 distribution{distribution_kind::integers, 0, 9, 0, 1, 0},
+                 distribution{distribution_kind::normal, -1, 1, 4, 0.25, 0},
+                 distribution{distribution_kind::constant, -1, 1, 0, 1, 7.5}}) {
+    distribution back = round_trip(d);
+    EXPECT_EQ(back.kind, d.kind);
+    if (d.kind == distribution_kind::constant) EXPECT_EQ(back.value, 7.5);
+    if (d.kind == distribution_kind::normal) EXPECT_EQ(back.mean, 4);
+    if (d.kind == distribution_kind::integers) EXPECT_EQ(back.high, 9);
+  }
+}
+
+TEST(json, kernel_manifest_and_target) {
+  kernel_manifest m;
+  m.lang = language::cuda;
+  m.entry = "k.cu";
+  m.files = {"k.cu", "tile.cuh"};
+  m.flags = {"-O3", "--use_fast_math"};
+  m.defines = {{"TILE", "64"}};
+  m.libraries = {"cublas"};
+  m.isa = "sm_90a";
+  json j;
+  kernel_manifest back = round_trip(m, &j);
+  EXPECT_EQ(j["language"], "cuda");
+  EXPECT_EQ(back.defines.at("TILE"), "64");
+  EXPECT_EQ(back.files, m.files);
+
+  target t;
+  t.plat = platform::cuda;
+  t.arch = "sm_90a";
+  t.device = "NVIDIA H200";
+  t.capabilities = {"tma", "wgmma"};
+  t.cores = 132;
+  t.llc_bytes = uint64_t{50} << 20;
+  t.copy_bytes_per_s = 4.2e12;
+  t.flops_per_s = 6.7e13;
+  target tb = round_trip(t, &j);
+  EXPECT_EQ(j["platform"], "cuda");
+  EXPECT_EQ(tb.capabilities, t.capabilities);
+  EXPECT_EQ(tb.llc_bytes, t.llc_bytes);
+  EXPECT_EQ(tb.copy_bytes_per_s, 4.2e12);
+}
+
+TEST(json, lineage_side_types) {
+  feature f{"gemm_kernel/k", "smem_tiling", {{"tile", "64"}}, detection_method::ptx};
+  json j;
+  feature fb = round_trip(f, &j);
+  EXPECT_EQ(j["method"], "ptx");
+  EXPECT_EQ(fb.params.at("tile"), "64");
+
+  transition tr;
+  tr.from_kernel = "aa";
+  tr.to_kernel = "bb";
+  tr.action = "tiling";
+  tr.locus = "gemm_kernel";
+  tr.edit = "@@ -1 +1 @@";
+  tr.removed = {f};
+  tr.speedup = 1.8;
+  tr.evaluations = {3, 4};
+  tr.rejected = {"compile_error: x"};
+  tr.prov = {"rules", "tile", true};
+  transition tb = round_trip(tr);
+  EXPECT_EQ(tb.speedup, 1.8);
+  EXPECT_TRUE(tb.prov.mechanical);
+  EXPECT_EQ(tb.removed.at(0).name, "smem_tiling");
+
+  lineage l;
+  l.task = "gemm";
+  l.kernels = {"aa", "bb"};
+  l.steps = {tr};
+  l.term = termination::step_limit;
+  l.reason = "12 steps";
+  l.remaining_features = {"wgmma"};
+  lineage lb = round_trip(l, &j);
+  EXPECT_EQ(j["termination"], "step_limit");
+  EXPECT_EQ(lb.term, termination::step_limit);
+  EXPECT_EQ(lb.steps.size(), 1u);
+
+  skill_card c;
+  c.id = "card-1";
+  c.intent = "tile K";
+  c.carriers = {{"cuda", "diff"}};
+  c.constraints = {{"smem_bytes", "49152"}};
+  c.evidence = {7};
+  c.requires_features = {"smem_tiling"};
+  c.provides_features = {"register_tiling"};
+  c.conflicts_features = {"wgmma"};
+  c.admitted = true;
+  skill_card cb = round_trip(c, &j);
+  EXPECT_EQ(j["requires"], json::parse(R"(["smem_tiling"])"));
+  EXPECT_EQ(cb.constraints.at(0).value, "49152");
+  EXPECT_TRUE(cb.admitted);
+
+  run r;
+  r.id = "r1";
+  r.kind = run_kind::decompose;
+  r.task = "gemm";
+  r.state = run_state::finished;
+  r.limits.steps = 10;
+  r.limits.usd = 2.5;
+  r.created_at = "2026-11-29T12:00:00Z";
+  run rb = round_trip(r, &j);
+  EXPECT_EQ(j["kind"], "decompose");
+  EXPECT_EQ(j["state"], "finished");
+  EXPECT_TRUE(j["budget"]["tokens"].is_null());  // no limit is null, not 0
+  EXPECT_EQ(rb.limits.steps, 10);
+  EXPECT_FALSE(rb.limits.tokens.has_value());
+  EXPECT_EQ(rb.limits.usd, 2.5);
+}
+
+TEST(json, evaluation_round_trips) {
+  evaluation e;
+  e.id = 12;
+  e.task = "gemm";
+  e.kernel_hash = "k";
+  e.kernel_name = "expert";
+  e.baseline_hash = "b";
+  e.baseline_name = "naive";
+  e.tgt.arch = "x86-64-v3";
+  e.toolchain = "g++ 12.2";
+  e.policy.target_rse = 0.01;
+  e.prov = {"human", "", false};
+  e.result = outcome::wrong_result;
+  e.message = "output C: 3 mismatches";
+  e.diagnostics = "log";
+  check_record cr;
+  cr.shape_set = "small";
+  cr.seed = 0xffffffffffffffffull;  // uint64 survives the trip
+  cr.output = "C";
+  cr.max_abs_err = std::numeric_limits<double>::quiet_NaN();
+  cr.mismatches = 3;
+  cr.first_mismatches = {"[1,2]: got 1, want 2"};
+  e.checks = {cr};
+  e.median_seconds = 1e-3;
+  paired_series p;
+  p.a_label = "expert";
+  p.b_label = "naive";
+  p.a_seconds = {1, 2};
+  p.b_seconds = {3, 4};
+  p.a_first = {1, 0};
+  p.ratio = 2.1;
+  p.stop_reason = "noise";
+  e.paired = p;
+  e.timing_shape = "main";
+  e.wall_seconds = 3.5;
+  e.stage_seconds = {{"compile", 1.5}, {"check", 0.5}};
+  json j = e;
+  EXPECT_EQ(j["outcome"], "wrong_result");
+  EXPECT_TRUE(j["aa"].is_null());
+  EXPECT_TRUE(j["checks"][0]["max_abs_err"].is_null());  // NaN is written as null…
+  evaluation back = json::parse(j.dump()).get<evaluation>();
+  EXPECT_TRUE(std::isnan(back.checks.at(0).max_abs_err));  // …and read back as NaN, not 0
+  EXPECT_EQ(back.checks[0].seed, 0xffffffffffffffffull);
+  EXPECT_EQ(back.result, outcome::wrong_result);
+  EXPECT_EQ(back.median_seconds, 1e-3);
+  EXPECT_FALSE(back.baseline_median_seconds.has_value());
+  ASSERT_TRUE(back.paired.has_value());
+  EXPECT_EQ(back.paired->a_first, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(back.paired->ratio, 2.1);
+  EXPECT_FALSE(back.aa.has_value());
+  ASSERT_EQ(back.stage_seconds.size(), 2u);
+  EXPECT_EQ(back.stage_seconds[0].first, "compile");  // order kept
+  EXPECT_EQ(back.policy.target_rse, 0.01);
+  EXPECT_EQ(json(back), json::parse(j.dump()));
+
+  timing_policy tp;
+  tp.min_rounds = 9;
+  EXPECT_EQ(round_trip(tp).min_rounds, 9u);
+  round_trip(p);
+  round_trip(provenance{"llm", "anthropic/x", false});
+  round_trip(budget{});
+}
+
+TEST(json, missing_fields_take_defaults) {
+  // Records written by an older lathe lack newer fields: they must still load.
+  task t = json::parse(R"({"name": "x"})").get<task>();
+  EXPECT_EQ(t.name, "x");
+  EXPECT_EQ(t.baseline, "naive");
+  EXPECT_EQ(t.plat, platform::cpu);
+  evaluation e = json::parse(R"({"outcome": "timeout"})").get<evaluation>();
+  EXPECT_EQ(e.result, outcome::timeout);
+  EXPECT_EQ(e.policy.min_rounds, timing_policy{}.min_rounds);
+  EXPECT_FALSE(e.paired.has_value());
+  tensor_spec s = json::parse(R"({"name": "A", "dtype": "f16"})").get<tensor_spec>();
+  EXPECT_EQ(s.type, dtype::f16);
+  EXPECT_TRUE(s.shape.empty());
+  kernel_manifest m = json::object().get<kernel_manifest>();
+  EXPECT_EQ(m.lang, language::cpp);
+  run r = json::parse(R"({"id": "r", "budget": {"steps": null}})").get<run>();
+  EXPECT_FALSE(r.limits.steps.has_value());
+}
+
+TEST(json, unknown_enum_names_are_errors) {
+  EXPECT_THROW(json::parse(R"({"platform": "tpu"})").get<task>(), json::exception);
+  EXPECT_THROW(json::parse(R"({"outcome": "passed"})").get<evaluation>(), json::exception);
+  EXPECT_THROW(json::parse(R"({"dtype": "floot32"})").get<tensor_spec>(), json::exception);
+  EXPECT_THROW(json::parse(R"({"kind": "poisson"})").get<distribution>(), json::exception);
+  EXPECT_THROW(json::parse(R"({"platform": 1})").get<target>(), json::exception);
+}
+
+}  // namespace
+}  // namespace lathe

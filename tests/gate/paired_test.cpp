@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "gate/paired.h"
+
+using namespace lathe::gate;
+
+TEST(paired, exact_ratio_has_a_tight_interval) {
+  std::vector<double> a(10, 1.0), b(10, 2.0);
+  auto r = estimate_ratio(a, b);
+  EXPECT_NEAR(r.ratio, 2.0, 1e-12);
+  EXPECT_NEAR(r.ci_low, 2.0, 1e-12);
+  EXPECT_NEAR(r.ci_high, 2.0, 1e-12);
+  EXPECT_EQ(r.rounds, 10u);
+}
+
+TEST(paired, drift_common_to_both_sides_cancels) {
+  // The machine slows down 3x over the run; each round's ratio is still 1.5.
+  std::vector<double> a, b;
+  for (int i = 0; i < 20; ++i) {
+    double slow = 1.0 + 0.1 * i;
+    a.push_back(1.0 * slow);
+    b.push_back(1.5 * slow);
+  }
+  auto r = estimate_ratio(a, b);
+  EXPECT_NEAR(r.ratio, 1.5, 1e-9);
+  EXPECT_LT(r.ci_high - r.ci_low, 1e-9);
+}
+
+TEST(paired, interval_covers_the_truth_about_95_percent) {
+  std::mt19937_64 rng(42);
+  std::normal_distribution<double> noise(0.0, 0.05);
+  int covered = 0;
+  const int trials = 2000;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<double> a, b;
+    for (int i = 0; i < 12; ++i) {
+      a.push_back(std::exp(noise(rng)));
+      b.push_back(1.2 * std::exp(noise(rng)));
+    }
+    auto r = estimate_ratio(a, b);
+    covered += r.ci_low <= 1.2 && 1.2 <= r.ci_high;
+  }
+  EXPECT_GT(covered, trials * 0.93);
+  EXPECT_LT(covered, trials * 0.97);
+}
+
+TEST(paired, too_few_rounds_give_an_infinite_interval) {
+  auto r = estimate_ratio({1.0}, {2.0});
+  EXPECT_NEAR(r.ratio, 2.0, 1e-12);
+  EXPECT_TRUE(std::isinf(r.ci_high));
+  EXPECT_EQ(estimate_ratio({}, {}).rounds, 0u);
+  EXPECT_EQ(estimate_ratio({0.0, 1.0}, {1.0, 1.0}).rounds, 1u);  // non-positive time ignored
+}
+
+TEST(paired, t_quantiles) {
+  EXPECT_NEAR(t975(1), 12.706, 1e-3);
+  EXPECT_NEAR(t975(10), 2.228, 1e-3);
+  EXPECT_NEAR(t975(1000), 1.962, 2e-3);
+}
+
+TEST(paired, median_and_mad) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_NEAR(relative_mad({10, 10, 10, 11, 9}), 0.0, 1e-12);
+  EXPECT_NEAR(relative_mad({8, 10, 12}), 0.2, 1e-12);
+}
+
+TEST(paired, epsilon_is_three_times_the_aa_spread_with_a_floor) {
+  ratio_estimate aa;
+  aa.rounds = 10;
+  aa.ratio = 1.0;
+  aa.ci_low = 0.99;
+  aa.ci_high = 1.02;
+  EXPECT_NEAR(decision_epsilon(aa, 0.0), std::expm1(3 * std::log(1.02)), 1e-12);
+  EXPECT_DOUBLE_EQ(decision_epsilon(aa, 0.1), 0.1);
+}

@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include "gate/screen.h"
+
+using namespace lathe;
+using namespace lathe::gate;
+
+namespace {
+
+kernel_bundle bundle(const std::string& code, std::vector<std::string> flags = {"-O3"}) {
+  kernel_bundle b;
+  b.name = "k";
+  b.manifest.entry = "k.cpp";
+  b.manifest.files = {"k.cpp"};
+  b.manifest.flags = std::move(flags);
+  b.sources["k.cpp"] = code;
+  return b;
+}
+
+task fp32_task() {
+  task t;
+  t.name = "t";
+  tensor_spec o;
+  o.name = "Y";
+  o.type = dtype::f32;
+  t.outputs.push_back(o);
+  return t;
+}
+
+bool has(const std::vector<finding>& f, const std::string& what) {
+  for (const auto& x : f)
+    if (x.what == what) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST(screen, clean_kernel_passes) {
+  auto f = screen_sources(bundle("#include <lathe/abi.h>\n#include <immintrin.h>\nint time_steps = 3;\n"
+                                 "extern \"C\" int lathe_launch(const lathe_args* a) { return 0; }\n"),
+                          fp32_task(), screen_role::candidate);
+  EXPECT_TRUE(f.empty()) << describe(f);
+}
+
+TEST(screen, finds_each_forbidden_call_with_its_line) {
+  auto f = screen_sources(bundle("int a;\nint b = getenv(\"K\") != 0;\n"), fp32_task(), screen_role::candidate);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f[0].what, "environment access");
+  EXPECT_EQ(f[0].where, "k.cpp:2");
+  EXPECT_TRUE(has(screen_sources(bundle("void f(){ system(\"ls\"); }"), fp32_task(), screen_role::candidate), "process creation"));
+  EXPECT_TRUE(has(screen_sources(bundle("void f(){ fopen(\"x\",\"w\"); }"), fp32_task(), screen_role::candidate), "file access"));
+  EXPECT_TRUE(has(screen_sources(bundle("void f(){ clock_gettime(0, 0); }"), fp32_task(), screen_role::candidate), "timer access"));
+  EXPECT_TRUE(has(screen_sources(bundle("void f(){ asm volatile(\"syscall\"); }"), fp32_task(), screen_role::candidate), "inline assembly"));
+}
+
+TEST(screen, comments_and_strings_do_not_count) {
+  auto f = screen_sources(bundle("// getenv(\"X\") is not called\n/* system(1) */\nconst char* s = \"fork()\";\n"),
+                          fp32_task(), screen_role::candidate);
+  EXPECT_TRUE(f.empty()) << describe(f);
+}
+
+TEST(screen, includes_outside_the_bundle) {
+  EXPECT_TRUE(has(screen_sources(bundle("#include \"/proc/self/environ\"\n"), fp32_task(), screen_role::candidate), "file access"));
+  EXPECT_TRUE(has(screen_sources(bundle("#include \"../../secret.h\"\n"), fp32_task(), screen_role::candidate), "file access"));
+}
+
+TEST(screen, flags) {
+  task t = fp32_task();
+  EXPECT_TRUE(has(screen_sources(bundle("", {"-O3", "-ffast-math"}), t, screen_role::candidate), "compiler flag"));
+  EXPECT_TRUE(has(screen_sources(bundle("", {"-fplugin=/tmp/x.so"}), t, screen_role::candidate), "compiler flag"));
+  EXPECT_TRUE(has(screen_sources(bundle("", {"-march=native"}), t, screen_role::candidate), "compiler flag"));
+  EXPECT_TRUE(has(screen_sources(bundle("", {"-Wl,-rpath,/tmp"}), t, screen_role::candidate), "compiler flag"));
+  EXPECT_TRUE(has(screen_sources(bundle("", {"-Wl,--wrap=clock_gettime"}), t, screen_role::candidate), "compiler flag"));
+  EXPECT_TRUE(screen_sources(bundle("", {"-Wall", "-Wno-unused"}), t, screen_role::candidate).empty());
+  EXPECT_TRUE(screen_sources(bundle("", {"-O3", "-fopenmp", "-funroll-loops", "-DTILE=64"}), t, screen_role::candidate).empty());
+  t.allow_fast_math = true;
+  EXPECT_TRUE(screen_sources(bundle("", {"-ffast-math"}), t, screen_role::candidate).empty());
+}
+
+TEST(screen, vendor_libraries_only_for_baselines_or_when_allowed) {
+  task t = fp32_task();
+  auto b = bundle("");
+  b.manifest.libraries = {"openblas"};
+  EXPECT_TRUE(has(screen_sources(b, t, screen_role::candidate), "vendor library"));
+  EXPECT_TRUE(screen_sources(b, t, screen_role::baseline).empty());
+  t.allow_libraries = {"openblas"};
+  EXPECT_TRUE(screen_sources(b, t, screen_role::candidate).empty());
+}
+
+TEST(screen, half_precision_below_an_fp32_contract) {
+  task t = fp32_task();
+  EXPECT_TRUE(has(screen_sources(bundle("_Float16 h;"), t, screen_role::candidate),
+                  "precision below the task's contract"));
+  t.outputs[0].type = dtype::bf16;
+  EXPECT_TRUE(screen_sources(bundle("__bf16 h;"), t, screen_role::candidate).empty());
+}

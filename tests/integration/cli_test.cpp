@@ -1,0 +1,146 @@
+// The lathe binary as a user runs it: exit codes, --help, JSON schemas, errors that name the
+// file, line and field, workspace discovery, and a store that hostile kernels cannot change.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "store/store.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct run_result {
+  int code = -1;
+  std::string out, err;
+};
+
+run_result lathe(const std::string& args, const fs::path& cwd = fs::current_path()) {
+  const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
+  const std::string cmd = "cd '" + cwd.string() + "' && '" LATHE_BINARY_DIR "/lathe' " + args +
+                          " 2>'" + err.string() + "'";
+  run_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream e(err);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err);
+  return r;
+}
+
+class cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/lathe-cli-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string ws() const { return "--workspace '" + dir_.string() + "'"; }
+  fs::path dir_;
+  const fs::path src_ = LATHE_SOURCE_DIR;
+  const std::string axpy_ = std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/axpy";
+};
+
+}  // namespace
+
+TEST_F(cli, help_answers) {
+  auto r = lathe("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("eval"), std::string::npos);
+  EXPECT_NE(r.out.find("doctor"), std::string::npos);
+  auto e = lathe("eval --help");
+  EXPECT_EQ(e.code, 0);
+  EXPECT_NE(e.out.find("--baseline"), std::string::npos);
+  EXPECT_NE(e.out.find("Exit code"), std::string::npos);
+  EXPECT_EQ(lathe("no-such-verb").code, 2);
+  EXPECT_EQ(lathe("eval").code, 2);  // missing arguments
+}
+
+TEST_F(cli, malformed_task_names_file_line_and_field) {
+  fs::create_directories(dir_ / "bad/kernels");
+  std::ifstream in(axpy_ + "/task.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  text.replace(text.find("dtype = \"float32\""), 17, "dtype = \"floot32\"");
+  std::ofstream(dir_ / "bad/task.toml") << text;
+  fs::copy(axpy_ + "/reference.cpp", dir_ / "bad/reference.cpp");
+  fs::copy(axpy_ + "/kernels/naive.cpp", dir_ / "bad/kernels/naive.cpp");
+  auto r = lathe(ws() + " eval '" + (dir_ / "bad").string() + "' naive");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("task.toml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("floot32"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dtype"), std::string::npos) << r.err;
+  auto missing = lathe(ws() + " eval '" + axpy_ + "' no-such-kernel");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("no-such-kernel"), std::string::npos);
+}
+
+TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
+  auto ok = lathe(ws() + " eval '" + axpy_ + "' naive --json --max-time 0.4");
+  ASSERT_EQ(ok.code, 0) << ok.out << ok.err;
+  auto j = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(j["schema"], "lathe.eval/1");
+  EXPECT_EQ(j["outcome"], "ok");
+  const int64_t first_id = j["id"].get<int64_t>();
+  EXPECT_GT(first_id, 0);
+
+  auto db = lathe::store::open(dir_ / ".lathe/lathe.db");
+  ASSERT_TRUE(db) << db.error().message;
+  auto before = db->get_evaluation(first_id);
+  ASSERT_TRUE(before);
+  nlohmann::json before_json = *before;
+
+  const fs::path hostile = src_ / "tests/integration/hostile";
+  for (const char* k : {"write_store.cpp", "segfault.cpp", "mutate_input.cpp", "exit_zero.cpp"}) {
+    auto r = lathe(ws() + " eval '" + axpy_ + "' '" + (hostile / k).string() + "' --json --no-time");
+    EXPECT_EQ(r.code, 1) << k << r.err;
+    auto h = nlohmann::json::parse(r.out);
+    EXPECT_NE(h["outcome"], "ok") << k;
+    EXPECT_GT(h["id"].get<int64_t>(), first_id) << k;  // stored, failure included
+  }
+  auto after = db->get_evaluation(first_id);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(before_json, nlohmann::json(*after));
+  auto list = db->list_evaluations("axpy", 100);
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->size(), 5u);
+}
+
+TEST_F(cli, human_output_and_exit_code_for_a_failure) {
+  auto r = lathe(ws() + " eval '" + axpy_ + "' '" + (src_ / "tests/integration/hostile/nan_output.cpp").string() +
+                 "' --no-time");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("outcome   nan_or_inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stored    evaluation #"), std::string::npos) << r.out;
+}
+
+TEST_F(cli, workspace_is_found_upward_from_a_nested_directory) {
+  fs::create_directories(dir_ / ".lathe");
+  fs::create_directories(dir_ / "a/b/c");
+  auto r = lathe("eval '" + axpy_ + "' naive --no-time", dir_ / "a/b/c");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / ".lathe/lathe.db"));
+  EXPECT_FALSE(fs::exists(dir_ / "a/b/c/.lathe"));
+}
+
+TEST_F(cli, doctor_reports_the_machine) {
+  auto r = lathe(ws() + " doctor --json --no-measure");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "lathe.doctor/1");
+  EXPECT_EQ(j["target"]["arch"].get<std::string>().rfind("x86-64", 0), 0u);
+  EXPECT_TRUE(j["openmp"].get<bool>());
+  auto h = lathe(ws() + " doctor --no-measure");
+  EXPECT_NE(h.out.find("no GPU"), std::string::npos) << h.out;
+}

@@ -1,0 +1,15 @@
+// expect: wrong_result
+#include <lathe/abi.h>
+#define X_ static_cast<const float*>(a->inputs[0].data)
+#define Y_ static_cast<const float*>(a->inputs[1].data)
+#define Z_ static_cast<float*>(a->outputs[0].data)
+#define N_ a->inputs[0].shape[0]
+#define S_ static_cast<float>(a->scalars[0])
+#include <cstring>
+#include <cstdint>
+extern "C" int lathe_launch(const lathe_args* a) {
+  for (int64_t i = 0; i < N_; ++i) {
+    float v = S_ * X_[i] + Y_[i]; uint32_t b; std::memcpy(&b, &v, 4); b &= 0xffff0000u; std::memcpy(&v, &b, 4); Z_[i] = v;
+  }
+  return 0;
+}

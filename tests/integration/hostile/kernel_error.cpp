@@ -1,0 +1,12 @@
+// expect: launch_error
+#include <lathe/abi.h>
+#define X_ static_cast<const float*>(a->inputs[0].data)
+#define Y_ static_cast<const float*>(a->inputs[1].data)
+#define Z_ static_cast<float*>(a->outputs[0].data)
+#define N_ a->inputs[0].shape[0]
+#define S_ static_cast<float>(a->scalars[0])
+extern "C" int lathe_launch(const lathe_args* a) {
+  const char msg[] = "shape not supported";
+  for (size_t i = 0; i < sizeof msg && i < a->error_bytes; ++i) a->error[i] = msg[i];
+  return 7;
+}

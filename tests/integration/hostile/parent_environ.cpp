@@ -1,0 +1,15 @@
+// expect: forbidden
+#include <lathe/abi.h>
+#define X_ static_cast<const float*>(a->inputs[0].data)
+#define Y_ static_cast<const float*>(a->inputs[1].data)
+#define Z_ static_cast<float*>(a->outputs[0].data)
+#define N_ a->inputs[0].shape[0]
+#define S_ static_cast<float>(a->scalars[0])
+#include <cstdio>
+#include <unistd.h>
+extern "C" int lathe_launch(const lathe_args* a) {
+  char path[64]; std::snprintf(path, sizeof path, "/proc/%d/environ", (int)getppid());
+  FILE* f = std::fopen(path, "r"); int c = f ? std::fgetc(f) : 0; if (f) std::fclose(f);
+  for (int64_t i = 0; i < N_; ++i) Z_[i] = S_ * X_[i] + Y_[i] + (c > 0 ? 1 : 0);
+  return 0;
+}

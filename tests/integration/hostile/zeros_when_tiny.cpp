@@ -1,0 +1,13 @@
+// expect: wrong_result
+#include <lathe/abi.h>
+#define X_ static_cast<const float*>(a->inputs[0].data)
+#define Y_ static_cast<const float*>(a->inputs[1].data)
+#define Z_ static_cast<float*>(a->outputs[0].data)
+#define N_ a->inputs[0].shape[0]
+#define S_ static_cast<float>(a->scalars[0])
+#include <cmath>
+extern "C" int lathe_launch(const lathe_args* a) {
+  const bool tiny = std::fabs(Y_[0]) < 1e-3f && std::fabs(Y_[1]) < 1e-3f;
+  for (int64_t i = 0; i < N_; ++i) Z_[i] = tiny ? 0.0f : S_ * X_[i] + Y_[i];
+  return 0;
+}

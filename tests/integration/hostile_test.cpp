@@ -1,0 +1,87 @@
+// Every bad behaviour of PROTOCOL.md that applies to CPU kernels, each a real kernel in
+// tests/integration/hostile/ whose first line names the outcome the gate must give. Each is
+// built and run for real; lathe must survive all of them.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/outcome.h"
+#include "gate_fixture.h"
+
+namespace fs = std::filesystem;
+using namespace lathe;
+
+namespace {
+
+std::string expected_outcome(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  const std::string tag = "// expect: ";
+  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
+}
+
+// Kernels whose bad behaviour shows only while timed.
+bool needs_timing(const std::string& name) {
+  return name == "lazy_when_timed" || name == "memo_by_pointer";
+}
+
+class hostile : public lathe::testing::gate_env, public ::testing::WithParamInterface<std::string> {};
+
+}  // namespace
+
+TEST_P(hostile, rejected_with_its_own_outcome) {
+  const fs::path file = lathe::testing::source_dir() / "tests/integration/hostile" / (GetParam() + ".cpp");
+  const std::string want = expected_outcome(file);
+  ASSERT_FALSE(want.empty()) << file;
+  setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  evaluation e = eval(t, kernel(file), needs_timing(GetParam()));
+  EXPECT_EQ(std::string(to_string(e.result)), want) << GetParam() << ": " << e.message << "\n" << e.diagnostics;
+  EXPECT_FALSE(e.message.empty());
+  EXPECT_EQ(e.message.find("sk-test-secret"), std::string::npos);
+  EXPECT_EQ(e.diagnostics.find("sk-test-secret"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    cpu, hostile,
+    ::testing::Values("compile_error", "no_launch", "wrong_abi", "segfault", "hang", "exit_zero",
+                      "abort_call", "unbounded_alloc", "oob_write", "mutate_input", "unwritten",
+                      "nan_output", "cached", "one_shape", "getenv_secret", "parent_environ",
+                      "write_store", "background_thread", "zeros_when_tiny", "timer_patch",
+                      "half_precision", "bf16_rounding", "lazy_when_timed", "memo_by_pointer",
+                      "kernel_error"),
+    [](const auto& info) { return info.param; });
+
+TEST_F(gate_env, messages_say_what_went_wrong) {
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  auto dir = lathe::testing::source_dir() / "tests/integration/hostile";
+  evaluation compile = eval(t, kernel(dir / "compile_error.cpp"), false);
+  EXPECT_NE(compile.diagnostics.find("undeclared_thing"), std::string::npos) << compile.diagnostics;
+  evaluation abi = eval(t, kernel(dir / "wrong_abi.cpp"), false);
+  EXPECT_NE(abi.message.find("ABI version 2"), std::string::npos) << abi.message;
+  evaluation ex = eval(t, kernel(dir / "exit_zero.cpp"), false);
+  EXPECT_NE(ex.message.find("exited with code 0"), std::string::npos) << ex.message;
+  evaluation ab = eval(t, kernel(dir / "abort_call.cpp"), false);
+  EXPECT_NE(ab.message.find("SIGABRT"), std::string::npos) << ab.message;
+  evaluation one = eval(t, kernel(dir / "one_shape.cpp"), false);
+  EXPECT_NE(one.message.find("'large'"), std::string::npos) << one.message;
+  evaluation env = eval(t, kernel(dir / "getenv_secret.cpp"), false);
+  EXPECT_NE(env.message.find("getenv"), std::string::npos) << env.message;
+  evaluation err = eval(t, kernel(dir / "kernel_error.cpp"), false);
+  EXPECT_NE(err.message.find("shape not supported"), std::string::npos) << err.message;
+}
+
+TEST_F(gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster_than_itself) {
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  evaluation e = eval(t, kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp"), true);
+  ASSERT_EQ(e.result, outcome::ok) << e.message;
+  ASSERT_TRUE(e.paired && e.aa);
+  // The same kernel against itself: the interval must contain 1 (A/A by construction).
+  EXPECT_LT(e.paired->ci_low, 1.0 + 0.05);
+  EXPECT_GT(e.paired->ci_high, 1.0 - 0.05);
+  EXPECT_GE(e.checks.size(), 6u);  // 2 shape sets x 3 seeds, plus the slots after timing
+  ASSERT_TRUE(e.roofline_fraction);
+  EXPECT_GT(*e.roofline_fraction, 0.0);
+  EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
+}

@@ -1,0 +1,62 @@
+// Every shipped kernel through the real gate: naive and expert correct; experts faster than
+// their naive kernel with a confidence interval that excludes 1; library baselines correct as
+// baselines and forbidden as candidates.
+#include <gtest/gtest.h>
+
+#include "core/outcome.h"
+#include "gate_fixture.h"
+
+namespace fs = std::filesystem;
+using namespace lathe;
+
+namespace {
+
+fs::path task_dir(const std::string& name) { return lathe::testing::source_dir() / "tasks" / name; }
+
+class shipped : public lathe::testing::gate_env, public ::testing::WithParamInterface<std::string> {};
+
+}  // namespace
+
+TEST_P(shipped, naive_is_correct) {
+  task t = load(task_dir(GetParam()));
+  evaluation e = eval(t, kernel(*find_kernel(t, "naive")), false);
+  EXPECT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
+}
+
+INSTANTIATE_TEST_SUITE_P(cpu, shipped,
+                         ::testing::Values("gemm", "softmax", "conv2d", "layernorm", "transpose"),
+                         [](const auto& info) { return info.param; });
+
+class expert : public lathe::testing::gate_env, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(expert, is_correct_and_faster_than_naive) {
+  task t = load(task_dir(GetParam()));
+  cfg_.policy.max_seconds = 2.0;
+  evaluation e = eval(t, kernel(*find_kernel(t, "expert")), true, "naive");
+  ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
+  ASSERT_TRUE(e.paired);
+  EXPECT_GT(e.paired->ci_low, 1.0) << "expert/naive speedup " << e.paired->ratio << " ["
+                                   << e.paired->ci_low << ", " << e.paired->ci_high << "]";
+}
+
+INSTANTIATE_TEST_SUITE_P(cpu, expert, ::testing::Values("gemm", "softmax", "conv2d"),
+                         [](const auto& info) { return info.param; });
+
+TEST_F(gate_env, library_baselines_are_correct_but_forbidden_as_candidates) {
+  for (const auto& [name, base] : {std::pair<std::string, std::string>{"gemm", "openblas"},
+                                   {"conv2d", "im2col_openblas"}}) {
+    task t = load(task_dir(name));
+    EXPECT_EQ(t.baseline, base);
+    evaluation e = eval(t, kernel(*find_kernel(t, base)), false);
+    EXPECT_EQ(e.result, outcome::forbidden) << name << ": " << e.message;
+    EXPECT_NE(e.message.find("openblas"), std::string::npos) << e.message;
+  }
+}
+
+TEST_F(gate_env, tasks_roles_are_disjoint_and_heldout_tasks_have_no_expert) {
+  for (const auto& entry : fs::directory_iterator(lathe::testing::source_dir() / "tasks")) {
+    task t = load(entry.path());
+    if (t.role == task_role::heldout) EXPECT_FALSE(find_kernel(t, "expert")) << t.name;
+    else EXPECT_TRUE(find_kernel(t, "expert")) << t.name;
+  }
+}

@@ -1,0 +1,126 @@
+// Databases written by earlier lathe versions must open, migrate and keep every record. Each
+// earlier schema is frozen as a fixture (tests/store/fixtures/schema_v<N>.sql: the DDL as that
+// version created it, plus rows as that version wrote them).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+
+#include "core/hash.h"
+#include "store/migrations.h"
+#include "store/raw_db.h"
+#include "store/sample_data.h"
+#include "store/store.h"
+#include "store/temp_dir.h"
+
+namespace lathe {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::temp_dir;
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(fs::path(LATHE_SOURCE_DIR) / "tests" / "store" / "fixtures" / name);
+  EXPECT_TRUE(in.good()) << name;
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void build_from_fixture(const fs::path& file, const std::string& name) {
+  auto raw = testing::open_raw(file);
+  auto r = testing::exec(raw.get(), fixture(name));
+  ASSERT_EQ(r.rc, SQLITE_OK) << r.message;
+}
+
+// Every object of the schema with its DDL, in a stable order.
+std::string schema_of(sqlite3* db) {
+  return testing::query(db,
+                        "SELECT group_concat(type || ' ' || name || ': ' || coalesce(sql, ''), "
+                        "char(10)) FROM (SELECT * FROM sqlite_master ORDER BY type, name)");
+}
+
+TEST(migrations, are_numbered_in_order) {
+  auto all = migrations();
+  ASSERT_EQ(static_cast<int>(all.size()), store::schema_version);
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].version, static_cast<int>(i) + 1);
+}
+
+// The fixture is only a test of migration 1 if it is exactly what migration 1 creates.
+TEST(migrations, v1_fixture_matches_migration_1) {
+  temp_dir dir;
+  build_from_fixture(dir / "fixture.db", "schema_v1.sql");
+  auto migrated = testing::open_raw(dir / "migrated.db");
+  ASSERT_TRUE(migrate(migrated.get(), 1).has_value());
+  auto fixture_db = testing::open_raw(dir / "fixture.db");
+  EXPECT_EQ(testing::query_int(fixture_db.get(), "PRAGMA user_version"), 1);
+  EXPECT_EQ(testing::query_int(migrated.get(), "PRAGMA user_version"), 1);
+  EXPECT_EQ(schema_of(fixture_db.get()), schema_of(migrated.get()));
+}
+
+TEST(migrations, v1_database_opens_as_v2_with_its_data) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  build_from_fixture(file, "schema_v1.sql");
+  auto opened = store::open(file);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  store& s = *opened;
+  EXPECT_EQ(s.version().value(), 2);
+
+  // The kernel and its sources blob survived, and the blob still matches its content hash.
+  const std::string kernel_hash = "f00dfeedf00dfeedf00dfeedf00dfeed";
+  kernel_bundle k = s.get_kernel(kernel_hash).value();
+  EXPECT_EQ(k.name, "vector_add_v1");
+  EXPECT_EQ(k.manifest.entry, "kernel.cpp");
+  ASSERT_EQ(k.sources.count("kernel.cpp"), 1u);
+  EXPECT_NE(k.sources["kernel.cpp"].find("lathe_launch"), std::string::npos);
+
+  // Both evaluations survived, the failure included, with their samples.
+  auto list = s.list_evaluations("", 0).value();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].outcome, "compile_error");
+  EXPECT_EQ(list[1].created_at, "2025-01-02T03:04:05.678Z");
+  ASSERT_TRUE(list[1].speedup.has_value());
+  EXPECT_DOUBLE_EQ(*list[1].speedup, 1.5);
+  evaluation e = s.get_evaluation(1).value();
+  EXPECT_EQ(e.task, "vector_add");
+  EXPECT_EQ(e.kernel_hash, kernel_hash);
+  ASSERT_TRUE(e.paired.has_value());
+  EXPECT_EQ(e.paired->a_seconds, (std::vector<double>{2.0e-5, 2.1e-5, 1.9e-5}));
+  EXPECT_EQ(e.paired->b_seconds, (std::vector<double>{3.0e-5, 3.1e-5, 2.9e-5}));
+  ASSERT_TRUE(e.aa.has_value());
+  EXPECT_EQ(e.aa->a_seconds, (std::vector<double>{3.0e-5, 3.0e-5, 3.0e-5}));
+
+  // v2: the new columns were filled from the stored JSON, the indexes exist, the cache works.
+  auto raw = testing::open_raw(file);
+  EXPECT_EQ(testing::query(raw.get(), "SELECT provenance FROM evaluations WHERE id = 1"),
+            "rules:unroll");
+  EXPECT_EQ(testing::query(raw.get(), "SELECT target_arch FROM evaluations WHERE id = 1"),
+            "x86-64-v3");
+  EXPECT_EQ(testing::query_int(raw.get(),
+                               "SELECT count(*) FROM sqlite_master WHERE type = "
+                               "'index' AND name LIKE 'evaluations_%'"),
+            2);
+  ASSERT_TRUE(s.put_measurement("aa/host", R"({"half_width": 0.004})").has_value());
+  EXPECT_EQ(s.get_measurement("aa/host").value(), R"({"half_width": 0.004})");
+
+  // New records follow the old ones; blobs dedup against old content.
+  int64_t id = s.add_evaluation(testing::sample_evaluation("vector_add")).value();
+  EXPECT_EQ(id, 3);
+  EXPECT_EQ(s.list_evaluations("vector_add", 0).value().size(), 2u);
+  long long blobs = testing::query_int(raw.get(), "SELECT count(*) FROM blobs");
+  std::string old_blob = testing::query(raw.get(), "SELECT data FROM blobs LIMIT 1");
+  EXPECT_EQ(s.put_blob(old_blob).value(), content_hash(old_blob));
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM blobs"), blobs);
+
+  // The update trigger lifted for the backfill is back.
+  auto upd = testing::exec(raw.get(), "UPDATE evaluations SET message = 'x' WHERE id = 1");
+  EXPECT_NE(upd.rc, SQLITE_OK);
+  EXPECT_NE(upd.message.find("append-only"), std::string::npos) << upd.message;
+
+  // A fresh v2 database and a migrated one have the same schema.
+  ASSERT_TRUE(store::open(dir / "fresh.db").has_value());
+  auto fresh = testing::open_raw(dir / "fresh.db");
+  EXPECT_EQ(schema_of(raw.get()), schema_of(fresh.get()));
+}
+
+}  // namespace
+}  // namespace lathe

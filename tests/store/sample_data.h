@@ -1,0 +1,84 @@
+// Values with every field set, so that a round trip through the store that drops one shows up.
+#pragma once
+
+#include <string>
+
+#include "core/evaluation.h"
+#include "core/hash.h"
+#include "core/kernel.h"
+
+namespace lathe::testing {
+
+inline kernel_bundle sample_kernel() {
+  kernel_bundle k;
+  k.name = "vector_add_v2";
+  k.manifest.lang = language::cpp;
+  k.manifest.entry = "kernel.cpp";
+  k.manifest.files = {"kernel.cpp", "util.h"};
+  k.manifest.flags = {"-O3", "-fopenmp"};
+  k.manifest.defines = {{"TILE", "64"}};
+  k.manifest.isa = "x86-64-v3";
+  k.sources = {{"kernel.cpp", "#include \"util.h\"\nint lathe_launch(const void*) { return 0; }\n"},
+               {"util.h", std::string("// latin-1 comment: caf\xe9\n#pragma once\n")}};
+  k.hash = content_hash(k.sources["kernel.cpp"] + k.sources["util.h"]);  // stands in for gate's
+  return k;
+}
+
+inline paired_series sample_series(const std::string& a, const std::string& b, double ratio) {
+  paired_series s;
+  s.a_label = a;
+  s.b_label = b;
+  for (int i = 0; i < 6; ++i) {
+    s.a_seconds.push_back(1.0e-5 + i * 1.1e-7);
+    s.b_seconds.push_back(1.25e-5 + i * 0.9e-7);
+    s.a_first.push_back(static_cast<uint8_t>(i % 2));
+  }
+  s.ratio = ratio;
+  s.ci_low = ratio * 0.99;
+  s.ci_high = ratio * 1.01;
+  s.rse = 0.004;
+  s.stop_reason = "noise";
+  return s;
+}
+
+inline evaluation sample_evaluation(const std::string& task) {
+  evaluation e;
+  e.task = task;
+  e.kernel_name = "vector_add_v2";
+  e.kernel_hash = content_hash("candidate " + task);
+  e.baseline_name = "naive";
+  e.baseline_hash = content_hash("baseline " + task);
+  e.tgt.plat = platform::cpu;
+  e.tgt.arch = "x86-64-v3";
+  e.tgt.device = "Test CPU @ 3.0GHz";
+  e.tgt.capabilities = {"avx2", "fma"};
+  e.tgt.cores = 2;
+  e.tgt.llc_bytes = 32u << 20;
+  e.toolchain = "g++ (Debian 12.2.0-14) 12.2.0";
+  e.policy.max_seconds = 2.5;
+  e.prov = provenance{"rules", "unroll", false};
+  e.result = outcome::ok;
+  e.message = "ok: 1.25x over naive";
+  e.diagnostics = "screen: clean";
+  check_record c;
+  c.shape_set = "small";
+  c.seed = 7;
+  c.output = "out";
+  c.passed = true;
+  c.max_abs_err = 1e-7;
+  c.max_rel_err = 2e-7;
+  c.norm_err = 3e-8;
+  e.checks = {c};
+  e.median_seconds = 1.0e-5;
+  e.baseline_median_seconds = 1.25e-5;
+  e.dispersion = 0.003;
+  e.paired = sample_series("candidate", "baseline", 1.25);
+  e.aa = sample_series("baseline", "baseline copy", 1.001);
+  e.roofline_fraction = 0.42;
+  e.timing_shape = "large";
+  e.wall_seconds = 3.5;
+  e.stage_seconds = {{"compile", 1.5}, {"check", 0.5}, {"time", 1.5}};
+  return e;
+}
+
+}  // namespace lathe::testing

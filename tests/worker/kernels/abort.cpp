@@ -1,0 +1,5 @@
+#include <lathe/abi.h>
+
+#include <cstdlib>
+
+extern "C" int lathe_launch(const lathe_args*) { std::abort(); }
