@@ -30,9 +30,10 @@ struct context {
 };
 
 // Opens the workspace and store, detects the toolchain and the CPU target; measures the
-// target's ceilings once per device and caches them in the store.
+// target's ceilings once per device and caches them in the store (`refresh`: measure again and
+// keep the higher of old and new).
 result<context> open_context(const std::optional<std::filesystem::path>& workspace_dir,
-                             bool measure_ceilings);
+                             bool measure_ceilings, bool refresh = false);
 
 // A task argument: a directory, a task.toml, or the name of a shipped task.
 result<std::filesystem::path> find_task_path(const std::string& arg, const paths& where);

@@ -32,10 +32,10 @@ bool can_link(const std::vector<std::string>& flags, const std::string& code) {
   return ok;
 }
 
-int run_doctor(const common_options& common, bool as_json, bool measure) {
+int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
-  auto ctx = open_context(ws, measure);
+  auto ctx = open_context(ws, measure || refresh, refresh);
   if (!ctx) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
@@ -90,10 +90,14 @@ int run_doctor(const common_options& common, bool as_json, bool measure) {
 void add_doctor(CLI::App& app, const common_options& common, int& exit_code) {
   auto as_json = std::make_shared<bool>(false);
   auto measure = std::make_shared<bool>(true);
+  auto refresh = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("doctor", "toolchain, ISA, cores, OpenMP, GPU: what lathe can use here");
   sub->add_flag("--json", *as_json, "print as JSON (schema lathe.doctor/1)");
   sub->add_flag("!--no-measure", *measure, "do not measure bandwidth and FMA peak (when not cached)");
-  sub->callback([as_json, measure, &common, &exit_code] { exit_code = run_doctor(common, *as_json, *measure); });
+  sub->add_flag("--remeasure", *refresh, "measure the ceilings again (kept: the higher of old and new)");
+  sub->callback([as_json, measure, refresh, &common, &exit_code] {
+    exit_code = run_doctor(common, *as_json, *measure, *refresh);
+  });
 }
 
 }  // namespace lathe::cli

@@ -9,19 +9,32 @@ namespace lathe {
 
 std::string_view to_string(dtype t) {
   switch (t) {
-    case dtype::f16: return "float16";
-    case dtype::bf16: return "bfloat16";
-    case dtype::f32: return "float32";
-    case dtype::f64: return "float64";
-    case dtype::i8: return "int8";
-    case dtype::i16: return "int16";
-    case dtype::i32: return "int32";
-    case dtype::i64: return "int64";
-    case dtype::u8: return "uint8";
-    case dtype::u16: return "uint16";
-    case dtype::u32: return "uint32";
-    case dtype::u64: return "uint64";
-    case dtype::boolean: return "bool";
+    case dtype::f16:
+      return "float16";
+    case dtype::bf16:
+      return "bfloat16";
+    case dtype::f32:
+      return "float32";
+    case dtype::f64:
+      return "float64";
+    case dtype::i8:
+      return "int8";
+    case dtype::i16:
+      return "int16";
+    case dtype::i32:
+      return "int32";
+    case dtype::i64:
+      return "int64";
+    case dtype::u8:
+      return "uint8";
+    case dtype::u16:
+      return "uint16";
+    case dtype::u32:
+      return "uint32";
+    case dtype::u64:
+      return "uint64";
+    case dtype::boolean:
+      return "bool";
   }
   return "?";
 }
@@ -52,17 +65,21 @@ uint32_t size_of(dtype t) {
   switch (t) {
     case dtype::i8:
     case dtype::u8:
-    case dtype::boolean: return 1;
+    case dtype::boolean:
+      return 1;
     case dtype::f16:
     case dtype::bf16:
     case dtype::i16:
-    case dtype::u16: return 2;
+    case dtype::u16:
+      return 2;
     case dtype::f32:
     case dtype::i32:
-    case dtype::u32: return 4;
+    case dtype::u32:
+      return 4;
     case dtype::f64:
     case dtype::i64:
-    case dtype::u64: return 8;
+    case dtype::u64:
+      return 8;
   }
   return 0;
 }
@@ -75,21 +92,27 @@ uint8_t dl_code(dtype t) {
   switch (t) {
     case dtype::f16:
     case dtype::f32:
-    case dtype::f64: return kDLFloat;
-    case dtype::bf16: return kDLBfloat;
+    case dtype::f64:
+      return kDLFloat;
+    case dtype::bf16:
+      return kDLBfloat;
     case dtype::i8:
     case dtype::i16:
     case dtype::i32:
-    case dtype::i64: return kDLInt;
+    case dtype::i64:
+      return kDLInt;
     case dtype::u8:
     case dtype::u16:
     case dtype::u32:
     case dtype::u64:
-    case dtype::boolean: return kDLUInt;  // DLPack 0.6 has no bool code (ABI v1)
+    case dtype::boolean:
+      return kDLUInt;  // DLPack 0.6 has no bool code (ABI v1)
   }
   return kDLUInt;
 }
 
-uint8_t dl_bits(dtype t) { return static_cast<uint8_t>(size_of(t) * 8); }
+uint8_t dl_bits(dtype t) {
+  return static_cast<uint8_t>(size_of(t) * 8);
+}
 
 }  // namespace lathe

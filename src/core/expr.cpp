@@ -76,8 +76,9 @@ class parser {
       } else if (eat('/')) {
         auto rhs = factor();
         if (!rhs) return rhs;
-        if (*rhs == 0) return fail(errc::invalid_argument,
-                                   "expression '" + std::string(text_) + "': division by zero");
+        if (*rhs == 0)
+          return fail(errc::invalid_argument,
+                      "expression '" + std::string(text_) + "': division by zero");
         if (v == INT64_MIN && *rhs == -1) return overflow("division");
         v /= *rhs;
       } else {

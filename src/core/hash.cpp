@@ -21,7 +21,9 @@ std::string to_hex(XXH128_hash_t h) {
   return s;
 }
 
-XXH3_state_t* state_of(void* p) { return static_cast<XXH3_state_t*>(p); }
+XXH3_state_t* state_of(void* p) {
+  return static_cast<XXH3_state_t*>(p);
+}
 
 }  // namespace
 
@@ -34,7 +36,9 @@ hasher::hasher() : state_(XXH3_createState()) {
   XXH3_128bits_reset(state_of(state_));
 }
 
-hasher::~hasher() { XXH3_freeState(state_of(state_)); }
+hasher::~hasher() {
+  XXH3_freeState(state_of(state_));
+}
 
 hasher& hasher::add(std::string_view field) {
   // Length prefix as 8 little-endian bytes: field boundaries are part of the hash.
@@ -46,6 +50,8 @@ hasher& hasher::add(std::string_view field) {
   return *this;
 }
 
-std::string hasher::hex() const { return to_hex(XXH3_128bits_digest(state_of(state_))); }
+std::string hasher::hex() const {
+  return to_hex(XXH3_128bits_digest(state_of(state_)));
+}
 
 }  // namespace lathe

@@ -20,7 +20,9 @@ void to_json(json& j, const distribution& d) {
       j["mean"] = d.mean;
       j["stddev"] = d.stddev;
       break;
-    case distribution_kind::constant: j["value"] = d.value; break;
+    case distribution_kind::constant:
+      j["value"] = d.value;
+      break;
   }
 }
 
@@ -37,8 +39,10 @@ void from_json(const json& j, distribution& d) {
 void to_json(json& j, const tensor_spec& t) {
   json shape = json::array();
   for (const auto& d : t.shape) {
-    if (d.symbol.empty()) shape.push_back(d.value);
-    else shape.push_back(d.symbol);
+    if (d.symbol.empty())
+      shape.push_back(d.value);
+    else
+      shape.push_back(d.symbol);
   }
   j = json{{"name", t.name},
            {"dtype", std::string(to_string(t.type))},
@@ -58,8 +62,10 @@ void from_json(const json& j, tensor_spec& t) {
   if (auto it = j.find("shape"); it != j.end() && it->is_array()) {
     for (const auto& e : *it) {
       dim d;
-      if (e.is_string()) d.symbol = e.get<std::string>();
-      else d.value = e.get<int64_t>();
+      if (e.is_string())
+        d.symbol = e.get<std::string>();
+      else
+        d.value = e.get<int64_t>();
       t.shape.push_back(std::move(d));
     }
   }
@@ -70,7 +76,8 @@ namespace {
 
 json to_json_shapes(const std::vector<shape_set>& sets) {
   json a = json::array();
-  for (const auto& s : sets) a.push_back({{"name", s.name}, {"symbols", s.symbols}, {"time", s.time}});
+  for (const auto& s : sets)
+    a.push_back({{"name", s.name}, {"symbols", s.symbols}, {"time", s.time}});
   return a;
 }
 
@@ -158,8 +165,12 @@ void from_json(const json& j, task& t) {
 }
 
 void to_json(json& j, const kernel_manifest& m) {
-  j = json{{"language", to_string(m.lang)}, {"entry", m.entry},         {"files", m.files},
-           {"flags", m.flags},              {"defines", m.defines},     {"libraries", m.libraries},
+  j = json{{"language", to_string(m.lang)},
+           {"entry", m.entry},
+           {"files", m.files},
+           {"flags", m.flags},
+           {"defines", m.defines},
+           {"libraries", m.libraries},
            {"isa", m.isa}};
 }
 

@@ -38,14 +38,18 @@ inline void get_double(const json& j, const char* key, double& out) {
 // Optionals are written as null and read back as nullopt when missing or null.
 template <class T>
 void put_opt(json& j, const char* key, const std::optional<T>& v) {
-  if (v) j[key] = *v;
-  else j[key] = nullptr;
+  if (v)
+    j[key] = *v;
+  else
+    j[key] = nullptr;
 }
 template <class T>
 void get_opt(const json& j, const char* key, std::optional<T>& out) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) out.reset();
-  else out = it->get<T>();
+  if (it == j.end() || it->is_null())
+    out.reset();
+  else
+    out = it->get<T>();
 }
 
 // Enums as their names (to_string / parse_enum).

@@ -7,10 +7,14 @@ namespace lathe {
 using namespace json_detail;
 
 void to_json(json& j, const check_record& c) {
-  j = json{{"shape_set", c.shape_set},     {"seed", c.seed},
-           {"output", c.output},           {"passed", c.passed},
-           {"max_abs_err", c.max_abs_err}, {"max_rel_err", c.max_rel_err},
-           {"norm_err", c.norm_err},       {"mismatches", c.mismatches},
+  j = json{{"shape_set", c.shape_set},
+           {"seed", c.seed},
+           {"output", c.output},
+           {"passed", c.passed},
+           {"max_abs_err", c.max_abs_err},
+           {"max_rel_err", c.max_rel_err},
+           {"norm_err", c.norm_err},
+           {"mismatches", c.mismatches},
            {"first_mismatches", c.first_mismatches}};
 }
 
@@ -28,10 +32,10 @@ void from_json(const json& j, check_record& c) {
 }
 
 void to_json(json& j, const timing_policy& p) {
-  j = json{{"min_seconds", p.min_seconds},     {"max_seconds", p.max_seconds},
-           {"target_rse", p.target_rse},       {"block_seconds", p.block_seconds},
-           {"min_rounds", p.min_rounds},       {"warmup_seconds", p.warmup_seconds},
-           {"aa_unstable", p.aa_unstable},     {"roofline_slack", p.roofline_slack}};
+  j = json{{"min_seconds", p.min_seconds}, {"max_seconds", p.max_seconds},
+           {"target_rse", p.target_rse},   {"block_seconds", p.block_seconds},
+           {"min_rounds", p.min_rounds},   {"warmup_seconds", p.warmup_seconds},
+           {"aa_unstable", p.aa_unstable}, {"roofline_slack", p.roofline_slack}};
 }
 
 void from_json(const json& j, timing_policy& p) {
@@ -49,9 +53,9 @@ void from_json(const json& j, timing_policy& p) {
 void to_json(json& j, const paired_series& s) {
   json first = json::array();
   for (uint8_t f : s.a_first) first.push_back(f != 0);
-  j = json{{"a_label", s.a_label},     {"b_label", s.b_label},   {"a_seconds", s.a_seconds},
-           {"b_seconds", s.b_seconds}, {"a_first", std::move(first)}, {"ratio", s.ratio},
-           {"ci_low", s.ci_low},       {"ci_high", s.ci_high},   {"rse", s.rse},
+  j = json{{"a_label", s.a_label},        {"b_label", s.b_label},        {"a_seconds", s.a_seconds},
+           {"b_seconds", s.b_seconds},    {"a_first", std::move(first)}, {"ratio", s.ratio},
+           {"ci_low", s.ci_low},          {"ci_high", s.ci_high},        {"rse", s.rse},
            {"stop_reason", s.stop_reason}};
 }
 
@@ -62,7 +66,8 @@ void from_json(const json& j, paired_series& s) {
   get(j, "a_seconds", s.a_seconds);
   get(j, "b_seconds", s.b_seconds);
   if (auto it = j.find("a_first"); it != j.end() && it->is_array()) {
-    for (const auto& f : *it) s.a_first.push_back(f.is_boolean() ? f.get<bool>() : f.get<int>() != 0);
+    for (const auto& f : *it)
+      s.a_first.push_back(f.is_boolean() ? f.get<bool>() : f.get<int>() != 0);
   }
   get_double(j, "ratio", s.ratio);
   get_double(j, "ci_low", s.ci_low);

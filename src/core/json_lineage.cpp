@@ -8,8 +8,8 @@ namespace lathe {
 using namespace json_detail;
 
 void to_json(json& j, const feature& f) {
-  j = json{{"locus", f.locus}, {"name", f.name}, {"params", f.params},
-           {"method", to_string(f.method)}};
+  j = json{
+      {"locus", f.locus}, {"name", f.name}, {"params", f.params}, {"method", to_string(f.method)}};
 }
 
 void from_json(const json& j, feature& f) {
@@ -32,10 +32,11 @@ void from_json(const json& j, provenance& p) {
 }
 
 void to_json(json& j, const transition& t) {
-  j = json{{"from", t.from_kernel}, {"to", t.to_kernel},     {"action", t.action},
-           {"locus", t.locus},      {"edit", t.edit},        {"removed", t.removed},
-           {"added", t.added},      {"evaluations", t.evaluations}, {"rejected", t.rejected},
-           {"provenance", t.prov}};
+  j = json{{"from", t.from_kernel},  {"to", t.to_kernel},
+           {"action", t.action},     {"locus", t.locus},
+           {"edit", t.edit},         {"removed", t.removed},
+           {"added", t.added},       {"evaluations", t.evaluations},
+           {"rejected", t.rejected}, {"provenance", t.prov}};
   put_opt(j, "speedup", t.speedup);
 }
 
@@ -55,12 +56,9 @@ void from_json(const json& j, transition& t) {
 }
 
 void to_json(json& j, const lineage& l) {
-  j = json{{"task", l.task},
-           {"kernels", l.kernels},
-           {"steps", l.steps},
-           {"termination", to_string(l.term)},
-           {"reason", l.reason},
-           {"remaining_features", l.remaining_features}};
+  j = json{{"task", l.task},     {"kernels", l.kernels},
+           {"steps", l.steps},   {"termination", to_string(l.term)},
+           {"reason", l.reason}, {"remaining_features", l.remaining_features}};
 }
 
 void from_json(const json& j, lineage& l) {
@@ -139,12 +137,9 @@ void from_json(const json& j, budget& b) {
 }
 
 void to_json(json& j, const run& r) {
-  j = json{{"id", r.id},
-           {"kind", to_string(r.kind)},
-           {"task", r.task},
-           {"state", to_string(r.state)},
-           {"budget", r.limits},
-           {"created_at", r.created_at}};
+  j = json{{"id", r.id},         {"kind", to_string(r.kind)},
+           {"task", r.task},     {"state", to_string(r.state)},
+           {"budget", r.limits}, {"created_at", r.created_at}};
 }
 
 void from_json(const json& j, run& r) {

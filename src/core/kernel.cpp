@@ -4,8 +4,10 @@ namespace lathe {
 
 const char* to_string(language l) {
   switch (l) {
-    case language::cpp: return "cpp";
-    case language::cuda: return "cuda";
+    case language::cpp:
+      return "cpp";
+    case language::cuda:
+      return "cuda";
   }
   return "?";
 }

@@ -6,23 +6,40 @@ namespace lathe {
 
 std::string_view to_string(outcome o) {
   switch (o) {
-    case outcome::ok: return "ok";
-    case outcome::forbidden: return "forbidden";
-    case outcome::unsupported_target: return "unsupported_target";
-    case outcome::compile_error: return "compile_error";
-    case outcome::load_error: return "load_error";
-    case outcome::launch_error: return "launch_error";
-    case outcome::crash: return "crash";
-    case outcome::timeout: return "timeout";
-    case outcome::resource_limit: return "resource_limit";
-    case outcome::wrong_result: return "wrong_result";
-    case outcome::nan_or_inf: return "nan_or_inf";
-    case outcome::input_mutated: return "input_mutated";
-    case outcome::unwritten_output: return "unwritten_output";
-    case outcome::cached_output: return "cached_output";
-    case outcome::suspicious_speed: return "suspicious_speed";
-    case outcome::unstable: return "unstable";
-    case outcome::edit_not_applied: return "edit_not_applied";
+    case outcome::ok:
+      return "ok";
+    case outcome::forbidden:
+      return "forbidden";
+    case outcome::unsupported_target:
+      return "unsupported_target";
+    case outcome::compile_error:
+      return "compile_error";
+    case outcome::load_error:
+      return "load_error";
+    case outcome::launch_error:
+      return "launch_error";
+    case outcome::crash:
+      return "crash";
+    case outcome::timeout:
+      return "timeout";
+    case outcome::resource_limit:
+      return "resource_limit";
+    case outcome::wrong_result:
+      return "wrong_result";
+    case outcome::nan_or_inf:
+      return "nan_or_inf";
+    case outcome::input_mutated:
+      return "input_mutated";
+    case outcome::unwritten_output:
+      return "unwritten_output";
+    case outcome::cached_output:
+      return "cached_output";
+    case outcome::suspicious_speed:
+      return "suspicious_speed";
+    case outcome::unstable:
+      return "unstable";
+    case outcome::edit_not_applied:
+      return "edit_not_applied";
   }
   return "?";
 }

@@ -32,7 +32,8 @@ void fill_tensor(dtype t, const distribution& d, double scale, double shift, uin
   p.shift = shift;
   p.seed = seed;
   p.tensor = tensor_index;
-  for (uint64_t i = 0; i < elements; ++i) rng::store_element(t, data, i, rng::element_value(p, t, i));
+  for (uint64_t i = 0; i < elements; ++i)
+    rng::store_element(t, data, i, rng::element_value(p, t, i));
 }
 
 double load_as_double(dtype t, const void* data, uint64_t i) {

@@ -26,7 +26,7 @@ struct element_params {
   double a = -1.0, b = 1.0;  // uniform, integers: low, high; normal: mean, stddev; constant: a
   double scale = 1.0, shift = 0.0;  // perturbation, applied to floating dtypes only
   uint64_t seed = 0;
-  uint32_t tensor = 0;              // tensor index: each tensor draws its own stream
+  uint32_t tensor = 0;  // tensor index: each tensor draws its own stream
 };
 
 // ---- exact arithmetic: no FMA contraction on the device ----
@@ -160,10 +160,14 @@ LATHE_HD double cos_2pi(double t) {
   const double c = swap ? sin_small(x) : cos_small(x);
   const double s = swap ? cos_small(x) : sin_small(x);
   switch (q) {
-    case 0: return c;
-    case 1: return -s;
-    case 2: return -c;
-    default: return s;
+    case 0:
+      return c;
+    case 1:
+      return -s;
+    case 2:
+      return -c;
+    default:
+      return s;
   }
 }
 
@@ -200,8 +204,12 @@ LATHE_HD uint16_t narrow_bits(double d, int E, int M) {
   return static_cast<uint16_t>(sign | (te << M) | (r & ((uint64_t{1} << M) - 1)));
 }
 
-LATHE_HD uint16_t double_to_f16_bits(double d) { return narrow_bits(d, 5, 10); }
-LATHE_HD uint16_t double_to_bf16_bits(double d) { return narrow_bits(d, 8, 7); }
+LATHE_HD uint16_t double_to_f16_bits(double d) {
+  return narrow_bits(d, 5, 10);
+}
+LATHE_HD uint16_t double_to_bf16_bits(double d) {
+  return narrow_bits(d, 8, 7);
+}
 
 LATHE_HD double f16_bits_to_double(uint16_t h) {
   const uint64_t sign = static_cast<uint64_t>(h >> 15) << 63;
@@ -240,10 +248,18 @@ LATHE_HD double floor_clamp(double v, double lo, double hi) {
 
 LATHE_HD void store_element(dtype t, void* data, uint64_t i, double v) {
   switch (t) {
-    case dtype::f64: static_cast<double*>(data)[i] = v; return;
-    case dtype::f32: static_cast<float*>(data)[i] = static_cast<float>(v); return;
-    case dtype::f16: static_cast<uint16_t*>(data)[i] = double_to_f16_bits(v); return;
-    case dtype::bf16: static_cast<uint16_t*>(data)[i] = double_to_bf16_bits(v); return;
+    case dtype::f64:
+      static_cast<double*>(data)[i] = v;
+      return;
+    case dtype::f32:
+      static_cast<float*>(data)[i] = static_cast<float>(v);
+      return;
+    case dtype::f16:
+      static_cast<uint16_t*>(data)[i] = double_to_f16_bits(v);
+      return;
+    case dtype::bf16:
+      static_cast<uint16_t*>(data)[i] = double_to_bf16_bits(v);
+      return;
     case dtype::i8:
       static_cast<int8_t*>(data)[i] = static_cast<int8_t>(floor_clamp(v, -128.0, 127.0));
       return;
@@ -257,10 +273,14 @@ LATHE_HD void store_element(dtype t, void* data, uint64_t i, double v) {
     case dtype::i64: {
       // 2^63 is not an int64; compare against it rather than against INT64_MAX (which rounds up).
       int64_t r;
-      if (v != v) r = 0;
-      else if (v >= 9223372036854775808.0) r = INT64_MAX;
-      else if (v < -9223372036854775808.0) r = INT64_MIN;
-      else r = static_cast<int64_t>(floor(v));
+      if (v != v)
+        r = 0;
+      else if (v >= 9223372036854775808.0)
+        r = INT64_MAX;
+      else if (v < -9223372036854775808.0)
+        r = INT64_MIN;
+      else
+        r = static_cast<int64_t>(floor(v));
       static_cast<int64_t*>(data)[i] = r;
       return;
     }
@@ -271,36 +291,53 @@ LATHE_HD void store_element(dtype t, void* data, uint64_t i, double v) {
       static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(floor_clamp(v, 0.0, 65535.0));
       return;
     case dtype::u32:
-      static_cast<uint32_t*>(data)[i] =
-          static_cast<uint32_t>(floor_clamp(v, 0.0, 4294967295.0));
+      static_cast<uint32_t*>(data)[i] = static_cast<uint32_t>(floor_clamp(v, 0.0, 4294967295.0));
       return;
     case dtype::u64: {
       uint64_t r;
-      if (v != v || v < 0.0) r = 0;
-      else if (v >= 18446744073709551616.0) r = UINT64_MAX;
-      else r = static_cast<uint64_t>(floor(v));
+      if (v != v || v < 0.0)
+        r = 0;
+      else if (v >= 18446744073709551616.0)
+        r = UINT64_MAX;
+      else
+        r = static_cast<uint64_t>(floor(v));
       static_cast<uint64_t*>(data)[i] = r;
       return;
     }
-    case dtype::boolean: static_cast<uint8_t*>(data)[i] = v != 0.0 ? 1 : 0; return;
+    case dtype::boolean:
+      static_cast<uint8_t*>(data)[i] = v != 0.0 ? 1 : 0;
+      return;
   }
 }
 
 LATHE_HD double load_element(dtype t, const void* data, uint64_t i) {
   switch (t) {
-    case dtype::f64: return static_cast<const double*>(data)[i];
-    case dtype::f32: return static_cast<const float*>(data)[i];
-    case dtype::f16: return f16_bits_to_double(static_cast<const uint16_t*>(data)[i]);
-    case dtype::bf16: return bf16_bits_to_double(static_cast<const uint16_t*>(data)[i]);
-    case dtype::i8: return static_cast<const int8_t*>(data)[i];
-    case dtype::i16: return static_cast<const int16_t*>(data)[i];
-    case dtype::i32: return static_cast<const int32_t*>(data)[i];
-    case dtype::i64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
-    case dtype::u8: return static_cast<const uint8_t*>(data)[i];
-    case dtype::u16: return static_cast<const uint16_t*>(data)[i];
-    case dtype::u32: return static_cast<const uint32_t*>(data)[i];
-    case dtype::u64: return static_cast<double>(static_cast<const uint64_t*>(data)[i]);
-    case dtype::boolean: return static_cast<const uint8_t*>(data)[i] != 0 ? 1.0 : 0.0;
+    case dtype::f64:
+      return static_cast<const double*>(data)[i];
+    case dtype::f32:
+      return static_cast<const float*>(data)[i];
+    case dtype::f16:
+      return f16_bits_to_double(static_cast<const uint16_t*>(data)[i]);
+    case dtype::bf16:
+      return bf16_bits_to_double(static_cast<const uint16_t*>(data)[i]);
+    case dtype::i8:
+      return static_cast<const int8_t*>(data)[i];
+    case dtype::i16:
+      return static_cast<const int16_t*>(data)[i];
+    case dtype::i32:
+      return static_cast<const int32_t*>(data)[i];
+    case dtype::i64:
+      return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    case dtype::u8:
+      return static_cast<const uint8_t*>(data)[i];
+    case dtype::u16:
+      return static_cast<const uint16_t*>(data)[i];
+    case dtype::u32:
+      return static_cast<const uint32_t*>(data)[i];
+    case dtype::u64:
+      return static_cast<double>(static_cast<const uint64_t*>(data)[i]);
+    case dtype::boolean:
+      return static_cast<const uint8_t*>(data)[i] != 0 ? 1.0 : 0.0;
   }
   return 0.0;
 }

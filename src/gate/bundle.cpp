@@ -94,10 +94,12 @@ class manifest_reader {
                                                             std::string_view key) const {
     const toml::node* n = t.get(key);
     if (n == nullptr) return std::optional<std::vector<std::string>>{};
-    if (!n->is_array()) return err(line_of(*n), "'" + std::string(key) + "' must be an array of strings");
+    if (!n->is_array())
+      return err(line_of(*n), "'" + std::string(key) + "' must be an array of strings");
     std::vector<std::string> out;
     for (const toml::node& e : *n->as_array()) {
-      if (!e.is_string()) return err(line_of(e), "'" + std::string(key) + "' must hold strings only");
+      if (!e.is_string())
+        return err(line_of(e), "'" + std::string(key) + "' must hold strings only");
       out.push_back(e.as_string()->get());
     }
     return std::optional<std::vector<std::string>>{std::move(out)};
@@ -113,8 +115,8 @@ class manifest_reader {
   std::string file_;
 };
 
-#define LATHE_TRY(var, expr)                    \
-  auto var = (expr);                            \
+#define LATHE_TRY(var, expr) \
+  auto var = (expr);         \
   if (!var) return tl::unexpected(var.error())
 
 // Every regular file under `root` but kernel.toml and hidden entries (editor swap files, .git),
@@ -135,8 +137,8 @@ result<std::vector<std::string>> list_files(const fs::path& root) {
     const std::string rel = p.lexically_relative(root).generic_string();
     if (rel == "kernel.toml") continue;
     if (!inside(root, rel))
-      return fail(errc::invalid_argument, (root / rel).string() +
-                                              ": a link leading outside the bundle directory");
+      return fail(errc::invalid_argument,
+                  (root / rel).string() + ": a link leading outside the bundle directory");
     out.push_back(rel);
   }
   std::sort(out.begin(), out.end());
@@ -146,7 +148,7 @@ result<std::vector<std::string>> list_files(const fs::path& root) {
 result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t,
                                       const manifest_reader& r) {
   for (const auto& [k, v] : t) {
-    static constexpr std::string_view allowed[] = {"language", "entry", "files",  "flags",
+    static constexpr std::string_view allowed[] = {"language", "entry",     "files", "flags",
                                                    "defines",  "libraries", "isa"};
     if (std::find(std::begin(allowed), std::end(allowed), k.str()) == std::end(allowed))
       return r.err(line_of(v), "unknown key '" + std::string(k.str()) +
@@ -161,7 +163,8 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
     for (const auto& f : **files) {
       const std::string norm = contained(f);
       if (norm.empty()) return r.err(line, "files: '" + f + "' escapes the bundle directory");
-      if (norm == "kernel.toml") return r.err(line, "files: kernel.toml is the manifest, not a file");
+      if (norm == "kernel.toml")
+        return r.err(line, "files: kernel.toml is the manifest, not a file");
       std::error_code ec;
       if (!fs::is_regular_file(root / norm, ec))
         return r.err(line, "files: '" + f + "' is missing (or not a regular file)");
@@ -180,7 +183,8 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
   if (*entry) {
     const std::string norm = contained(**entry);
     if (std::find(m.files.begin(), m.files.end(), norm) == m.files.end())
-      return r.err(line_of(*t.get("entry")), "entry '" + **entry + "' is not one of the bundle's files");
+      return r.err(line_of(*t.get("entry")),
+                   "entry '" + **entry + "' is not one of the bundle's files");
     m.entry = norm;
   } else {
     std::vector<std::string> sources;
@@ -196,10 +200,14 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
   }
 
   LATHE_TRY(lang, r.str(t, "language"));
-  if (!*lang) m.lang = language_of(m.entry);
-  else if (**lang == "cpp") m.lang = language::cpp;
-  else if (**lang == "cuda") m.lang = language::cuda;
-  else return r.err(line_of(*t.get("language")), "unknown language '" + **lang + "' (cpp | cuda)");
+  if (!*lang)
+    m.lang = language_of(m.entry);
+  else if (**lang == "cpp")
+    m.lang = language::cpp;
+  else if (**lang == "cuda")
+    m.lang = language::cuda;
+  else
+    return r.err(line_of(*t.get("language")), "unknown language '" + **lang + "' (cpp | cuda)");
 
   LATHE_TRY(flags, r.str_array(t, "flags"));
   m.flags = *flags ? **flags : std::vector<std::string>{"-O3"};
@@ -208,9 +216,11 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
     for (const auto& l : **libs) {
       // A library name, linked as -lNAME: anything else would smuggle flags past the screen.
       const bool ok = !l.empty() && l[0] != '-' && std::all_of(l.begin(), l.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '+' || c == '.' || c == '-';
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '+' || c == '.' ||
+               c == '-';
       });
-      if (!ok) return r.err(line_of(*t.get("libraries")), "libraries: '" + l + "' is not a library name");
+      if (!ok)
+        return r.err(line_of(*t.get("libraries")), "libraries: '" + l + "' is not a library name");
     }
     m.libraries = **libs;
   }
@@ -220,10 +230,14 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
     if (!n->is_table()) return r.err(line_of(*n), "'defines' must be a table");
     for (const auto& [k, v] : *n->as_table()) {
       const std::string key(k.str());
-      if (!is_identifier(key)) return r.err(line_of(v), "defines: '" + key + "' is not a macro name");
-      if (v.is_string()) m.defines[key] = v.as_string()->get();
-      else if (v.is_integer()) m.defines[key] = std::to_string(v.as_integer()->get());
-      else return r.err(line_of(v), "defines: '" + key + "' must be a string or an integer");
+      if (!is_identifier(key))
+        return r.err(line_of(v), "defines: '" + key + "' is not a macro name");
+      if (v.is_string())
+        m.defines[key] = v.as_string()->get();
+      else if (v.is_integer())
+        m.defines[key] = std::to_string(v.as_integer()->get());
+      else
+        return r.err(line_of(v), "defines: '" + key + "' must be a string or an integer");
     }
   }
   return m;
@@ -241,9 +255,10 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
   b.origin = p;
   if (fs::is_regular_file(p, ec)) {
     if (!is_source(p))
-      return fail(errc::invalid_argument, path.string() +
-                                              ": not a kernel bundle (a directory with kernel.toml, "
-                                              "or a .cpp/.cc/.cu file)");
+      return fail(errc::invalid_argument,
+                  path.string() +
+                      ": not a kernel bundle (a directory with kernel.toml, "
+                      "or a .cpp/.cc/.cu file)");
     LATHE_TRY(text, read_file(p));
     const std::string file = p.filename().string();
     b.name = p.stem().string();
@@ -256,7 +271,8 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
     b.hash = bundle_hash(b);
     return b;
   }
-  if (!fs::is_directory(p, ec)) return fail(errc::not_found, path.string() + ": no such kernel bundle");
+  if (!fs::is_directory(p, ec))
+    return fail(errc::not_found, path.string() + ": no such kernel bundle");
 
   b.name = p.filename().string();
   const fs::path manifest_file = p / "kernel.toml";
@@ -323,7 +339,8 @@ result<void> write_bundle(const kernel_bundle& b, const fs::path& dir) {
     files.push_back(rel);
   }
   if (!b.sources.count(b.manifest.entry))
-    return fail(errc::invalid_argument, "bundle entry '" + b.manifest.entry + "' is not one of its files");
+    return fail(errc::invalid_argument,
+                "bundle entry '" + b.manifest.entry + "' is not one of its files");
   // Every field explicit, so that loading the written bundle gives the same manifest and hash.
   toml::table t;
   t.insert("language", std::string(to_string(b.manifest.lang)));

@@ -9,7 +9,8 @@ namespace lathe::gate {
 // Model name, resolved x86-64 level, capability flags, cores, last-level cache. No measuring.
 target detect_cpu_target();
 
-// Measures copy bandwidth (a buffer 4x the LLC, so DRAM) and in-cache bandwidth (half the
+// Measures memory bandwidth (best of copy and read sweeps; a buffer 4x the LLC, so DRAM) and
+// in-cache bandwidth (half the
 // LLC), and the fp32 FMA peak over all cores. Takes about a second; callers cache the result
 // (store measurements) per device.
 struct cpu_ceilings {

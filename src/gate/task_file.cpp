@@ -15,9 +15,6 @@
 #include <initializer_list>
 #include <set>
 #include <sstream>
-#include <stdexcept>
-
-#include "core/expr.h"
 
 namespace lathe {
 namespace {
@@ -65,8 +62,8 @@ class task_reader {
       if (!ok) {
         std::string list;
         for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return err(line_of(v), ctx, "unknown key '" + std::string(k.str()) + "' (expected one of: " +
-                                        list + ")");
+        return err(line_of(v), ctx,
+                   "unknown key '" + std::string(k.str()) + "' (expected one of: " + list + ")");
       }
     }
     return {};
@@ -76,19 +73,25 @@ class task_reader {
                                          const std::string& ctx, bool required) const {
     const toml::node* n = t.get(key);
     if (n == nullptr) {
-      if (required) return err(line_of(t), ctx, "missing required field '" + std::string(key) + "'");
+      if (required)
+        return err(line_of(t), ctx, "missing required field '" + std::string(key) + "'");
       return std::optional<std::string>{};
     }
     if (!n->is_string())
-      return err(line_of(*n), ctx, "'" + std::string(key) + "' must be a string, not " + type_name(*n));
+      return err(line_of(*n), ctx,
+                 "'" + std::string(key) + "' must be a string, not " + type_name(*n));
     return std::optional<std::string>{n->as_string()->get()};
   }
 
-  result<double> number(const toml::node& n, const std::string& ctx, const std::string& field) const {
+  result<double> number(const toml::node& n, const std::string& ctx,
+                        const std::string& field) const {
     double v;
-    if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
-    else if (n.is_floating_point()) v = n.as_floating_point()->get();
-    else return err(line_of(n), ctx, "'" + field + "' must be a number, not " + type_name(n));
+    if (n.is_integer())
+      v = static_cast<double>(n.as_integer()->get());
+    else if (n.is_floating_point())
+      v = n.as_floating_point()->get();
+    else
+      return err(line_of(n), ctx, "'" + field + "' must be a number, not " + type_name(n));
     if (!std::isfinite(v)) return err(line_of(n), ctx, "'" + field + "' must be finite");
     return v;
   }
@@ -107,7 +110,8 @@ class task_reader {
     const toml::node* n = t.get(key);
     if (n == nullptr) return std::optional<bool>{};
     if (!n->is_boolean())
-      return err(line_of(*n), ctx, "'" + std::string(key) + "' must be true or false, not " + type_name(*n));
+      return err(line_of(*n), ctx,
+                 "'" + std::string(key) + "' must be true or false, not " + type_name(*n));
     return std::optional<bool>{n->as_boolean()->get()};
   }
 
@@ -120,7 +124,8 @@ class task_reader {
       return err(line_of(*n), ctx, "'" + std::string(key) + "' must be an array of strings");
     for (const toml::node& e : *n->as_array()) {
       if (!e.is_string())
-        return err(line_of(e), ctx, "'" + std::string(key) + "' must hold strings, not " + type_name(e));
+        return err(line_of(e), ctx,
+                   "'" + std::string(key) + "' must hold strings, not " + type_name(e));
       out.push_back(e.as_string()->get());
     }
     return out;
@@ -147,8 +152,9 @@ class task_reader {
     const toml::node* n = t.get(key);
     if (n == nullptr) return out;
     if (!n->is_array_of_tables())
-      return err(line_of(*n), "", "'" + std::string(key) + "' must be an array of tables ([[" +
-                                      std::string(key) + "]])");
+      return err(
+          line_of(*n), "",
+          "'" + std::string(key) + "' must be an array of tables ([[" + std::string(key) + "]])");
     for (const toml::node& e : *n->as_array()) out.push_back(e.as_table());
     return out;
   }
@@ -159,8 +165,8 @@ class task_reader {
   std::string file_;
 };
 
-#define LATHE_TRY(var, expr)                    \
-  auto var = (expr);                            \
+#define LATHE_TRY(var, expr) \
+  auto var = (expr);         \
   if (!var) return tl::unexpected(var.error())
 
 result<distribution> read_distribution(const task_reader& r, const toml::node& n,
@@ -199,8 +205,7 @@ result<distribution> read_distribution(const task_reader& r, const toml::node& n
   } else if (*kind == "constant") {
     d.kind = distribution_kind::constant;
     LATHE_TRY(keys, r.check_keys(t, {"kind", "value"}, dctx));
-    if (t.get("value") == nullptr)
-      return r.err(line_of(n), dctx, "missing required field 'value'");
+    if (t.get("value") == nullptr) return r.err(line_of(n), dctx, "missing required field 'value'");
     LATHE_TRY(v, number_or("value", d.value));
   } else {
     return r.err(line_of(*t.get("kind")), dctx,
@@ -234,13 +239,15 @@ result<tensor_spec> read_tensor(const task_reader& r, const toml::table& t, bool
     dim d;
     if (e.is_integer()) {
       d.value = e.as_integer()->get();
-      if (d.value < 0) return r.err(line_of(e), ctx, "shape: negative dimension " + std::to_string(d.value));
+      if (d.value < 0)
+        return r.err(line_of(e), ctx, "shape: negative dimension " + std::to_string(d.value));
     } else if (e.is_string() && is_identifier(e.as_string()->get())) {
       d.symbol = e.as_string()->get();
     } else {
-      return r.err(line_of(e), ctx, "shape: expected an integer or a symbol name, not " +
-                                        (e.is_string() ? "'" + e.as_string()->get() + "'"
-                                                       : std::string(type_name(e))));
+      return r.err(
+          line_of(e), ctx,
+          "shape: expected an integer or a symbol name, not " +
+              (e.is_string() ? "'" + e.as_string()->get() + "'" : std::string(type_name(e))));
     }
     s.shape.push_back(std::move(d));
   }
@@ -265,9 +272,11 @@ result<shape_set> read_shape_set(const task_reader& r, const toml::table& t, siz
     // Any other key binds a symbol, so a misspelt "time" shows up here as a bad symbol.
     if (!is_identifier(key)) return r.err(line_of(v), ctx, "'" + key + "' is not a symbol name");
     if (!v.is_integer() || v.as_integer()->get() < 0)
-      return r.err(line_of(v), ctx, "symbol '" + key + "' must be a non-negative integer, not " +
-                                        (v.is_integer() ? std::to_string(v.as_integer()->get())
-                                                        : std::string(type_name(v))));
+      return r.err(
+          line_of(v), ctx,
+          "symbol '" + key + "' must be a non-negative integer, not " +
+              (v.is_integer() ? std::to_string(v.as_integer()->get()) : std::string(type_name(v))) +
+              (v.is_boolean() ? " (only 'time' takes true or false)" : ""));
     s.symbols[key] = v.as_integer()->get();
   }
   return s;
@@ -281,7 +290,8 @@ result<void> read_sections(const task_reader& r, const toml::table& root, task& 
     LATHE_TRY(scale, r.num_array(p, "scale", "perturbations"));
     LATHE_TRY(shift, r.num_array(p, "shift", "perturbations"));
     for (double s : *scale)
-      if (s == 0.0) return r.err(line_of(*p.get("scale")), "perturbations", "'scale' must not hold 0");
+      if (s == 0.0)
+        return r.err(line_of(*p.get("scale")), "perturbations", "'scale' must not hold 0");
     t.perturb.scale = *scale;
     t.perturb.shift = *shift;
   }
@@ -291,16 +301,20 @@ result<void> read_sections(const task_reader& r, const toml::table& root, task& 
     LATHE_TRY(keys, r.check_keys(c, {"kind", "rtol", "atol", "nerr"}, "comparison"));
     LATHE_TRY(kind, r.str(c, "kind", "comparison", false));
     if (*kind) {
-      if (**kind == "elementwise") t.compare.kind = comparison_kind::elementwise;
-      else if (**kind == "sorted_set") t.compare.kind = comparison_kind::sorted_set;
+      if (**kind == "elementwise")
+        t.compare.kind = comparison_kind::elementwise;
+      else if (**kind == "sorted_set")
+        t.compare.kind = comparison_kind::sorted_set;
       else
         return r.err(line_of(*c.get("kind")), "comparison",
                      "unknown kind '" + **kind + "' (elementwise | sorted_set)");
     }
-    for (auto [key, slot] : {std::pair{"rtol", &t.compare.tol.rtol}, std::pair{"atol", &t.compare.tol.atol},
-                             std::pair{"nerr", &t.compare.tol.nerr}}) {
+    for (auto [key, slot] :
+         {std::pair{"rtol", &t.compare.tol.rtol}, std::pair{"atol", &t.compare.tol.atol},
+          std::pair{"nerr", &t.compare.tol.nerr}}) {
       LATHE_TRY(v, r.opt_number(c, key, "comparison"));
-      if (*v && **v < 0) return r.err(line_of(*c.get(key)), "comparison", std::string("'") + key + "' must be >= 0");
+      if (*v && **v < 0)
+        return r.err(line_of(*c.get(key)), "comparison", std::string("'") + key + "' must be >= 0");
       *slot = *v;
     }
   }
@@ -308,12 +322,17 @@ result<void> read_sections(const task_reader& r, const toml::table& root, task& 
     if (!n->is_table()) return r.err(line_of(*n), "", "'cost' must be a table");
     const toml::table& c = *n->as_table();
     LATHE_TRY(keys, r.check_keys(c, {"flops", "bytes"}, "cost"));
-    for (auto [key, slot] : {std::pair{"flops", &t.cost.flops}, std::pair{"bytes", &t.cost.bytes}}) {
+    for (auto [key, slot] :
+         {std::pair{"flops", &t.cost.flops}, std::pair{"bytes", &t.cost.bytes}}) {
       const toml::node* e = c.get(key);
       if (e == nullptr) continue;
-      if (e->is_integer()) *slot = std::to_string(e->as_integer()->get());
-      else if (e->is_string()) *slot = e->as_string()->get();
-      else return r.err(line_of(*e), "cost", std::string("'") + key + "' must be an expression string");
+      if (e->is_integer())
+        *slot = std::to_string(e->as_integer()->get());
+      else if (e->is_string())
+        *slot = e->as_string()->get();
+      else
+        return r.err(line_of(*e), "cost",
+                     std::string("'") + key + "' must be an expression string");
     }
   }
   return {};
@@ -331,8 +350,10 @@ result<void> validate(const task_reader& r, const toml::table& root, const task&
     const std::string ctx = "shape set '" + s.name + "'";
     if (!set_names.insert(s.name).second) return r.err(line, ctx, "name used twice");
     if (s.time) {
-      if (timed) return r.err(line, ctx, "'time = true' is also set on shape set '" + timed->name +
-                                             "' (at most one set is timed)");
+      if (timed)
+        return r.err(line, ctx,
+                     "'time = true' is also set on shape set '" + timed->name +
+                         "' (at most one set is timed)");
       timed = &s;
     }
     for (const auto* list : {&t.inputs, &t.outputs}) {
@@ -340,13 +361,15 @@ result<void> validate(const task_reader& r, const toml::table& root, const task&
       for (const auto& ts : *list) {
         for (const auto& d : ts.shape)
           if (!d.symbol.empty() && !s.symbols.count(d.symbol))
-            return r.err(line, ctx, "symbol '" + d.symbol + "' (used by " + what + " '" + ts.name +
-                                        "') is not bound");
+            return r.err(
+                line, ctx,
+                "symbol '" + d.symbol + "' (used by " + what + " '" + ts.name + "') is not bound");
         auto res = resolve(ts, s);
         if (!res) return r.err(line, ctx, res.error().message);
       }
     }
-    for (auto [key, expr] : {std::pair{"flops", &t.cost.flops}, std::pair{"bytes", &t.cost.bytes}}) {
+    for (auto [key, expr] :
+         {std::pair{"flops", &t.cost.flops}, std::pair{"bytes", &t.cost.bytes}}) {
       auto v = eval_cost(*expr, s);
       if (!v) {
         const toml::node* n = root.get_as<toml::table>("cost")->get(key);
@@ -373,9 +396,10 @@ result<task> load_task(const fs::path& path) {
   std::error_code ec;
   const fs::path file = fs::is_directory(path, ec) ? path / "task.toml" : path;
   if (!fs::is_regular_file(file, ec))
-    return fail(errc::not_found, fs::is_directory(path, ec)
-                                     ? path.string() + ": no task.toml in this directory"
-                                     : path.string() + ": no such task (a directory with task.toml)");
+    return fail(errc::not_found,
+                fs::is_directory(path, ec)
+                    ? path.string() + ": no task.toml in this directory"
+                    : path.string() + ": no such task (a directory with task.toml)");
   const task_reader r(file.string());
   LATHE_TRY(text, read_file(file));
   toml::parse_result parsed = toml::parse(*text, file.string());
@@ -385,12 +409,13 @@ result<task> load_task(const fs::path& path) {
                  "TOML syntax: " + std::string(e.description()));
   }
   const toml::table& root = parsed.table();
-  LATHE_TRY(keys, r.check_keys(root, {"name", "operator", "platform", "role", "description", "baseline",
-                                      "reference", "allow_libraries", "allow_fast_math", "scalar",
-                                      "input", "output", "shapes", "perturbations", "comparison", "cost"},
+  LATHE_TRY(keys, r.check_keys(root,
+                               {"name", "operator", "platform", "role", "description", "baseline",
+                                "reference", "allow_libraries", "allow_fast_math", "scalar",
+                                "input", "output", "shapes", "perturbations", "comparison", "cost"},
                                ""));
   task t;
-  t.dir = fs::absolute(file, ec).parent_path();
+  t.dir = fs::absolute(file, ec).lexically_normal().parent_path();
   LATHE_TRY(name, r.str(root, "name", "", true));
   t.name = **name;
   if (const std::string dir_name = t.dir.filename().string(); t.name != dir_name)
@@ -400,13 +425,21 @@ result<task> load_task(const fs::path& path) {
   LATHE_TRY(op, r.str(root, "operator", "", true));
   t.op = **op;
   LATHE_TRY(plat, r.str(root, "platform", "", true));
-  if (**plat == "cpu") t.plat = platform::cpu;
-  else if (**plat == "cuda") t.plat = platform::cuda;
-  else return r.err(line_of(*root.get("platform")), "", "unknown platform '" + **plat + "' (cpu | cuda)");
+  if (**plat == "cpu")
+    t.plat = platform::cpu;
+  else if (**plat == "cuda")
+    t.plat = platform::cuda;
+  else
+    return r.err(line_of(*root.get("platform")), "",
+                 "unknown platform '" + **plat + "' (cpu | cuda)");
   LATHE_TRY(role, r.str(root, "role", "", true));
-  if (**role == "source") t.role = task_role::source;
-  else if (**role == "heldout") t.role = task_role::heldout;
-  else return r.err(line_of(*root.get("role")), "", "unknown role '" + **role + "' (source | heldout)");
+  if (**role == "source")
+    t.role = task_role::source;
+  else if (**role == "heldout")
+    t.role = task_role::heldout;
+  else
+    return r.err(line_of(*root.get("role")), "",
+                 "unknown role '" + **role + "' (source | heldout)");
   LATHE_TRY(desc, r.str(root, "description", "", false));
   t.description = desc->value_or("");
   LATHE_TRY(ref, r.str(root, "reference", "", true));
@@ -437,8 +470,9 @@ result<task> load_task(const fs::path& path) {
   for (bool input : {true, false}) {
     LATHE_TRY(list, r.tables(root, input ? "input" : "output"));
     if (list->empty())
-      return r.err(1, "", std::string("missing required field '") + (input ? "input" : "output") +
-                              "' (at least one [[" + (input ? "input" : "output") + "]])");
+      return r.err(1, "",
+                   std::string("missing required field '") + (input ? "input" : "output") +
+                       "' (at least one [[" + (input ? "input" : "output") + "]])");
     for (size_t i = 0; i < list->size(); ++i) {
       LATHE_TRY(ts, read_tensor(r, *(*list)[i], input, i));
       if (!tensor_names.insert(ts->name).second)
@@ -447,7 +481,8 @@ result<task> load_task(const fs::path& path) {
     }
   }
   LATHE_TRY(sets, r.tables(root, "shapes"));
-  if (sets->empty()) return r.err(1, "", "missing required field 'shapes' (at least one [[shapes]])");
+  if (sets->empty())
+    return r.err(1, "", "missing required field 'shapes' (at least one [[shapes]])");
   for (size_t i = 0; i < sets->size(); ++i) {
     LATHE_TRY(s, read_shape_set(r, *(*sets)[i], i));
     t.shapes.push_back(std::move(*s));
@@ -460,108 +495,11 @@ result<task> load_task(const fs::path& path) {
   if (!find_kernel(t, t.baseline)) {
     const toml::node* n = root.get("baseline");
     return r.err(n ? line_of(*n) : 1, "",
-                 "baseline kernel '" + t.baseline + "' not found (looked for kernels/" + t.baseline +
-                     "/ and kernels/" + t.baseline + ".cpp, .cu, .cc in " + t.dir.string() + ")");
+                 "baseline kernel '" + t.baseline + "' not found (looked for kernels/" +
+                     t.baseline + "/ and kernels/" + t.baseline + ".cpp, .cu, .cc in " +
+                     t.dir.string() + ")");
   }
   return t;
-}
-
-result<resolved_tensor> resolve(const tensor_spec& t, const shape_set& s) {
-  resolved_tensor r;
-  uint64_t elements = 1;
-  bool overflow = false, zero = false;
-  for (const auto& d : t.shape) {
-    int64_t v = d.value;
-    if (!d.symbol.empty()) {
-      auto it = s.symbols.find(d.symbol);
-      if (it == s.symbols.end())
-        return fail(errc::invalid_argument, "tensor '" + t.name + "': symbol '" + d.symbol +
-                                                "' is not bound in shape set '" + s.name + "'");
-      v = it->second;
-    }
-    if (v < 0)
-      return fail(errc::invalid_argument, "tensor '" + t.name + "': negative dimension " + std::to_string(v));
-    r.shape.push_back(v);
-    zero = zero || v == 0;
-    overflow = overflow || __builtin_mul_overflow(elements, static_cast<uint64_t>(v), &elements);
-  }
-  auto dims = [&] {
-    std::string out = "[";
-    for (size_t i = 0; i < r.shape.size(); ++i) out += (i ? ", " : "") + std::to_string(r.shape[i]);
-    return out + "]";
-  };
-  if (zero) return r;  // an empty tensor: no element, no byte, whatever the other dimensions
-  if (overflow)
-    return fail(errc::invalid_argument,
-                "tensor '" + t.name + "': element count of shape " + dims() + " overflows 64 bits");
-  r.elements = elements;
-  if (__builtin_mul_overflow(elements, uint64_t{size_of(t.type)}, &r.bytes))
-    return fail(errc::invalid_argument,
-                "tensor '" + t.name + "': byte size of shape " + dims() + " overflows 64 bits");
-  return r;
-}
-
-result<double> eval_cost(const std::string& expr, const shape_set& s) {
-  if (expr.find_first_not_of(" \t\r\n") == std::string::npos) return 0.0;
-  auto v = eval_expr(expr, s.symbols);
-  if (!v) return tl::unexpected(v.error());
-  return static_cast<double>(*v);
-}
-
-std::optional<fs::path> find_kernel(const task& t, const std::string& name) {
-  // A name, not a path: "../x" or "a/b" would reach outside kernels/.
-  if (name.empty() || name[0] == '.' || name.find_first_of("/\\") != std::string::npos)
-    return std::nullopt;
-  std::error_code ec;
-  const fs::path base = t.dir / "kernels";
-  if (fs::is_directory(base / name, ec)) return base / name;
-  for (const char* ext : {".cpp", ".cu", ".cc"}) {
-    fs::path p = base / (name + ext);
-    if (fs::is_regular_file(p, ec)) return p;
-  }
-  return std::nullopt;
-}
-
-namespace {
-
-// Total input bytes of one set, saturating (a set that does not resolve sorts last).
-uint64_t input_bytes(const task& t, const shape_set& s) {
-  uint64_t total = 0;
-  for (const auto& in : t.inputs) {
-    auto r = resolve(in, s);
-    if (!r || __builtin_add_overflow(total, r->bytes, &total)) return UINT64_MAX;
-  }
-  return total;
-}
-
-void require_shapes(const task& t) {
-  if (t.shapes.empty()) throw std::logic_error("task '" + t.name + "' has no shape set");
-}
-
-}  // namespace
-
-const shape_set& timing_shape(const task& t) {
-  require_shapes(t);
-  for (const auto& s : t.shapes)
-    if (s.time) return s;
-  const shape_set* best = &t.shapes.front();
-  uint64_t best_bytes = input_bytes(t, *best);
-  for (const auto& s : t.shapes) {
-    const uint64_t b = input_bytes(t, s);
-    if (b > best_bytes) best = &s, best_bytes = b;
-  }
-  return *best;
-}
-
-const shape_set& smallest_shape(const task& t) {
-  require_shapes(t);
-  const shape_set* best = &t.shapes.front();
-  uint64_t best_bytes = input_bytes(t, *best);
-  for (const auto& s : t.shapes) {
-    const uint64_t b = input_bytes(t, s);
-    if (b < best_bytes) best = &s, best_bytes = b;
-  }
-  return *best;
 }
 
 }  // namespace lathe

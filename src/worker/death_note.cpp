@@ -38,8 +38,10 @@ uint64_t vm_peak_bytes() {
     uint64_t kb = 0;
     for (ssize_t j = i + 7; j < n; ++j) {
       char c = g_status[j];
-      if (c >= '0' && c <= '9') kb = kb * 10 + static_cast<uint64_t>(c - '0');
-      else if (c != ' ' && c != '\t') break;
+      if (c >= '0' && c <= '9')
+        kb = kb * 10 + static_cast<uint64_t>(c - '0');
+      else if (c != ' ' && c != '\t')
+        break;
     }
     return kb * 1024;
   }

@@ -1,10 +1,7 @@
 #include "worker/kernel_host.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -61,7 +58,9 @@ bool bytes_of(const wire::tensor_desc& t, uint64_t& bytes) {
 
 }  // namespace
 
-kernel_host::~kernel_host() { std::free(workspace_); }
+kernel_host::~kernel_host() {
+  std::free(workspace_);
+}
 
 wire::reply kernel_host::load() {
   if (handle_) return answer(wire::status::bad_command, 0, "the kernel is already loaded");
@@ -107,8 +106,10 @@ wire::reply kernel_host::setup(const wire::command& c) {
   if (c.num_inputs > wire::max_tensors || c.num_outputs > wire::max_tensors ||
       c.num_inputs + c.num_outputs > wire::max_tensors || c.num_scalars > wire::max_scalars ||
       c.num_slots == 0)
-    return answer(wire::status::bad_command, 0, "setup: bad counts (%u in, %u out, %u scalars, "
-                  "%u slots)", c.num_inputs, c.num_outputs, c.num_scalars, c.num_slots);
+    return answer(wire::status::bad_command, 0,
+                  "setup: bad counts (%u in, %u out, %u scalars, "
+                  "%u slots)",
+                  c.num_inputs, c.num_outputs, c.num_scalars, c.num_slots);
   const uint32_t nt = c.num_inputs + c.num_outputs;
   uint64_t slots_end = 0;  // start of the last slot
   if (__builtin_mul_overflow(uint64_t{c.num_slots - 1}, c.slot_stride, &slots_end))
@@ -119,8 +120,8 @@ wire::reply kernel_host::setup(const wire::command& c) {
     if (t.ndim > wire::max_dims || !bytes_of(t, need) || t.bytes < need)
       return answer(wire::status::bad_command, 0, "setup: tensor %u has a bad shape or size", i);
     if (__builtin_add_overflow(t.offset, t.bytes, &end) ||
-        (c.num_slots > 1 && end > c.slot_stride) ||
-        __builtin_add_overflow(end, slots_end, &end) || end > size_)
+        (c.num_slots > 1 && end > c.slot_stride) || __builtin_add_overflow(end, slots_end, &end) ||
+        end > size_)
       return answer(wire::status::bad_command, 0,
                     "setup: tensor %u lies outside its slot or the region", i);
   }

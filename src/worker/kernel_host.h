@@ -21,9 +21,9 @@ class kernel_host {
   kernel_host& operator=(const kernel_host&) = delete;
   ~kernel_host();
 
-  wire::reply load();                            // the object on wire::object_fd
-  wire::reply setup(const wire::command& c);     // layout, scalars, workspace
-  wire::reply run(const wire::command& c);       // `calls` launches rotating over slots
+  wire::reply load();                         // the object on wire::object_fd
+  wire::reply setup(const wire::command& c);  // layout, scalars, workspace
+  wire::reply run(const wire::command& c);    // `calls` launches rotating over slots
 
  private:
   using launch_fn = int (*)(const lathe_args*);
@@ -39,9 +39,9 @@ class kernel_host {
 
   bool ready_ = false;  // setup succeeded
   uint32_t slots_ = 0;
-  wire::command layout_;                   // the setup command (owns the shapes)
-  std::vector<DLTensor> tensors_;          // slot-major: inputs then outputs of each slot
-  std::vector<lathe_args> args_;           // one per slot
+  wire::command layout_;           // the setup command (owns the shapes)
+  std::vector<DLTensor> tensors_;  // slot-major: inputs then outputs of each slot
+  std::vector<lathe_args> args_;   // one per slot
   void* workspace_ = nullptr;
   uint64_t workspace_size_ = 0;
   char error_[wire::message_bytes] = {};  // the kernel's message buffer (lathe_args.error)

@@ -3,6 +3,7 @@
 // are /dev/null. One reply per command; EOF on the command pipe ends the worker. It prints
 // nothing: lathe's stdout may carry JSON, and failures travel in replies.
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,8 +56,8 @@ wire::reply refuse(wire::status st, const char* what, const char* why) {
 }
 
 struct worker_state {
-  bool seccomp = true;    // lathe's choice (argv)
-  bool sandboxed = false; // the filter is installed
+  bool seccomp = true;     // lathe's choice (argv)
+  bool sandboxed = false;  // the filter is installed
   const char* region_error = nullptr;
   const char* region_why = "";
 };
@@ -70,14 +71,18 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
       // code too, and the loader itself only needs read-only opens and mmap.
       if (s.seccomp && !s.sandboxed) {
         std::string e = worker::install_seccomp();
-        if (!e.empty()) return refuse(wire::status::init_failed, "sandbox not installed: ", e.c_str());
+        if (!e.empty())
+          return refuse(wire::status::init_failed, "sandbox not installed: ", e.c_str());
         s.sandboxed = true;
       }
       return host.load();
     }
-    case wire::op::setup: return host.setup(c);
-    case wire::op::run: return host.run(c);
-    case wire::op::quit: return wire::reply{};
+    case wire::op::setup:
+      return host.setup(c);
+    case wire::op::run:
+      return host.run(c);
+    case wire::op::quit:
+      return wire::reply{};
   }
   return refuse(wire::status::bad_command, "unknown command", "");
 }
@@ -89,9 +94,12 @@ int main(int argc, char** argv) {
   worker_state s;
   // Seccomp is on unless lathe says otherwise: a worker started by hand is still a sandbox.
   s.seccomp = !(argc > 1 && std::strcmp(argv[1], sandbox::seccomp_off_arg) == 0);
+  // Not dumpable: another worker under the same uid (the baseline's, or an earlier candidate's
+  // lingering thread) must not read this one's memory or region through /proc/<pid>/mem.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   worker::install_death_note(wire::reply_fd);
 
-  struct stat st{};
+  struct stat st {};
   uint8_t* region = nullptr;
   uint64_t region_bytes = 0;
   if (fstat(wire::region_fd, &st) != 0 || st.st_size <= 0) {

@@ -10,6 +10,8 @@
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,11 +30,15 @@ namespace {
 #endif
 
 // System calls that kill the worker, whatever their arguments.
+// clang-format off
 constexpr int killed[] = {
     // processes: exec and fork (clone is checked below), tracing, other processes' memory
     __NR_execve, __NR_execveat, __NR_fork, __NR_vfork, __NR_ptrace, __NR_process_vm_readv,
     __NR_process_vm_writev, __NR_tkill, __NR_pidfd_open, __NR_pidfd_send_signal, __NR_pidfd_getfd,
-    __NR_setpriority,  // renicing the baseline's worker (same uid) would slow it
+    // slowing down a sibling worker (the baseline's runs under the same uid): priority, I/O
+    // priority, its pages moved to another NUMA node or paged out
+    __NR_setpriority, __NR_ioprio_set, __NR_migrate_pages, __NR_move_pages, __NR_process_madvise,
+    __NR_process_mrelease,
     // network
     __NR_socket, __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_accept, __NR_accept4,
     // the file system: anything that creates, removes, renames or changes a file
@@ -59,12 +65,9 @@ constexpr int killed[] = {
     __NR_sethostname, __NR_setdomainname, __NR_acct, __NR_quotactl, __NR_settimeofday,
     __NR_clock_settime, __NR_clock_adjtime, __NR_adjtimex, __NR_bpf, __NR_perf_event_open,
     __NR_keyctl, __NR_add_key, __NR_request_key,
-#ifdef __NR_fchmodat2
-    __NR_fchmodat2,
-#else
-    452,  // fchmodat2 (Linux 6.6)
-#endif
+    452,  // fchmodat2 (Linux 6.6; not in every header yet)
 };
+// clang-format on
 
 // open flags that may write or create. O_TMPFILE needs O_WRONLY or O_RDWR, so it is covered.
 constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
@@ -72,12 +75,28 @@ constexpr uint32_t write_flags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEN
 constexpr uint32_t arg_lo(int i) {
   return static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * i);  // little endian
 }
-constexpr uint32_t arg_hi(int i) { return arg_lo(i) + 4; }
+constexpr uint32_t arg_hi(int i) {
+  return arg_lo(i) + 4;
+}
 
 // A tiny assembler: jumps name labels, resolved to the 8-bit relative offsets of classic BPF.
 class assembler {
  public:
-  enum label : int { next = -1, allow, kill, enosys, clone, open1, open2, prlimit, self, count };
+  enum label : int {
+    next = -1,
+    allow,
+    kill,
+    enosys,
+    clone,
+    open1,
+    open2,
+    prlimit,
+    self,
+    self_or_0,
+    fcntl,
+    ioctl,
+    count
+  };
 
   void load(uint32_t offset) { code_.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offset)); }
   void ret(uint32_t value) { code_.push_back(BPF_STMT(BPF_RET | BPF_K, value)); }
@@ -104,9 +123,7 @@ class assembler {
     size_t at;
     label yes, no;
   };
-  int offset(size_t at, label l) const {
-    return l == next ? 0 : at_[l] - static_cast<int>(at) - 1;
-  }
+  int offset(size_t at, label l) const { return l == next ? 0 : at_[l] - static_cast<int>(at) - 1; }
   std::vector<sock_filter> code_;
   std::vector<fixup> fixups_;
   int at_[count] = {};
@@ -138,8 +155,28 @@ std::string install_seccomp() {
   // lathe's process group, and another worker of the same uid could be the baseline's.
   for (int nr : {__NR_kill, __NR_tgkill, __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo})
     a.jump(BPF_JEQ, static_cast<uint32_t>(nr), A::self, A::next);
+  // Scheduling only for itself: SCHED_IDLE or a one-core affinity would slow the baseline.
+  for (int nr :
+       {__NR_sched_setaffinity, __NR_sched_setscheduler, __NR_sched_setparam, __NR_sched_setattr})
+    a.jump(BPF_JEQ, static_cast<uint32_t>(nr), A::self_or_0, A::next);
+  // F_SETOWN / F_SETSIG and their ioctls make the kernel send a chosen signal to a chosen
+  // process on I/O: a kill() that the checks above never see.
+  a.jump(BPF_JEQ, __NR_fcntl, A::fcntl, A::next);
+  a.jump(BPF_JEQ, __NR_ioctl, A::ioctl, A::next);
   a.ret(SECCOMP_RET_ALLOW);
 
+  a.place(A::fcntl);
+  a.load(arg_lo(1));
+  a.jump(BPF_JEQ, F_SETOWN, A::kill, A::next);
+  a.jump(BPF_JEQ, F_SETSIG, A::kill, A::next);
+  a.jump(BPF_JEQ, F_SETOWN_EX, A::kill, A::allow);
+  a.place(A::ioctl);
+  a.load(arg_lo(1));
+  a.jump(BPF_JEQ, FIOSETOWN, A::kill, A::next);
+  a.jump(BPF_JEQ, SIOCSPGRP, A::kill, A::allow);
+  a.place(A::self_or_0);
+  a.load(arg_lo(0));
+  a.jump(BPF_JEQ, 0, A::allow, A::self);
   a.place(A::clone);  // threads (OpenMP, std::thread) yes, processes no
   a.load(arg_lo(0));
   a.jump(BPF_JSET, CLONE_THREAD, A::allow, A::kill);

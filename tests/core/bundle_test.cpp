@@ -1,7 +1,8 @@
 // Kernel bundles: defaults, manifest errors, identity by content (not by location), writing.
+#include "gate/bundle.h"
+
 #include <gtest/gtest.h>
 
-#include "gate/bundle.h"
 #include "test_util.h"
 
 namespace lathe {
@@ -102,14 +103,17 @@ TEST_F(bundle, manifest_errors_name_file_line_and_field) {
   expect("", 1, "'entry' is required: the bundle has 2 source files (a.cpp, b.cpp)");
   expect("entry = \"a.cpp\"\nfiles = [\"a.cpp\", \"../outside.h\"]\n", 2,
          "files: '../outside.h' escapes the bundle directory");
-  expect("entry = \"a.cpp\"\nfiles = [\"a.cpp\", \"/etc/passwd\"]\n", 2, "escapes the bundle directory");
+  expect("entry = \"a.cpp\"\nfiles = [\"a.cpp\", \"/etc/passwd\"]\n", 2,
+         "escapes the bundle directory");
   expect("entry = \"a.cpp\"\nfiles = [\"a.cpp\", \"c.cpp\"]\n", 2, "files: 'c.cpp' is missing");
   expect("entry = \"c.cpp\"\n", 1, "entry 'c.cpp' is not one of the bundle's files");
   expect("entry = \"a.cpp\"\nlanguage = \"rust\"\n", 2, "unknown language 'rust'");
   expect("entry = \"a.cpp\"\nflag = [\"-O2\"]\n", 2, "unknown key 'flag'");
   expect("entry = \"a.cpp\"\nflags = \"-O2\"\n", 2, "'flags' must be an array of strings");
-  expect("entry = \"a.cpp\"\nlibraries = [\"-lfoo\"]\n", 2, "libraries: '-lfoo' is not a library name");
-  expect("entry = \"a.cpp\"\n[defines]\n\"A B\" = \"1\"\n", 3, "defines: 'A B' is not a macro name");
+  expect("entry = \"a.cpp\"\nlibraries = [\"-lfoo\"]\n", 2,
+         "libraries: '-lfoo' is not a library name");
+  expect("entry = \"a.cpp\"\n[defines]\n\"A B\" = \"1\"\n", 3,
+         "defines: 'A B' is not a macro name");
   expect("entry = = 1\n", 1, "TOML syntax");
 }
 
@@ -123,7 +127,8 @@ TEST_F(bundle, links_leading_outside_are_refused) {
 }
 
 TEST_F(bundle, hash_is_stable_sensitive_and_location_free) {
-  test::write_file(dir("one/b/kernel.toml"), "flags = [\"-O3\", \"-fopenmp\"]\n[defines]\nT = \"8\"\n");
+  test::write_file(dir("one/b/kernel.toml"),
+                   "flags = [\"-O3\", \"-fopenmp\"]\n[defines]\nT = \"8\"\n");
   test::write_file(dir("one/b/k.cpp"), "int k() { return 1; }\n");
   test::write_file(dir("one/b/t.h"), "#pragma once\n");
   auto a = load_bundle(dir("one/b"));

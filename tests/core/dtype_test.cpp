@@ -1,8 +1,9 @@
 // dtype names and codes, the closed enums' names, targets.
+#include "core/dtype.h"
+
 #include <dlpack/dlpack.h>
 #include <gtest/gtest.h>
 
-#include "core/dtype.h"
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
@@ -15,13 +16,13 @@ namespace {
 
 TEST(dtype, parses_canonical_names_and_aliases) {
   const std::pair<const char*, dtype> cases[] = {
-      {"float32", dtype::f32},  {"f32", dtype::f32},       {"fp32", dtype::f32},
+      {"float32", dtype::f32},   {"f32", dtype::f32},      {"fp32", dtype::f32},
       {"bfloat16", dtype::bf16}, {"bf16", dtype::bf16},    {"float16", dtype::f16},
-      {"f16", dtype::f16},      {"half", dtype::f16},      {"float64", dtype::f64},
-      {"f64", dtype::f64},      {"double", dtype::f64},    {"int8", dtype::i8},
-      {"int16", dtype::i16},    {"int32", dtype::i32},     {"int64", dtype::i64},
-      {"uint8", dtype::u8},     {"uint16", dtype::u16},    {"uint32", dtype::u32},
-      {"uint64", dtype::u64},   {"bool", dtype::boolean},
+      {"f16", dtype::f16},       {"half", dtype::f16},     {"float64", dtype::f64},
+      {"f64", dtype::f64},       {"double", dtype::f64},   {"int8", dtype::i8},
+      {"int16", dtype::i16},     {"int32", dtype::i32},    {"int64", dtype::i64},
+      {"uint8", dtype::u8},      {"uint16", dtype::u16},   {"uint32", dtype::u32},
+      {"uint64", dtype::u64},    {"bool", dtype::boolean},
   };
   for (const auto& [name, t] : cases) {
     auto p = parse_dtype(name);

@@ -1,12 +1,13 @@
 // Shape and cost expressions: arithmetic, precedence, and refusal of every overflow.
-#include <gtest/gtest.h>
-
 #include "core/expr.h"
+
+#include <gtest/gtest.h>
 
 namespace lathe {
 namespace {
 
-const std::map<std::string, int64_t> syms{{"M", 512}, {"N", 256}, {"K", 128}, {"big", int64_t{1} << 32}};
+const std::map<std::string, int64_t> syms{
+    {"M", 512}, {"N", 256}, {"K", 128}, {"big", int64_t{1} << 32}};
 
 int64_t ok(const char* text) {
   auto v = eval_expr(text, syms);

@@ -1,7 +1,7 @@
 // XXH3-128 content hashes and the field hasher.
-#include <gtest/gtest.h>
-
 #include "core/hash.h"
+
+#include <gtest/gtest.h>
 
 namespace lathe {
 namespace {

@@ -1,4 +1,6 @@
 // Philox known answers, input generation (determinism, distributions), narrow float conversions.
+#include "core/rng.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "core/philox.h"
-#include "core/rng.h"
 #include "core/rng_element.h"
 
 namespace lathe {
@@ -109,7 +110,8 @@ TEST(rng, integers_cover_the_closed_range) {
 }
 
 TEST(rng, constant_bool_and_perturbations) {
-  for (double x : sample(dtype::f32, {distribution_kind::constant, 0, 0, 0, 1, 1.5}, 100)) EXPECT_EQ(x, 1.5);
+  for (double x : sample(dtype::f32, {distribution_kind::constant, 0, 0, 0, 1, 1.5}, 100))
+    EXPECT_EQ(x, 1.5);
   const auto b = sample(dtype::boolean, {}, n);
   double mean, var;
   moments(b, &mean, &var);
@@ -171,14 +173,14 @@ TEST(narrow, f16_known_values) {
   EXPECT_EQ(rng::double_to_f16_bits(65520.0), 0x7c00);  // the tie rounds to even: inf
   EXPECT_EQ(rng::double_to_f16_bits(1e300), 0x7c00);
   EXPECT_EQ(rng::double_to_f16_bits(-INFINITY), 0xfc00);
-  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1.0, -24)), 0x0001);      // smallest subnormal
-  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1.0, -25)), 0x0000);      // tie to even: 0
-  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(3.0, -26)), 0x0001);      // above the tie
-  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1023.0, -24)), 0x03ff);   // largest subnormal
-  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(2047.0, -25)), 0x0400);   // carries into normal
+  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1.0, -24)), 0x0001);        // smallest subnormal
+  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1.0, -25)), 0x0000);        // tie to even: 0
+  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(3.0, -26)), 0x0001);        // above the tie
+  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(1023.0, -24)), 0x03ff);     // largest subnormal
+  EXPECT_EQ(rng::double_to_f16_bits(std::ldexp(2047.0, -25)), 0x0400);     // carries into normal
   EXPECT_EQ(rng::double_to_f16_bits(1.0 + std::ldexp(1.0, -11)), 0x3c00);  // tie, even stays
   EXPECT_EQ(rng::double_to_f16_bits(1.0 + std::ldexp(3.0, -11)), 0x3c02);  // tie, rounds up
-  EXPECT_EQ(rng::double_to_f16_bits(1e-320), 0x0000);                    // fp64 subnormal
+  EXPECT_EQ(rng::double_to_f16_bits(1e-320), 0x0000);                      // fp64 subnormal
   const uint16_t nan = rng::double_to_f16_bits(NAN);
   EXPECT_EQ(nan & 0x7c00, 0x7c00);
   EXPECT_NE(nan & 0x03ff, 0);

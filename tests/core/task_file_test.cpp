@@ -1,8 +1,9 @@
 // task.toml: a valid task loads completely; every error names the file, the line and the field.
+#include "gate/task_file.h"
+
 #include <gtest/gtest.h>
 
 #include "core/task.h"
-#include "gate/task_file.h"
 #include "test_util.h"
 
 namespace lathe {
@@ -182,14 +183,17 @@ TEST_F(task_file, unknown_keys_are_errors) {
   EXPECT_NE(load_error(toml, line_of(toml, "rtl")).find("comparison: unknown key 'rtl'"),
             std::string::npos);
   toml = replace(base_toml, "low = -1.0, high = 1.0", "low = -1.0, hi = 1.0");
-  EXPECT_NE(load_error(toml, line_of(toml, "hi = 1.0")).find("unknown key 'hi'"), std::string::npos);
+  EXPECT_NE(load_error(toml, line_of(toml, "hi = 1.0")).find("unknown key 'hi'"),
+            std::string::npos);
   toml = replace(base_toml, "[cost]", "[costs]");
-  EXPECT_NE(load_error(toml, line_of(toml, "[costs]")).find("unknown key 'costs'"), std::string::npos);
+  EXPECT_NE(load_error(toml, line_of(toml, "[costs]")).find("unknown key 'costs'"),
+            std::string::npos);
 }
 
 TEST_F(task_file, overflowing_shapes_are_refused) {
   // 2^32 * 2^32 elements: the element count overflows.
-  std::string toml = replace(base_toml, "M = 512\nN = 512\nK = 512", "M = 4294967296\nN = 512\nK = 4294967296");
+  std::string toml =
+      replace(base_toml, "M = 512\nN = 512\nK = 512", "M = 4294967296\nN = 512\nK = 4294967296");
   std::string msg = load_error(toml, line_of(toml, "name = \"main\"") - 1);
   EXPECT_NE(msg.find("shape set 'main'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("element count"), std::string::npos) << msg;
@@ -217,14 +221,16 @@ TEST_F(task_file, bad_values) {
   toml = replace(base_toml, "low = -1.0, high = 1.0", "low = 1.0, high = 1.0");
   EXPECT_NE(load_error(toml, line_of(toml, "low = 1.0")).find("low < high"), std::string::npos);
   toml = replace(base_toml, "kind = \"uniform\"", "kind = \"gaussian\"");
-  EXPECT_NE(load_error(toml, line_of(toml, "gaussian")).find("unknown kind 'gaussian'"), std::string::npos);
+  EXPECT_NE(load_error(toml, line_of(toml, "gaussian")).find("unknown kind 'gaussian'"),
+            std::string::npos);
   toml = replace(base_toml, "M = 17", "M = -17");
   EXPECT_NE(load_error(toml, line_of(toml, "M = -17")).find("symbol 'M'"), std::string::npos);
   toml = replace(base_toml, "shape = [\"M\", \"K\"]", "shape = [\"M\", 2.5]");
   EXPECT_NE(load_error(toml, line_of(toml, "2.5")).find("input 'A': shape"), std::string::npos);
   toml = replace(base_toml, "value = 1", "value = \"one\"");
-  EXPECT_NE(load_error(toml, line_of(toml, "\"one\"")).find("scalar 'alpha': 'value' must be a number"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(toml, line_of(toml, "\"one\"")).find("scalar 'alpha': 'value' must be a number"),
+      std::string::npos);
   toml = replace(base_toml, "name  = \"B\"", "name  = \"A\"");
   EXPECT_NE(load_error(toml, line_of(toml, "dtype = \"bf16\"") - 2).find("'A' is used twice"),
             std::string::npos);
@@ -233,8 +239,9 @@ TEST_F(task_file, bad_values) {
 TEST_F(task_file, at_most_one_timed_set) {
   std::string toml = replace(base_toml, "K = 29\n", "K = 29\ntime = true\n");
   toml = replace(toml, "K = 512\n", "K = 512\ntime = true\n");
-  EXPECT_NE(load_error(toml, line_of(toml, "name = \"main\"") - 1).find("also set on shape set 'small'"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error(toml, line_of(toml, "name = \"main\"") - 1).find("also set on shape set 'small'"),
+      std::string::npos);
   toml = replace(base_toml, "K = 29\n", "K = 29\ntime = 1\n");
   EXPECT_NE(load_error(toml, line_of(toml, "time = 1")).find("'time' must be true or false"),
             std::string::npos);
@@ -242,7 +249,8 @@ TEST_F(task_file, at_most_one_timed_set) {
 
 TEST_F(task_file, cost_expressions_are_checked_in_every_set) {
   std::string toml = replace(base_toml, "flops = \"2*M*N*K\"", "flops = \"2*M*N*X\"");
-  EXPECT_NE(load_error(toml, line_of(toml, "2*M*N*X")).find("unknown symbol 'X'"), std::string::npos);
+  EXPECT_NE(load_error(toml, line_of(toml, "2*M*N*X")).find("unknown symbol 'X'"),
+            std::string::npos);
   toml = replace(base_toml, "flops = \"2*M*N*K\"", "flops = \"2*M*N*K*M*N*K*M*N\"");
   EXPECT_NE(load_error(toml, line_of(toml, "flops")).find("overflows"), std::string::npos);
 }
@@ -251,7 +259,8 @@ TEST_F(task_file, structure_errors) {
   std::string toml = base_toml.substr(0, base_toml.find("[[input]]")) +
                      base_toml.substr(base_toml.find("[[output]]"));
   EXPECT_NE(load_error(toml, 1).find("'input'"), std::string::npos);
-  toml = base_toml.substr(0, base_toml.find("[[shapes]]")) + base_toml.substr(base_toml.find("[perturbations]"));
+  toml = base_toml.substr(0, base_toml.find("[[shapes]]")) +
+         base_toml.substr(base_toml.find("[perturbations]"));
   EXPECT_NE(load_error(toml, 1).find("'shapes'"), std::string::npos);
   // A TOML syntax error reports the parser's line.
   toml = replace(base_toml, "N = 33", "N = = 33");
@@ -265,9 +274,11 @@ TEST_F(task_file, name_and_directory_and_files) {
   ASSERT_FALSE(t.has_value());
   EXPECT_NE(t.error().message.find("differs from the task directory 'other'"), std::string::npos);
   // The baseline kernel must exist.
-  std::string toml = replace(base_toml, "reference   =", "baseline    = \"openblas\"\nreference   =");
-  EXPECT_NE(load_error(toml, line_of(toml, "baseline")).find("baseline kernel 'openblas' not found"),
-            std::string::npos);
+  std::string toml =
+      replace(base_toml, "reference   =", "baseline    = \"openblas\"\nreference   =");
+  EXPECT_NE(
+      load_error(toml, line_of(toml, "baseline")).find("baseline kernel 'openblas' not found"),
+      std::string::npos);
   test::write_file(tmp_.path() / "tasks/gemm/kernels/openblas/kernel.toml", "");
   EXPECT_TRUE(load_task(make(toml)).has_value());
   // The reference must exist.

@@ -22,7 +22,9 @@ namespace {
 using gate::worker_end;
 using wire::status;
 
-layout vector_layout() { return make_layout({{2, 32, 1000}}, {{2, 32, 1000}}, {2.0}, 1); }
+layout vector_layout() {
+  return make_layout({{2, 32, 1000}}, {{2, 32, 1000}}, {2.0}, 1);
+}
 
 gate::worker_result run_once(running& r, const layout& l, double timeout_s = 5) {
   gate::worker_result res = r.w.setup(l.cmd, 5);
@@ -68,10 +70,10 @@ TEST_F(worker_test, environment_is_rebuilt_and_secrets_stay_hidden) {
     at += static_cast<int64_t>(kv.size()) + 1;
     env.insert(kv);
   }
-  const std::set<std::string> expected = {
-      "LATHE_TEST_ALLOWED=yes", "PATH=/usr/bin:/bin",   "HOME=/nonexistent",
-      "OMP_NUM_THREADS=2",      "OPENBLAS_NUM_THREADS=2", "OMP_WAIT_POLICY=PASSIVE",
-      "OPENBLAS_THREAD_TIMEOUT=4", "GOMP_SPINCOUNT=0"};
+  const std::set<std::string> expected = {"LATHE_TEST_ALLOWED=yes",    "PATH=/usr/bin:/bin",
+                                          "HOME=/nonexistent",         "OMP_NUM_THREADS=2",
+                                          "OPENBLAS_NUM_THREADS=2",    "OMP_WAIT_POLICY=PASSIVE",
+                                          "OPENBLAS_THREAD_TIMEOUT=4", "GOMP_SPINCOUNT=0"};
   EXPECT_EQ(env, expected);
   unsetenv("OPENAI_API_KEY");
 }
@@ -90,8 +92,27 @@ TEST_P(escape_test, forbidden_system_call_kills_the_worker) {
 }
 
 // fork, exec, socket, kill(lathe), setrlimit, ftruncate(region), unlink, ptrace, open(rw),
-// kill(0) (lathe's process group).
-INSTANTIATE_TEST_SUITE_P(modes, escape_test, ::testing::Values(0, 1, 2, 3, 4, 5, 6, 7, 8, 10));
+// kill(0) (lathe's process group), F_SETOWN, sched_setaffinity and sched_setscheduler on lathe.
+INSTANTIATE_TEST_SUITE_P(modes, escape_test,
+                         ::testing::Values(0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 13, 14));
+
+TEST_F(worker_test, another_workers_memory_is_unreadable) {
+  // The victim: a worker as the baseline's would be, same user, holding its region.
+  layout l = vector_layout();
+  running victim = start("double", options(), l.region_bytes());
+  layout spy =
+      make_layout({{2, 32, 16}}, {{2, 32, 16}}, {11.0, static_cast<double>(victim.w.pid())}, 1);
+  running r = start("escape", options(), spy.region_bytes());
+  gate::worker_result res = run_once(r, spy);
+  EXPECT_EQ(res.end, worker_end::replied) << res.detail;
+  EXPECT_EQ(res.reply.st, status::kernel_error) << "opened /proc/<victim>/mem";
+  EXPECT_EQ(res.reply.code, EACCES);
+}
+
+TEST_F(worker_test, constructors_run_under_the_filter_too) {
+  running r = start("constructor_fork", options(), 4096, false);
+  EXPECT_EQ(load_result.end, worker_end::forbidden) << load_result.detail;
+}
 
 TEST_F(worker_test, reading_a_limit_is_allowed_under_seccomp) {
   layout l = make_layout({{2, 32, 16}}, {{2, 32, 16}}, {9.0}, 1);
@@ -200,8 +221,10 @@ TEST_F(worker_test, honest_kernels_leave_the_cpu_idle) {
     res = r.w.run(0, 1, 20, 5);
     ASSERT_TRUE(res.ok()) << kernel << ": " << gate::to_string(res.end) << " " << res.detail;
     EXPECT_LT(r.w.idle_cpu_seconds(0.3), 0.05) << kernel;
-    if (std::string(kernel) == "openmp") EXPECT_EQ(r.w.thread_count(), 2);  // main + one
-    else EXPECT_EQ(r.w.thread_count(), 1);
+    if (std::string(kernel) == "openmp")
+      EXPECT_EQ(r.w.thread_count(), 2);  // main + one
+    else
+      EXPECT_EQ(r.w.thread_count(), 1);
   }
 }
 

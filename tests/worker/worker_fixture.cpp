@@ -36,8 +36,8 @@ std::map<std::string, kernel_build> catalogue() {
   };
   for (const char* name :
        {"double", "env_spy", "malloc_null", "touch_memory", "new_until_bad_alloc", "write_file",
-        "oob_write", "hang", "abort", "no_launch", "no_tag", "abi_v2", "kernel_error",
-        "init_fail", "garbage_reply", "escape"})
+        "oob_write", "hang", "abort", "no_launch", "no_tag", "abi_v2", "kernel_error", "init_fail",
+        "garbage_reply", "escape", "constructor_fork"})
     add(name, std::string(name) + ".cpp", "");
   add("spin_thread", "spin_thread.cpp", "-pthread");
   add("late_abort", "late_abort.cpp", "-pthread");
@@ -96,8 +96,8 @@ class cleanup : public ::testing::Environment {
 std::string worker_test::kernel(const std::string& name) {
   auto it = g_kernels.find(name);
   if (it == g_kernels.end()) throw std::runtime_error("no test kernel named " + name);
-  if (!it->second.ok) throw std::runtime_error("test kernel " + name + " did not build:\n" +
-                                               it->second.log);
+  if (!it->second.ok)
+    throw std::runtime_error("test kernel " + name + " did not build:\n" + it->second.log);
   return it->second.path;
 }
 

@@ -20,7 +20,9 @@ using wire::status;
 
 constexpr int64_t n = 1000;
 
-layout vector_layout(uint32_t slots) { return make_layout({{2, 32, n}}, {{2, 32, n}}, {2.0}, slots); }
+layout vector_layout(uint32_t slots) {
+  return make_layout({{2, 32, n}}, {{2, 32, n}}, {2.0}, slots);
+}
 
 float* slot_tensor(running& r, const layout& l, uint32_t slot, int tensor) {
   return reinterpret_cast<float*>(r.region.data() + slot * l.stride + l.offsets[tensor]);
@@ -87,10 +89,9 @@ TEST_F(worker_test, load_checks_the_abi_tag_and_the_symbols) {
     status st;
     int64_t code;
   };
-  for (const expect& e : {expect{"no_tag", status::no_abi_tag, 0},
-                          expect{"abi_v2", status::abi_mismatch, 2},
-                          expect{"no_launch", status::no_launch, 0},
-                          expect{"init_fail", status::init_failed, 5}}) {
+  for (const expect& e :
+       {expect{"no_tag", status::no_abi_tag, 0}, expect{"abi_v2", status::abi_mismatch, 2},
+        expect{"no_launch", status::no_launch, 0}, expect{"init_fail", status::init_failed, 5}}) {
     running r = start(e.kernel, options(), 4096, false);
     EXPECT_EQ(load_result.end, worker_end::replied) << e.kernel;
     EXPECT_EQ(load_result.reply.st, e.st) << e.kernel << ": " << load_result.detail;
@@ -166,10 +167,12 @@ TEST_F(worker_test, infinite_loop_hits_the_cpu_time_limit) {
   gate::sandbox_options o = options();
   o.cpu_seconds = 1;
   running r = start("hang", o, l.region_bytes());
+  // The wall-clock watchdog (5 s) only backs up: the CPU limit ends it after ~1 s of CPU, which
+  // takes longer in wall time when other jobs share the two cores.
   gate::worker_result res = run_once(r, l, 5);
   EXPECT_EQ(res.end, worker_end::timeout) << res.detail;
   EXPECT_NE(res.detail.find("RLIMIT_CPU"), std::string::npos) << res.detail;
-  EXPECT_LT(res.seconds, 2.0);
+  EXPECT_LT(res.seconds, 4.5);
 }
 
 TEST_F(worker_test, forged_reply_is_a_protocol_end) {

@@ -45,17 +45,28 @@ bool limit(int resource, rlim_t soft, rlim_t hard) {
 
 const char* stage_name(int32_t stage) {
   switch (stage) {
-    case st_signals: return "resetting signals";
-    case st_fds: return "arranging file descriptors";
-    case st_close: return "closing inherited file descriptors";
-    case st_rlimit: return "setting resource limits";
-    case st_setgroups: return "dropping supplementary groups";
-    case st_setgid: return "switching group";
-    case st_setuid: return "switching user";
-    case st_verify: return "verifying the privilege drop";
-    case st_no_new_privs: return "setting no_new_privs";
-    case st_chdir: return "changing directory to /";
-    case st_exec: return "executing the worker";
+    case st_signals:
+      return "resetting signals";
+    case st_fds:
+      return "arranging file descriptors";
+    case st_close:
+      return "closing inherited file descriptors";
+    case st_rlimit:
+      return "setting resource limits";
+    case st_setgroups:
+      return "dropping supplementary groups";
+    case st_setgid:
+      return "switching group";
+    case st_setuid:
+      return "switching user";
+    case st_verify:
+      return "verifying the privilege drop";
+    case st_no_new_privs:
+      return "setting no_new_privs";
+    case st_chdir:
+      return "changing directory to /";
+    case st_exec:
+      return "executing the worker";
   }
   return "unknown stage";
 }
@@ -100,8 +111,8 @@ void exec_child(const child_plan& p) {
   }
 
   // CPU time: SIGXCPU at the soft limit, SIGKILL one second later if it is caught.
-  if (!limit(RLIMIT_CPU, p.cpu_seconds, p.cpu_seconds == RLIM_INFINITY ? RLIM_INFINITY
-                                                                        : p.cpu_seconds + 1) ||
+  if (!limit(RLIMIT_CPU, p.cpu_seconds,
+             p.cpu_seconds == RLIM_INFINITY ? RLIM_INFINITY : p.cpu_seconds + 1) ||
       !limit(RLIMIT_AS, p.address_space, p.address_space) ||  //
       !limit(RLIMIT_CORE, 0, 0) ||                            // no core files
       !limit(RLIMIT_FSIZE, 0, 0))                             // no bytes into any regular file
@@ -139,7 +150,7 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& allo
   // soon as a call ends instead of spinning, which would slow the baseline run alternately with
   // this worker (PROTOCOL.md: a background thread that slows the baseline).
   std::vector<std::string> own = {
-      "PATH=/usr/bin:/bin",       "HOME=/nonexistent",        "OMP_NUM_THREADS=" + n,
+      "PATH=/usr/bin:/bin",        "HOME=/nonexistent",       "OMP_NUM_THREADS=" + n,
       "OPENBLAS_NUM_THREADS=" + n, "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4",
       "GOMP_SPINCOUNT=0",
   };

@@ -26,27 +26,18 @@
 #include <utility>
 
 #include "gate/cpu/sandbox.h"
+#include "gate/cpu/worker_end.h"
 
 namespace lathe::gate {
 
-const char* to_string(worker_end e) {
-  switch (e) {
-    case worker_end::replied: return "replied";
-    case worker_end::timeout: return "timeout";
-    case worker_end::crashed: return "crashed";
-    case worker_end::exited: return "exited";
-    case worker_end::forbidden: return "forbidden";
-    case worker_end::memory_limit: return "memory_limit";
-    case worker_end::protocol: return "protocol";
-  }
-  return "unknown";
-}
-
 namespace {
 
+using namespace detail;
 using clock_type = std::chrono::steady_clock;
 
-std::string errno_text(int e) { return std::strerror(e); }
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) close(fd);
@@ -64,78 +55,6 @@ struct unique_fd {
   int release() { return std::exchange(fd, -1); }
 };
 
-std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
-std::string limit_text(uint64_t bytes) { return bytes ? mib(bytes) : std::string("no limit"); }
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g s", s);
-  return buf;
-}
-
-std::string signal_name(int sig) {
-  if (const char* abbrev = sigabbrev_np(sig)) return std::string("SIG") + abbrev;
-  return "signal " + std::to_string(sig);
-}
-
-// Memory figures of a live process from /proc/<pid>/status (kB there, bytes here).
-struct mem_sample {
-  bool ok = false;
-  uint64_t rss = 0, hwm = 0, peak_vm = 0;
-};
-
-mem_sample sample_memory(pid_t pid) {
-  mem_sample s;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return s;
-  char buf[4096];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return s;
-  buf[n] = 0;
-  auto field = [&](const char* name) -> uint64_t {
-    const char* p = std::strstr(buf, name);
-    return p ? std::strtoull(p + std::strlen(name), nullptr, 10) * 1024 : 0;
-  };
-  s.rss = field("VmRSS:");
-  s.hwm = field("VmHWM:");
-  s.peak_vm = field("VmPeak:");
-  s.ok = s.peak_vm > 0;  // a zombie has no memory lines
-  return s;
-}
-
-// utime + stime of the whole thread group, in clock ticks; -1 when the process is gone.
-long long cpu_ticks(pid_t pid) {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[2048];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
-  // The command name (field 2) may contain spaces and parentheses: fields restart after the
-  // last ')'. utime and stime are fields 14 and 15, i.e. the 12th and 13th after it.
-  const char* p = std::strrchr(buf, ')');
-  if (!p) return -1;
-  ++p;
-  long long v[13] = {};
-  for (int i = 0; i < 13; ++i) {
-    while (*p == ' ') ++p;
-    char* end = nullptr;
-    v[i] = std::strtoll(p, &end, 10);
-    if (end == p) {  // the state letter (field 3) is not a number: skip it as a word
-      while (*p && *p != ' ') ++p;
-    } else {
-      p = end;
-    }
-  }
-  return v[11] + v[12];
-}
-
 bool write_all(int fd, const void* data, size_t bytes) {
   auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
@@ -146,70 +65,6 @@ bool write_all(int fd, const void* data, size_t bytes) {
     bytes -= static_cast<size_t>(n);
   }
   return true;
-}
-
-enum class kill_reason { none, timeout, memory, protocol };
-
-// Everything known about a worker that just died, and the verdict.
-struct death {
-  int status = 0;
-  rusage ru{};
-  kill_reason killed = kill_reason::none;
-  std::string why;          // our reason, when we killed it
-  bool death_note = false;  // the worker's own handler reported an exhausted address space
-  uint64_t peak_vm = 0, peak_rss = 0;
-};
-
-void classify(const death& d, uint64_t rss_limit, uint64_t address_space, double cpu_seconds,
-              worker_result& r) {
-  r.max_rss_bytes = std::max<uint64_t>(r.max_rss_bytes,
-                                       std::max<uint64_t>(d.peak_rss, d.ru.ru_maxrss * 1024ull));
-  const double cpu = d.ru.ru_utime.tv_sec + d.ru.ru_stime.tv_sec +
-                     1e-6 * (d.ru.ru_utime.tv_usec + d.ru.ru_stime.tv_usec);
-  // Half the limit: a process that dies of RLIMIT_AS has usually just asked for one more big
-  // block and been refused, so its peak is anywhere between "close to" and "at" the limit.
-  const bool memory_evidence = d.death_note || (rss_limit && r.max_rss_bytes >= rss_limit / 2) ||
-                               (address_space && d.peak_vm >= address_space / 2);
-  const std::string memory_text = "address space peak " + mib(d.peak_vm) + " of " +
-                                  limit_text(address_space) + ", resident peak " +
-                                  mib(r.max_rss_bytes) + " of " + limit_text(rss_limit);
-  switch (d.killed) {
-    case kill_reason::timeout: r.end = worker_end::timeout; r.detail = d.why; return;
-    case kill_reason::memory: r.end = worker_end::memory_limit; r.detail = d.why; return;
-    case kill_reason::protocol: r.end = worker_end::protocol; r.detail = d.why; return;
-    case kill_reason::none: break;
-  }
-  if (WIFEXITED(d.status)) {
-    r.exit_code = WEXITSTATUS(d.status);
-    if (d.death_note) {
-      r.end = worker_end::memory_limit;
-      r.detail = "exited with its address space exhausted (" + memory_text + ")";
-      return;
-    }
-    r.end = worker_end::exited;
-    r.detail = "the worker exited with code " + std::to_string(r.exit_code) +
-               " during the request (exit() or _exit() in the kernel)";
-    return;
-  }
-  const int sig = WIFSIGNALED(d.status) ? WTERMSIG(d.status) : 0;
-  r.signal = sig;
-  if (sig == SIGSYS) {
-    r.end = worker_end::forbidden;
-    r.detail = "killed by the seccomp filter (SIGSYS): a forbidden system call (write, exec, "
-               "fork, socket, signal to another process…)";
-  } else if (sig == SIGXCPU) {
-    r.end = worker_end::timeout;
-    r.detail = "CPU-time limit of " + seconds_text(cpu_seconds) + " (RLIMIT_CPU, SIGXCPU)";
-  } else if (memory_evidence) {
-    r.end = worker_end::memory_limit;
-    r.detail = "died of " + signal_name(sig) + " after exhausting its memory (" + memory_text + ")";
-  } else if (sig == SIGKILL && cpu_seconds > 0 && cpu >= cpu_seconds) {
-    r.end = worker_end::timeout;
-    r.detail = "CPU-time hard limit (RLIMIT_CPU, SIGKILL after " + seconds_text(cpu) + ")";
-  } else {
-    r.end = worker_end::crashed;
-    r.detail = "the worker died of " + signal_name(sig);
-  }
 }
 
 // /proc/self/fd/6, which the worker dlopens, re-opens the object with a permission check against
@@ -225,7 +80,8 @@ result<int> object_for(int object_fd, bool dropping) {
 #define MFD_EXEC 0x0010U  // Linux 6.3: executable memfd, explicit where vm.memfd_noexec asks
 #endif
   int mem = memfd_create("lathe-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-  if (mem < 0 && errno == EINVAL) mem = memfd_create("lathe-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (mem < 0 && errno == EINVAL)
+    mem = memfd_create("lathe-kernel", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (mem < 0) return fail(errc::io_error, "memfd for the kernel object: " + errno_text(errno));
   unique_fd owner(mem);
   char buf[1 << 16];
@@ -261,8 +117,8 @@ result<shared_region> shared_region::create(uint64_t bytes) {
     return fail(errc::io_error, "sealing the shared region: " + errno_text(errno));
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED)
-    return fail(errc::io_error, "mapping the shared region of " + mib(bytes) + ": " +
-                                    errno_text(errno));
+    return fail(errc::io_error,
+                "mapping the shared region of " + mib(bytes) + ": " + errno_text(errno));
   shared_region r;
   r.fd_ = owner.release();
   r.data_ = static_cast<uint8_t*>(p);
@@ -381,7 +237,7 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
     if (n == static_cast<ssize_t>(sizeof f)) {
       msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
       if (plan.drop && f.error == EACCES)
-        msg += " (it runs as '" + opt.user + "': the binary and its directories must be "
+        msg += " (it runs as '" + opt.user + "': the binary and its directories must be " +
                "readable and executable by that user)";
     } else {
       msg += "no report from the child";
@@ -499,8 +355,10 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
   if (n > 0) kill_now(kill_reason::protocol, "the worker wrote to its reply pipe between requests");
   if (n == 0) eof = true;  // it died (or closed the pipe) since the last request
   if (d.killed == kill_reason::none && !eof && !write_all(cmd_fd_, &cmd, sizeof cmd)) {
-    if (errno == EPIPE) eof = true;
-    else kill_now(kill_reason::protocol, "the worker does not read its commands");
+    if (errno == EPIPE)
+      eof = true;
+    else
+      kill_now(kill_reason::protocol, "the worker does not read its commands");
   }
 
   alignas(wire::reply) unsigned char buf[sizeof(wire::reply)];
@@ -512,13 +370,8 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
                "no reply within " + seconds_text(timeout_s) + " (wall-clock watchdog)");
       break;
     }
-    mem_sample s = sample();
-    if (s.ok && rss_limit_ && s.rss > rss_limit_) {
-      kill_now(kill_reason::memory, "resident memory " + mib(s.rss) + " over the limit of " +
-                                        mib(rss_limit_) + " (watchdog)");
-      break;
-    }
-    // Sample memory every ~10 ms; a reply wakes poll at once, so this costs no latency.
+    // Memory is sampled each time poll has waited ~10 ms in vain, never between the command and
+    // a quick reply: a /proc read there would add its ~30 us to the measured time.
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
     pollfd pfd{reply_fd_, POLLIN, 0};
     int pr = poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 10)));
@@ -526,10 +379,20 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       kill_now(kill_reason::protocol, "poll on the reply pipe: " + errno_text(errno));
       break;
     }
+    if (pr == 0) {
+      mem_sample s = sample();
+      if (s.ok && rss_limit_ && s.rss > rss_limit_) {
+        kill_now(kill_reason::memory, "resident memory " + mib(s.rss) + " over the limit of " +
+                                          mib(rss_limit_) + " (watchdog)");
+        break;
+      }
+    }
     if (pr <= 0) continue;
     ssize_t k = read(reply_fd_, buf + got, sizeof buf - got);
-    if (k > 0) got += static_cast<size_t>(k);
-    else if (k == 0 || (errno != EAGAIN && errno != EINTR)) eof = true;
+    if (k > 0)
+      got += static_cast<size_t>(k);
+    else if (k == 0 || (errno != EAGAIN && errno != EINTR))
+      eof = true;
   }
   r.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
 
@@ -540,9 +403,10 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
     if (r.reply.magic == sandbox::death_note_magic) {
       d.death_note = true;
       r.reply = wire::reply{};  // not an answer: the detail tells the story
-      eof = true;  // it is dying: reap it below
+      eof = true;               // it is dying: reap it below
     } else if (r.reply.magic != wire::magic || st < 0 ||
                st > static_cast<int32_t>(wire::status::bad_command)) {
+      r.reply = wire::reply{};
       kill_now(kill_reason::protocol, "the worker sent a malformed reply");
     } else {
       mem_sample s = sample();
@@ -552,9 +416,9 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       if (r.reply.st == wire::status::kernel_error && s.ok &&
           ((address_space_ && s.peak_vm >= address_space_ / 2) ||
            (rss_limit_ && s.hwm >= rss_limit_ / 2))) {
-        kill_now(kill_reason::memory, "the kernel failed after using its memory (address space "
-                                      "peak " + mib(s.peak_vm) + " of " + mib(address_space_) +
-                                      "): " + r.reply.message);
+        kill_now(kill_reason::memory,
+                 "the kernel failed after using its memory (address space peak " + mib(s.peak_vm) +
+                     " of " + limit_text(address_space_) + "): " + r.reply.message);
       } else {
         r.end = worker_end::replied;
         r.detail = r.reply.message;
@@ -572,7 +436,7 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       reaped = true;
       break;
     }
-    if (w < 0 && errno != EINTR) break;
+    if (w < 0 && errno != EINTR) break;  // ECHILD: lathe set SIGCHLD to SIG_IGN
     if (clock_type::now() >= deadline) {
       kill_now(d.death_note ? kill_reason::memory : kill_reason::protocol,
                d.death_note ? "the worker reported an exhausted address space"

@@ -2,4 +2,6 @@
 
 #include <cstdlib>
 
-extern "C" int lathe_launch(const lathe_args*) { std::abort(); }
+extern "C" int lathe_launch(const lathe_args*) {
+  std::abort();
+}

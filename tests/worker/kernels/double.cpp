@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <cstdio>
 
-extern "C" size_t lathe_workspace_bytes(const lathe_args*) { return 1000; }
+extern "C" size_t lathe_workspace_bytes(const lathe_args*) {
+  return 1000;
+}
 
 extern "C" int lathe_launch(const lathe_args* a) {
   if (a->num_inputs != 1 || a->num_outputs != 1 || a->num_scalars != 1) {

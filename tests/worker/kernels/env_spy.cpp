@@ -19,7 +19,10 @@ static int64_t slurp(const char* path, unsigned char* dst, size_t cap) {
   int64_t total = 0;
   for (;;) {
     ssize_t n = read(fd, dst + total, cap - static_cast<size_t>(total));
-    if (n < 0) { total = -errno; break; }
+    if (n < 0) {
+      total = -errno;
+      break;
+    }
     if (n == 0) break;
     total += n;
     if (static_cast<size_t>(total) == cap) break;
@@ -38,14 +41,23 @@ extern "C" int lathe_launch(const lathe_args* a) {
   head[1] = slurp(path, out + 256, 8192 - 256);
   head[2] = getuid();
   head[3] = getgid();
-  head[4] = slurp("/proc/self/environ", out + 8192, 8192);
+  // Its own environment from `environ` (a non-dumpable process cannot read /proc/self/environ).
+  size_t at = 0;
+  for (char** e = environ; *e && at < 8000; ++e) {
+    size_t len = std::strlen(*e) + 1;
+    if (at + len > 8192) break;
+    std::memcpy(out + 8192 + at, *e, len);
+    at += len;
+  }
+  head[4] = static_cast<int64_t>(at);
   char cwd[256] = {};
   head[5] = getcwd(cwd, sizeof cwd) && std::strcmp(cwd, "/") == 0;
   uint64_t mask = 0;
   if (DIR* d = opendir("/proc/self/fd")) {
     while (dirent* e = readdir(d)) {
       int fd = std::atoi(e->d_name);
-      if (e->d_name[0] != '.' && fd != dirfd(d)) mask |= fd < 63 ? (uint64_t{1} << fd) : (1ull << 63);
+      if (e->d_name[0] != '.' && fd != dirfd(d))
+        mask |= fd < 63 ? (uint64_t{1} << fd) : (1ull << 63);
     }
     closedir(d);
   }

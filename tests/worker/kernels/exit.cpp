@@ -3,4 +3,6 @@
 
 #include <cstdlib>
 
-extern "C" int lathe_launch(const lathe_args*) { std::exit(EXIT_CODE); }
+extern "C" int lathe_launch(const lathe_args*) {
+  std::exit(EXIT_CODE);
+}

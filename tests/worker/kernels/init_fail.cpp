@@ -1,4 +1,8 @@
 #include <lathe/abi.h>
 
-extern "C" int lathe_init(void) { return 5; }
-extern "C" int lathe_launch(const lathe_args*) { return 0; }
+extern "C" int lathe_init(void) {
+  return 5;
+}
+extern "C" int lathe_launch(const lathe_args*) {
+  return 0;
+}

@@ -1,2 +1,4 @@
 // Does not include lathe/abi.h: no ABI tag.
-extern "C" int lathe_launch(void*) { return 0; }
+extern "C" int lathe_launch(void*) {
+  return 0;
+}

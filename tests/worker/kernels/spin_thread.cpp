@@ -12,7 +12,9 @@ extern "C" int lathe_launch(const lathe_args* a) {
   static bool started = false;
   if (!started) {
     started = true;
-    std::thread([] { for (;;) counter.fetch_add(1, std::memory_order_relaxed); }).detach();
+    std::thread([] {
+      for (;;) counter.fetch_add(1, std::memory_order_relaxed);
+    }).detach();
   }
   const float* in = static_cast<const float*>(a->inputs[0].data);
   float* out = static_cast<float*>(a->outputs[0].data);
