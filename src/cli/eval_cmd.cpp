@@ -131,6 +131,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   req.candidate = *cand;
   req.baseline = *base;
   req.prov = {"human", "", false};
+  if (cand->hash == base->hash) req.role = gate::screen_role::baseline;
   evaluation e = gate::evaluate(cfg, req);
 
   (void)ctx->db->put_kernel(*cand);

@@ -183,7 +183,7 @@ std::optional<stop> evaluator::build_all() {
   stage_done("compile", t0);
 
   auto t1 = clock_type::now();
-  auto findings = screen_object(cand_.object, t_, screen_role::candidate);
+  auto findings = screen_object(cand_.object, t_, req_.role);
   stage_done("screen_object", t1);
   if (!findings.empty())
     return stop{outcome::forbidden, findings.front().what + ": " + findings.front().detail,
@@ -459,7 +459,7 @@ double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
 std::optional<stop> evaluator::run() {
   auto t0 = clock_type::now();
   progress("screen");
-  auto findings = screen_sources(req_.candidate, t_, screen_role::candidate);
+  auto findings = screen_sources(req_.candidate, t_, req_.role);
   stage_done("screen", t0);
   if (!findings.empty())
     return stop{outcome::forbidden, findings.front().what + ": " + findings.front().where + ": " +

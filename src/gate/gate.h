@@ -13,6 +13,7 @@
 #include "core/task.h"
 #include "gate/build.h"
 #include "gate/cpu/worker.h"
+#include "gate/screen.h"
 
 namespace lathe::gate {
 
@@ -35,6 +36,9 @@ struct gate_request {
   kernel_bundle candidate;
   kernel_bundle baseline;
   provenance prov;
+  // `baseline` when the candidate is the task's own named baseline, checked like any kernel
+  // but allowed the vendor library it exists to represent.
+  screen_role role = screen_role::candidate;
 };
 
 // Never throws for anything the candidate does; lathe-side failures (cannot create a temp

@@ -10,7 +10,7 @@ using namespace lathe::gate;
 
 namespace {
 
-output_check run(const comparison& c, const std::vector<float>& out, const std::vector<double>& ref,
+output_check check(const comparison& c, const std::vector<float>& out, const std::vector<double>& ref,
                  std::vector<int64_t> shape = {}) {
   if (shape.empty()) shape = {static_cast<int64_t>(out.size())};
   return check_output(c, dtype::f32, shape, out.data(), ref.data());
@@ -30,7 +30,7 @@ TEST(tolerance, dtype_defaults_and_overrides) {
 
 TEST(check, exact_and_within_tolerance_pass) {
   comparison c;
-  auto r = run(c, {1.0f, 2.0f, -3.0f}, {1.0, 2.00005, -3.0});
+  auto r = check(c, {1.0f, 2.0f, -3.0f}, {1.0, 2.00005, -3.0});
   EXPECT_EQ(r.v, verdict::pass);
   EXPECT_TRUE(r.rec.passed);
   EXPECT_NEAR(r.rec.max_abs_err, 5e-5, 1e-6);
@@ -41,7 +41,7 @@ TEST(check, mismatch_reports_index_and_values) {
   std::vector<float> out(12, 1.0f);
   std::vector<double> ref(12, 1.0);
   out[7] = 1.5f;
-  auto r = run(c, out, ref, {3, 4});
+  auto r = check(c, out, ref, {3, 4});
   EXPECT_EQ(r.v, verdict::mismatch);
   EXPECT_EQ(r.rec.mismatches, 1u);
   ASSERT_EQ(r.rec.first_mismatches.size(), 1u);
@@ -54,7 +54,7 @@ TEST(check, zeros_fail_for_tiny_outputs_through_the_normalized_error) {
   comparison c;
   std::vector<float> zeros(100, 0.0f);
   std::vector<double> ref(100, 2e-6);
-  auto r = run(c, zeros, ref);
+  auto r = check(c, zeros, ref);
   EXPECT_EQ(r.rec.mismatches, 0u);
   EXPECT_NEAR(r.rec.norm_err, 1.0, 1e-12);
   EXPECT_EQ(r.v, verdict::mismatch);
@@ -65,7 +65,7 @@ TEST(check, poison_left_is_unwritten) {
   std::vector<float> out(8, 0.5f);
   poison(dtype::f32, out.data() + 3, 1);
   std::vector<double> ref(8, 0.5);
-  auto r = run(c, out, ref);
+  auto r = check(c, out, ref);
   EXPECT_EQ(r.v, verdict::unwritten);
   EXPECT_EQ(r.rec.mismatches, 1u);
   EXPECT_TRUE(std::isnan(out[3]));  // the poison is a NaN, so arithmetic on it cannot pass
@@ -73,24 +73,24 @@ TEST(check, poison_left_is_unwritten) {
 
 TEST(check, nan_where_reference_is_finite_fails_and_matching_nan_passes) {
   comparison c;
-  auto r = run(c, {1.0f, NAN}, {1.0, 2.0});
+  auto r = check(c, {1.0f, NAN}, {1.0, 2.0});
   EXPECT_EQ(r.v, verdict::nan_or_inf);
-  auto same = run(c, {1.0f, NAN, INFINITY}, {1.0, NAN, INFINITY});
+  auto same = check(c, {1.0f, NAN, INFINITY}, {1.0, NAN, INFINITY});
   EXPECT_EQ(same.v, verdict::pass);
-  auto wrong_inf = run(c, {1.0f, -INFINITY}, {1.0, INFINITY});
+  auto wrong_inf = check(c, {1.0f, -INFINITY}, {1.0, INFINITY});
   EXPECT_NE(wrong_inf.v, verdict::pass);
 }
 
 TEST(check, sorted_set_ignores_order_within_a_row_only) {
   comparison c;
   c.kind = comparison_kind::sorted_set;
-  auto ok = run(c, {3, 1, 2, 9, 8, 7}, {1, 2, 3, 7, 8, 9}, {2, 3});
+  auto ok = check(c, {3, 1, 2, 9, 8, 7}, {1, 2, 3, 7, 8, 9}, {2, 3});
   EXPECT_EQ(ok.v, verdict::pass);
   // The same multiset across rows but moved between rows is wrong.
-  auto moved = run(c, {3, 1, 9, 2, 8, 7}, {1, 2, 3, 7, 8, 9}, {2, 3});
+  auto moved = check(c, {3, 1, 9, 2, 8, 7}, {1, 2, 3, 7, 8, 9}, {2, 3});
   EXPECT_EQ(moved.v, verdict::mismatch);
   comparison e;  // element-wise rejects the permutation
-  EXPECT_EQ(run(e, {3, 1, 2}, {1, 2, 3}).v, verdict::mismatch);
+  EXPECT_EQ(check(e, {3, 1, 2}, {1, 2, 3}).v, verdict::mismatch);
 }
 
 TEST(check, integer_outputs_are_exact_and_poisoned_with_a5) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -20,7 +21,7 @@ struct run_result {
   std::string out, err;
 };
 
-run_result lathe(const std::string& args, const fs::path& cwd = fs::current_path()) {
+run_result run_lathe(const std::string& args, const fs::path& cwd = fs::current_path()) {
   const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
   const std::string cmd = "cd '" + cwd.string() + "' && '" LATHE_BINARY_DIR "/lathe' " + args +
                           " 2>'" + err.string() + "'";
@@ -56,38 +57,39 @@ class cli : public ::testing::Test {
 }  // namespace
 
 TEST_F(cli, help_answers) {
-  auto r = lathe("--help");
+  auto r = run_lathe("--help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("eval"), std::string::npos);
   EXPECT_NE(r.out.find("doctor"), std::string::npos);
-  auto e = lathe("eval --help");
+  auto e = run_lathe("eval --help");
   EXPECT_EQ(e.code, 0);
   EXPECT_NE(e.out.find("--baseline"), std::string::npos);
   EXPECT_NE(e.out.find("Exit code"), std::string::npos);
-  EXPECT_EQ(lathe("no-such-verb").code, 2);
-  EXPECT_EQ(lathe("eval").code, 2);  // missing arguments
+  EXPECT_EQ(run_lathe("no-such-verb").code, 2);
+  EXPECT_EQ(run_lathe("eval").code, 2);  // missing arguments
 }
 
 TEST_F(cli, malformed_task_names_file_line_and_field) {
-  fs::create_directories(dir_ / "bad/kernels");
+  const fs::path bad = dir_ / "bad/axpy";  // a task's name equals its directory's
+  fs::create_directories(bad / "kernels");
   std::ifstream in(axpy_ + "/task.toml");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   text.replace(text.find("dtype = \"float32\""), 17, "dtype = \"floot32\"");
-  std::ofstream(dir_ / "bad/task.toml") << text;
-  fs::copy(axpy_ + "/reference.cpp", dir_ / "bad/reference.cpp");
-  fs::copy(axpy_ + "/kernels/naive.cpp", dir_ / "bad/kernels/naive.cpp");
-  auto r = lathe(ws() + " eval '" + (dir_ / "bad").string() + "' naive");
+  std::ofstream(bad / "task.toml") << text;
+  fs::copy(axpy_ + "/reference.cpp", bad / "reference.cpp");
+  fs::copy(axpy_ + "/kernels/naive.cpp", bad / "kernels/naive.cpp");
+  auto r = run_lathe(ws() + " eval '" + bad.string() + "' naive");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("task.toml:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("floot32"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("dtype"), std::string::npos) << r.err;
-  auto missing = lathe(ws() + " eval '" + axpy_ + "' no-such-kernel");
+  auto missing = run_lathe(ws() + " eval '" + axpy_ + "' no-such-kernel");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find("no-such-kernel"), std::string::npos);
 }
 
 TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
-  auto ok = lathe(ws() + " eval '" + axpy_ + "' naive --json --max-time 0.4");
+  auto ok = run_lathe(ws() + " eval '" + axpy_ + "' naive --json --max-time 0.4");
   ASSERT_EQ(ok.code, 0) << ok.out << ok.err;
   auto j = nlohmann::json::parse(ok.out);
   EXPECT_EQ(j["schema"], "lathe.eval/1");
@@ -99,11 +101,12 @@ TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
   ASSERT_TRUE(db) << db.error().message;
   auto before = db->get_evaluation(first_id);
   ASSERT_TRUE(before);
-  nlohmann::json before_json = *before;
+  nlohmann::json before_json;
+  lathe::to_json(before_json, *before);
 
   const fs::path hostile = src_ / "tests/integration/hostile";
   for (const char* k : {"write_store.cpp", "segfault.cpp", "mutate_input.cpp", "exit_zero.cpp"}) {
-    auto r = lathe(ws() + " eval '" + axpy_ + "' '" + (hostile / k).string() + "' --json --no-time");
+    auto r = run_lathe(ws() + " eval '" + axpy_ + "' '" + (hostile / k).string() + "' --json --no-time");
     EXPECT_EQ(r.code, 1) << k << r.err;
     auto h = nlohmann::json::parse(r.out);
     EXPECT_NE(h["outcome"], "ok") << k;
@@ -111,14 +114,16 @@ TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
   }
   auto after = db->get_evaluation(first_id);
   ASSERT_TRUE(after);
-  EXPECT_EQ(before_json, nlohmann::json(*after));
+  nlohmann::json after_json;
+  lathe::to_json(after_json, *after);
+  EXPECT_EQ(before_json, after_json);
   auto list = db->list_evaluations("axpy", 100);
   ASSERT_TRUE(list);
   EXPECT_EQ(list->size(), 5u);
 }
 
 TEST_F(cli, human_output_and_exit_code_for_a_failure) {
-  auto r = lathe(ws() + " eval '" + axpy_ + "' '" + (src_ / "tests/integration/hostile/nan_output.cpp").string() +
+  auto r = run_lathe(ws() + " eval '" + axpy_ + "' '" + (src_ / "tests/integration/hostile/nan_output.cpp").string() +
                  "' --no-time");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("outcome   nan_or_inf"), std::string::npos) << r.out;
@@ -128,19 +133,19 @@ TEST_F(cli, human_output_and_exit_code_for_a_failure) {
 TEST_F(cli, workspace_is_found_upward_from_a_nested_directory) {
   fs::create_directories(dir_ / ".lathe");
   fs::create_directories(dir_ / "a/b/c");
-  auto r = lathe("eval '" + axpy_ + "' naive --no-time", dir_ / "a/b/c");
+  auto r = run_lathe("eval '" + axpy_ + "' naive --no-time", dir_ / "a/b/c");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(fs::exists(dir_ / ".lathe/lathe.db"));
   EXPECT_FALSE(fs::exists(dir_ / "a/b/c/.lathe"));
 }
 
 TEST_F(cli, doctor_reports_the_machine) {
-  auto r = lathe(ws() + " doctor --json --no-measure");
+  auto r = run_lathe(ws() + " doctor --json --no-measure");
   ASSERT_EQ(r.code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["schema"], "lathe.doctor/1");
   EXPECT_EQ(j["target"]["arch"].get<std::string>().rfind("x86-64", 0), 0u);
   EXPECT_TRUE(j["openmp"].get<bool>());
-  auto h = lathe(ws() + " doctor --no-measure");
+  auto h = run_lathe(ws() + " doctor --no-measure");
   EXPECT_NE(h.out.find("no GPU"), std::string::npos) << h.out;
 }

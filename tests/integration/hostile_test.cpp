@@ -13,6 +13,8 @@ using namespace lathe;
 
 namespace {
 
+using lathe_gate_env = lathe::testing::gate_env;
+
 std::string expected_outcome(const fs::path& file) {
   std::ifstream in(file);
   std::string line;
@@ -23,7 +25,7 @@ std::string expected_outcome(const fs::path& file) {
 
 // Kernels whose bad behaviour shows only while timed.
 bool needs_timing(const std::string& name) {
-  return name == "lazy_when_timed" || name == "memo_by_pointer";
+  return name == "lazy_when_timed" || name == "skip_when_written";
 }
 
 class hostile : public lathe::testing::gate_env, public ::testing::WithParamInterface<std::string> {};
@@ -49,11 +51,11 @@ INSTANTIATE_TEST_SUITE_P(
                       "abort_call", "unbounded_alloc", "oob_write", "mutate_input", "unwritten",
                       "nan_output", "cached", "one_shape", "getenv_secret", "parent_environ",
                       "write_store", "background_thread", "zeros_when_tiny", "timer_patch",
-                      "half_precision", "bf16_rounding", "lazy_when_timed", "memo_by_pointer",
+                      "half_precision", "bf16_rounding", "lazy_when_timed", "skip_when_written",
                       "kernel_error"),
     [](const auto& info) { return info.param; });
 
-TEST_F(gate_env, messages_say_what_went_wrong) {
+TEST_F(lathe_gate_env, messages_say_what_went_wrong) {
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
   auto dir = lathe::testing::source_dir() / "tests/integration/hostile";
   evaluation compile = eval(t, kernel(dir / "compile_error.cpp"), false);
@@ -72,7 +74,7 @@ TEST_F(gate_env, messages_say_what_went_wrong) {
   EXPECT_NE(err.message.find("shape not supported"), std::string::npos) << err.message;
 }
 
-TEST_F(gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster_than_itself) {
+TEST_F(lathe_gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster_than_itself) {
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
   evaluation e = eval(t, kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp"), true);
   ASSERT_EQ(e.result, outcome::ok) << e.message;
