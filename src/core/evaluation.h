@@ -34,7 +34,14 @@ struct timing_policy {
   double block_seconds = 0.02;     // aim of one block of calls
   uint32_t min_rounds = 6;         // ABBA rounds before the noise criterion may stop
   double warmup_seconds = 0.05;
-  double aa_unstable = 0.10;       // A/A CI half-width above this marks the evaluation unstable
+  double aa_unstable = 0.20;       // an A/A interval reaching further than this from 1 marks the
+                                   // evaluation unstable. DRAM-bound kernels in separate
+                                   // processes read 5-15% apart on the 2-core VM, so 0.10 would
+                                   // call every memory-bound evaluation there unstable
+  uint32_t processes = 4;          // worker processes per side; rounds cycle through the pairs.
+                                   // Each process has its own memory and a DRAM-bound kernel's
+                                   // speed depends on it: identical kernels in two processes
+                                   // read up to 13% apart here (axpy, 48 MB working set).
   double roofline_slack = 0.5;     // time below floor * slack is suspicious. The ceilings are
                                    // microbenchmarks on a shared VM: under load they read up to
                                    // ~2x low, so only a kernel faster than half the floor is
@@ -46,6 +53,7 @@ struct paired_series {
   std::string a_label, b_label;
   std::vector<double> a_seconds, b_seconds;  // one per block, per call
   std::vector<uint8_t> a_first;              // 1 when A ran first in that round
+  std::vector<uint8_t> pair;                 // which process pair ran the round
   double ratio = 0.0;                        // median-free: exp(mean log(b/a)) = speedup of A
   double ci_low = 0.0, ci_high = 0.0;        // 95% CI from between-round variance
   double rse = 0.0;                          // relative std error of the log ratio

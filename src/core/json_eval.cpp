@@ -35,7 +35,8 @@ void to_json(json& j, const timing_policy& p) {
   j = json{{"min_seconds", p.min_seconds}, {"max_seconds", p.max_seconds},
            {"target_rse", p.target_rse},   {"block_seconds", p.block_seconds},
            {"min_rounds", p.min_rounds},   {"warmup_seconds", p.warmup_seconds},
-           {"aa_unstable", p.aa_unstable}, {"roofline_slack", p.roofline_slack}};
+           {"aa_unstable", p.aa_unstable}, {"roofline_slack", p.roofline_slack},
+           {"processes", p.processes}};
 }
 
 void from_json(const json& j, timing_policy& p) {
@@ -48,13 +49,14 @@ void from_json(const json& j, timing_policy& p) {
   get_double(j, "warmup_seconds", p.warmup_seconds);
   get_double(j, "aa_unstable", p.aa_unstable);
   get_double(j, "roofline_slack", p.roofline_slack);
+  get(j, "processes", p.processes);
 }
 
 void to_json(json& j, const paired_series& s) {
   json first = json::array();
   for (uint8_t f : s.a_first) first.push_back(f != 0);
   j = json{{"a_label", s.a_label},        {"b_label", s.b_label},        {"a_seconds", s.a_seconds},
-           {"b_seconds", s.b_seconds},    {"a_first", std::move(first)}, {"ratio", s.ratio},
+           {"b_seconds", s.b_seconds},    {"a_first", std::move(first)}, {"pair", s.pair}, {"ratio", s.ratio},
            {"ci_low", s.ci_low},          {"ci_high", s.ci_high},        {"rse", s.rse},
            {"stop_reason", s.stop_reason}};
 }
@@ -69,6 +71,7 @@ void from_json(const json& j, paired_series& s) {
     for (const auto& f : *it)
       s.a_first.push_back(f.is_boolean() ? f.get<bool>() : f.get<int>() != 0);
   }
+  get(j, "pair", s.pair);
   get_double(j, "ratio", s.ratio);
   get_double(j, "ci_low", s.ci_low);
   get_double(j, "ci_high", s.ci_high);

@@ -101,6 +101,10 @@ class evaluator {
   std::optional<stop> run();
 
  private:
+  struct timing_proc {
+    shared_region region;
+    worker w;
+  };
   void progress(const std::string& s) {
     if (cfg_.progress) cfg_.progress(s);
   }
@@ -116,7 +120,12 @@ class evaluator {
   std::optional<stop> check_slot_outputs(const slot_layout& l, const trial_data& d,
                                          const uint8_t* slot, const std::string& where);
   std::optional<stop> time_all();
-  std::optional<stop> idle_check(const std::string& when);
+  std::optional<stop> idle_check(const worker& w, const std::string& when);
+  result<void> start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
+                          const std::vector<trial_data>& data, const std::string& who,
+                          std::vector<timing_proc>& pool, std::optional<stop>& failed);
+  std::optional<stop> verify_after_timing(const slot_layout& l, uint32_t slots,
+                                          const std::vector<trial_data>& data);
   double roofline_floor(const slot_layout& l, uint32_t slots) const;
   result<worker> start_worker(const build_output& obj, const shared_region& region,
                               std::optional<stop>& failed, const std::string& who);
@@ -130,7 +139,8 @@ class evaluator {
   build_output cand_, base_, ref_obj_;
   reference ref_;
   shared_region region_;
-  worker cand_worker_;
+  worker cand_worker_;  // the checks' worker
+  std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
 };
 
@@ -194,10 +204,10 @@ std::optional<stop> evaluator::build_all() {
   return std::nullopt;
 }
 
-std::optional<stop> evaluator::idle_check(const std::string& when) {
+std::optional<stop> evaluator::idle_check(const worker& w, const std::string& when) {
   // A thread left running after a call would slow the alternating baseline (PROTOCOL.md).
   const double window = 0.05;
-  const double used = cand_worker_.idle_cpu_seconds(window);
+  const double used = w.idle_cpu_seconds(window);
   if (used > window * 0.3)
     return stop{outcome::resource_limit,
                 "left threads running after a call (" + when + "): " +
@@ -290,7 +300,6 @@ std::optional<stop> evaluator::check_all() {
     timing_slots_ = l->slot_bytes >= llc ? 1
                                          : static_cast<uint32_t>(std::min<uint64_t>(
                                                4, (2 * llc + l->slot_bytes - 1) / l->slot_bytes));
-    region_bytes = std::max(region_bytes, l->slot_bytes * timing_slots_);
   }
   auto region = shared_region::create(region_bytes);
   if (!region) return stop{outcome::resource_limit, region.error().message, {}};
@@ -314,13 +323,52 @@ std::optional<stop> evaluator::check_all() {
       if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
       if (auto s = check_trial(l, *d, region_.data(), previous, "")) return s;
       if (first) {
-        if (auto s = idle_check("first call")) return s;
+        if (auto s = idle_check(cand_worker_, "first call")) return s;
         first = false;
       }
     }
     ++set_index;
   }
   stage_done("check", t0);
+  return std::nullopt;
+}
+
+result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
+                                   const std::vector<trial_data>& data, const std::string& who,
+                                   std::vector<timing_proc>& pool, std::optional<stop>& failed) {
+  {
+    timing_proc p;
+    auto region = shared_region::create(l.slot_bytes * slots);
+    if (!region) return tl::unexpected(region.error());
+    p.region = std::move(*region);
+    auto w = start_worker(obj, p.region, failed, who);
+    if (!w) return tl::unexpected(w.error());
+    p.w = std::move(*w);
+    if (failed) return {};
+    worker_result r = p.w.setup(setup_command(t_, l, slots), cfg_.call_timeout_s);
+    if (!r.ok()) {
+      failed = from_worker(r, "timing setup of the " + who);
+      return {};
+    }
+    for (uint32_t s = 0; s < slots; ++s) stage_inputs(t_, l, data[s], p.region.data() + s * l.slot_bytes);
+    pool.push_back(std::move(p));
+  }
+  return {};
+}
+
+std::optional<stop> evaluator::verify_after_timing(const slot_layout& l, uint32_t slots,
+                                                   const std::vector<trial_data>& data) {
+  for (auto& p : cands_) {
+    for (uint32_t k = 0; k < slots; ++k)
+      if (!inputs_intact(l, data[k], p.region.data() + k * l.slot_bytes))
+        return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
+    for (uint32_t k = 0; k < slots; ++k)
+      if (auto s = check_slot_outputs(l, data[k], p.region.data() + k * l.slot_bytes,
+                                      ", after the timing loop"))
+        return s;
+  }
+  for (auto& p : cands_)
+    if (auto s = idle_check(p.w, "after timing")) return s;
   return std::nullopt;
 }
 
@@ -337,56 +385,61 @@ std::optional<stop> evaluator::time_all() {
     if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
     slots.push_back(std::move(*d));
   }
-  // Baseline and its A/A copy: trusted kernels, but still in their own processes and regions,
-  // so that the candidate can touch neither.
-  auto base_region = shared_region::create(l->slot_bytes * S);
-  auto copy_region = shared_region::create(l->slot_bytes * S);
-  if (!base_region || !copy_region) return stop{outcome::resource_limit, "cannot map timing buffers", {}};
+  // Several fresh processes per side, each with its own memory, all created alike; rounds cycle
+  // through the pairs (policy.processes says why). The worker that ran the checks is not timed:
+  // it is not created like the baseline's. Baseline processes are trusted kernels, but still
+  // apart from the candidate's, so that it can touch none of them.
+  cand_worker_ = worker{};
   std::optional<stop> failed;
-  auto bw = start_worker(base_, *base_region, failed, "baseline");
-  if (!bw || failed)
-    return stop{outcome::crash, "the baseline failed to load (a task problem)",
-                failed ? failed->message : bw.error().message};
-  auto cw = start_worker(base_, *copy_region, failed, "baseline copy");
-  if (!cw || failed) return stop{outcome::crash, "the baseline copy failed to load", {}};
-  for (auto* pair : {&cand_worker_, &*bw, &*cw}) {
-    worker_result r = pair->setup(setup_command(t_, *l, S), cfg_.call_timeout_s);
-    if (!r.ok()) return from_worker(r, "timing setup");
-  }
-  for (uint32_t k = 0; k < S; ++k) {
-    stage_inputs(t_, *l, slots[k], region_.data() + k * l->slot_bytes);
-    stage_inputs(t_, *l, slots[k], base_region->data() + k * l->slot_bytes);
-    stage_inputs(t_, *l, slots[k], copy_region->data() + k * l->slot_bytes);
+  // Each pair index j gets three processes, candidate, baseline and a second baseline for the
+  // A/A control, created in an order that rotates with j: memory mapped earlier ran up to 15%
+  // slower than memory mapped later on this VM (the pool created first lost in 7 of 7
+  // naive-vs-naive runs), so no side may get all the early memory, and the A/A pairs must be as
+  // far apart in creation as the measured pairs are.
+  for (uint32_t j = 0; j < std::max<uint32_t>(cfg_.policy.processes, 1); ++j) {
+    for (uint32_t k = 0; k < 3; ++k) {
+      const uint32_t side = (j + k) % 3;
+      if (side == 0) {
+        if (auto r = start_pool(cand_, *l, S, slots, "kernel", cands_, failed); !r)
+          return stop{outcome::resource_limit, r.error().message, {}};
+        if (failed) return failed;
+      } else if (auto r = start_pool(base_, *l, S, slots, "baseline", side == 1 ? bases_ : copies_, failed);
+                 !r || failed) {
+        return stop{outcome::crash, "the baseline failed to start (a task problem)",
+                    failed ? failed->message : r.error().message};
+      }
+    }
   }
 
   auto lock = device_lock::acquire("cpu", device_lock::mode::exclusive);
   if (!lock) return stop{outcome::unstable, lock.error().message, {}};
   const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
-  timed_worker A{&cand_worker_, "candidate", S, 1}, B{&*bw, "baseline", S, 1}, C{&*cw, "baseline-copy", S, 1};
+  std::vector<timed_worker> A, B, B2;
+  for (auto& p : cands_) A.push_back({&p.w, "candidate", S, 1});
+  for (auto& p : bases_) B.push_back({&p.w, "baseline", S, 1});
+  for (auto& p : copies_) B2.push_back({&p.w, "baseline", S, 1});
   worker_result cal_fail;
-  for (auto* tw : {&A, &B}) {
-    auto n = calibrate(*tw, cfg_.policy.block_seconds, timeout, cal_fail);
-    if (!n) return tw == &A ? from_worker(cal_fail, "timing") : stop{outcome::crash, "the baseline failed while timed", n.error().message};
-    tw->calls = *n;
-  }
-  C.calls = B.calls;
+  auto na = calibrate(A.front(), cfg_.policy.block_seconds, timeout, cal_fail);
+  if (!na) return from_worker(cal_fail, "timing");
+  auto nb = calibrate(B.front(), cfg_.policy.block_seconds, timeout, cal_fail);
+  if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
+  for (auto& tw : A) tw.calls = *na;
+  for (auto& tw : B) tw.calls = *nb;
+  for (auto& tw : B2) tw.calls = *nb;
+
   // Poison again right before the timed loop and check afterwards: a kernel that stops working
   // once it is being timed fails (PROTOCOL.md).
-  for (uint32_t k = 0; k < S; ++k) poison_outputs(t_, *l, region_.data() + k * l->slot_bytes);
+  auto poison_all = [&] {
+    for (auto& p : cands_)
+      for (uint32_t k = 0; k < S; ++k) poison_outputs(t_, *l, p.region.data() + k * l->slot_bytes);
+  };
+  poison_all();
   series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
   if (!main.ok)
     return main.failed_a ? from_worker(main.failure, "timing")
                          : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
   e_.paired = main.series;
-  for (uint32_t k = 0; k < S; ++k)
-    if (!inputs_intact(*l, slots[k], region_.data() + k * l->slot_bytes))
-      return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
-  for (uint32_t k = 0; k < S; ++k)
-    if (auto s = check_slot_outputs(*l, slots[k], region_.data() + k * l->slot_bytes,
-                                    ", after the timing loop"))
-      return s;
-  if (auto s = idle_check("after timing")) return s;
-
+  if (auto s = verify_after_timing(*l, S, slots)) return s;
   e_.median_seconds = median(main.series.a_seconds);
   e_.baseline_median_seconds = median(main.series.b_seconds);
   e_.dispersion = relative_mad(main.series.a_seconds);
@@ -394,8 +447,10 @@ std::optional<stop> evaluator::time_all() {
   if (cfg_.aa_control) {
     timing_policy aa = cfg_.policy;
     aa.max_seconds = std::max(aa.min_seconds, aa.max_seconds / 2);
-    series_result control = run_paired(B, C, aa, rng_, timeout);
+    series_result control = run_paired(B, B2, aa, rng_, timeout);
     if (!control.ok) return stop{outcome::crash, "the baseline failed in the A/A control", control.failure.detail};
+    control.series.a_label = "baseline";
+    control.series.b_label = "baseline (second process)";
     e_.aa = control.series;
   }
   stage_done("time", t0);
@@ -409,14 +464,16 @@ std::optional<stop> evaluator::time_all() {
       auto d = make_trial(t_, *l, ref_, trial_for(t_, seed_base_ + 9'000'000, 0));
       if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
       slots[0] = std::move(*d);
-      stage_inputs(t_, *l, slots[0], region_.data());
-      stage_inputs(t_, *l, slots[0], base_region->data());
-      std::vector<std::vector<uint8_t>> none;
-      worker_result r = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
+      for (auto* pool : {&cands_, &bases_, &copies_})
+        for (auto& p : *pool) stage_inputs(t_, *l, slots[0], p.region.data());
+      worker_result r = cands_.front().w.run(0, 1, 1, cfg_.call_timeout_s);
       if (!r.ok()) return from_worker(r, "re-check");
-      if (auto s = check_slot_outputs(*l, slots[0], region_.data(), ", in the re-check")) return s;
+      if (auto s = check_slot_outputs(*l, slots[0], cands_.front().region.data(), ", in the re-check"))
+        return s;
+      poison_all();
       series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
       if (!again.ok) return from_worker(again.failure, "re-timing");
+      if (auto s = verify_after_timing(*l, S, slots)) return s;
       e_.paired = again.series;
       e_.median_seconds = median(again.series.a_seconds);
       e_.baseline_median_seconds = median(again.series.b_seconds);

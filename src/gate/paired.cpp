@@ -46,6 +46,58 @@ ratio_estimate estimate_ratio(const std::vector<double>& a, const std::vector<do
   return r;
 }
 
+ratio_estimate estimate_ratio_grouped(const std::vector<double>& a, const std::vector<double>& b,
+                                      const std::vector<uint8_t>& group) {
+  ratio_estimate r = estimate_ratio(a, b);
+  const size_t n = std::min(a.size(), b.size());
+  if (group.size() < n || r.rounds < 2) return r;
+  std::vector<std::vector<double>> by(256);
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] > 0 && b[i] > 0) by[group[i]].push_back(std::log(b[i] / a[i]));
+  std::vector<double> means;
+  double within_ss = 0;
+  size_t within_df = 0, total = 0;
+  for (const auto& xs : by) {
+    if (xs.empty()) continue;
+    double m = 0;
+    for (double x : xs) m += x;
+    m /= static_cast<double>(xs.size());
+    for (double x : xs) within_ss += (x - m) * (x - m);
+    within_df += xs.size() - 1;
+    total += xs.size();
+    means.push_back(m);
+  }
+  const size_t k = means.size();
+  if (k < 2) return r;
+  double mean = 0;
+  for (double m : means) mean += m;
+  mean /= static_cast<double>(k);
+  double ss = 0;
+  for (double m : means) ss += (m - mean) * (m - mean);
+  const double var_means = ss / static_cast<double>(k - 1);
+  // One-way ANOVA F test of "the pairs differ": the between-pair mean square over the
+  // within-pair one. Only when it is significant (95%) do the pair means carry the interval,
+  // with k - 1 degrees of freedom; otherwise the rounds are exchangeable and the plain,
+  // narrower interval is the right one.
+  const double per_pair = static_cast<double>(total) / static_cast<double>(k);
+  const double within_ms = within_df ? within_ss / static_cast<double>(within_df) : 0;
+  const double f = within_ms > 0 ? per_pair * var_means / within_ms
+                                 : (var_means > 0 ? INFINITY : 0);
+  static const double f_crit_inf[] = {0, 3.84, 3.00, 2.60, 2.37, 2.21, 2.10, 2.01, 1.94};
+  const double f_crit = f_crit_inf[std::min<size_t>(k - 1, 8)] *
+                        (1 + 2.0 / std::max<double>(1.0, static_cast<double>(within_df)));
+  if (!(f > f_crit)) return r;
+  // Every pair weighs alike, so a pair that ran more rounds does not pull the ratio toward its
+  // own process layout.
+  const double se = std::sqrt(var_means / static_cast<double>(k));
+  const double half = t975(k - 1) * se;
+  r.ratio = std::exp(mean);
+  r.rse = se;
+  r.ci_low = std::exp(mean - half);
+  r.ci_high = std::exp(mean + half);
+  return r;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   const size_t m = v.size() / 2;

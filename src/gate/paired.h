@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace lathe::gate {
@@ -21,6 +22,14 @@ struct ratio_estimate {
 // a[i], b[i]: seconds per call of A and B in round i. Rounds with a non-positive time are
 // ignored. Fewer than two usable rounds: ratio from what there is, infinite interval.
 ratio_estimate estimate_ratio(const std::vector<double>& a, const std::vector<double>& b);
+
+// The same with rounds grouped by the process pair that ran them. Each process has its own
+// memory layout and placement, which shifts its speed for the whole run; rounds of one pair
+// share that shift, so they are not independent evidence. The standard error is the larger of
+// the round-level one and the one from the pair means (df = pairs - 1): with identical
+// processes this is the plain estimate, with process effects it widens honestly.
+ratio_estimate estimate_ratio_grouped(const std::vector<double>& a, const std::vector<double>& b,
+                                      const std::vector<uint8_t>& group);
 
 // Two-sided 95% quantile of Student's t with `df` degrees of freedom.
 double t975(size_t df);

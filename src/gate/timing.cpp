@@ -27,14 +27,15 @@ result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeou
   }
 }
 
-series_result run_paired(timed_worker& a, timed_worker& b, const timing_policy& p,
-                         std::mt19937_64& rng, double timeout_s) {
+series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>& b,
+                         const timing_policy& p, std::mt19937_64& rng, double timeout_s) {
   series_result out;
-  out.series.a_label = a.label;
-  out.series.b_label = b.label;
+  out.series.a_label = a.front().label;
+  out.series.b_label = b.front().label;
+  const size_t pairs = std::min(a.size(), b.size());
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   auto block = [&](timed_worker& tw, std::vector<double>& dst, bool is_a) {
     worker_result r = tw.w->run(0, tw.rotate, tw.calls, timeout_s);
@@ -47,35 +48,41 @@ series_result run_paired(timed_worker& a, timed_worker& b, const timing_policy& 
     dst.push_back(r.seconds / static_cast<double>(tw.calls));
     return true;
   };
-  // Warm-up: clocks settle and caches fill before anything is kept.
+  // Warm-up: every process runs at least one block, and clocks settle, before anything is kept.
   std::vector<double> discard;
-  while (elapsed() < p.warmup_seconds) {
-    if (!block(a, discard, true) || !block(b, discard, false)) return out;
-  }
+  do {
+    for (size_t j = 0; j < pairs; ++j)
+      if (!block(a[j], discard, true) || !block(b[j], discard, false)) return out;
+  } while (since(start) < p.warmup_seconds);
+
   const auto timed_start = std::chrono::steady_clock::now();
-  auto timed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - timed_start).count();
+  auto estimate = [&] {
+    return estimate_ratio_grouped(out.series.a_seconds, out.series.b_seconds, out.series.pair);
   };
-  for (;;) {
+  for (size_t round = 0;; ++round) {
+    const size_t j = round % pairs;
     const bool a_first = (rng() & 1) != 0;
     out.series.a_first.push_back(a_first);
-    bool ok = a_first ? block(a, out.series.a_seconds, true) && block(b, out.series.b_seconds, false)
-                      : block(b, out.series.b_seconds, false) && block(a, out.series.a_seconds, true);
+    out.series.pair.push_back(static_cast<uint8_t>(j));
+    bool ok = a_first ? block(a[j], out.series.a_seconds, true) &&
+                            block(b[j], out.series.b_seconds, false)
+                      : block(b[j], out.series.b_seconds, false) &&
+                            block(a[j], out.series.a_seconds, true);
     if (!ok) return out;
-    const size_t rounds = out.series.a_seconds.size();
-    if (rounds >= p.min_rounds && timed() >= p.min_seconds) {
-      ratio_estimate e = estimate_ratio(out.series.a_seconds, out.series.b_seconds);
-      if (e.rse <= p.target_rse) {
-        out.series.stop_reason = "noise";
-        break;
-      }
+    const size_t rounds = round + 1;
+    // Whole cycles only, so every pair has the same weight when the series stops.
+    const bool cycle_done = rounds % pairs == 0;
+    if (cycle_done && rounds >= std::max<size_t>(p.min_rounds, 2 * pairs) &&
+        since(timed_start) >= p.min_seconds && estimate().rse <= p.target_rse) {
+      out.series.stop_reason = "noise";
+      break;
     }
-    if (timed() >= p.max_seconds && rounds >= 2) {
+    if (cycle_done && since(timed_start) >= p.max_seconds && rounds >= 2 * pairs) {
       out.series.stop_reason = "max_time";
       break;
     }
   }
-  ratio_estimate e = estimate_ratio(out.series.a_seconds, out.series.b_seconds);
+  ratio_estimate e = estimate();
   out.series.ratio = e.ratio;
   out.series.ci_low = e.ci_low;
   out.series.ci_high = e.ci_high;

@@ -30,7 +30,9 @@ struct series_result {
 result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,
                            worker_result& failure);
 
-series_result run_paired(timed_worker& a, timed_worker& b, const timing_policy& p,
-                         std::mt19937_64& rng, double timeout_s);
+// `a` and `b` hold one worker per process (same count); round r runs pair r % size, in random
+// order. The interval comes from estimate_ratio_grouped (paired.h).
+series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>& b,
+                         const timing_policy& p, std::mt19937_64& rng, double timeout_s);
 
 }  // namespace lathe::gate

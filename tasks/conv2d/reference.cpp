@@ -5,7 +5,6 @@
 // 56 x 56) stays in L1/L2 while it accumulates all C*9 taps. Edges are handled by clipping the
 // w range per tap instead of testing every element.
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

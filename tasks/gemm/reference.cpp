@@ -4,7 +4,6 @@
 // fast enough: i-k-j order keeps the inner loop unit-stride over a row of B and a row of C (the
 // row of C, N doubles, stays in L1 across the k loop), which the compiler vectorizes at -O2.
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1,7 +1,6 @@
 // Trusted fp64 oracle for layernorm: per row, the mean and the biased variance by two passes in
 // double, then (x - mean) / sqrt(var + eps) * gamma + beta.
 #include <lathe/abi.h>
-
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

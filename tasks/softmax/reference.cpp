@@ -1,7 +1,6 @@
 // Trusted fp64 oracle for softmax: for every row, the max, then exp(x - max) summed in double,
 // then each exp divided by the sum. The max subtraction keeps exp in range for any shift.
 #include <lathe/abi.h>
-
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>

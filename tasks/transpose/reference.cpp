@@ -1,6 +1,5 @@
 // Trusted fp64 oracle for transpose: Y[c, r] = X[r, c], widened to double (exactly).
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

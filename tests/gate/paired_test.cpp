@@ -77,3 +77,37 @@ TEST(paired, epsilon_is_three_times_the_aa_spread_with_a_floor) {
   EXPECT_NEAR(decision_epsilon(aa, 0.0), std::expm1(3 * std::log(1.02)), 1e-12);
   EXPECT_DOUBLE_EQ(decision_epsilon(aa, 0.1), 0.1);
 }
+
+TEST(paired, grouped_rounds_widen_the_interval_when_processes_differ) {
+  // Two process pairs, each internally steady, one 10% apart from the other: the round-level
+  // interval would be tight and wrong; the grouped one must cover both pairs' ratios.
+  std::vector<double> a, b;
+  std::vector<uint8_t> g;
+  for (int i = 0; i < 40; ++i) {
+    a.push_back(1.0);
+    b.push_back(i % 2 ? 1.10 : 1.0);
+    g.push_back(static_cast<uint8_t>(i % 2));
+  }
+  auto plain = estimate_ratio(a, b);
+  auto grouped = estimate_ratio_grouped(a, b, g);
+  EXPECT_NEAR(grouped.ratio, std::sqrt(1.10), 1e-9);
+  EXPECT_LT(plain.ci_high - plain.ci_low, grouped.ci_high - grouped.ci_low);
+  EXPECT_LT(grouped.ci_low, 1.0);
+  EXPECT_GT(grouped.ci_high, 1.10);
+}
+
+TEST(paired, grouped_equals_plain_when_processes_agree) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> noise(0.0, 0.03);
+  std::vector<double> a, b;
+  std::vector<uint8_t> g;
+  for (int i = 0; i < 64; ++i) {
+    a.push_back(std::exp(noise(rng)));
+    b.push_back(1.3 * std::exp(noise(rng)));
+    g.push_back(static_cast<uint8_t>(i % 4));
+  }
+  auto plain = estimate_ratio(a, b);
+  auto grouped = estimate_ratio_grouped(a, b, g);
+  EXPECT_NEAR(grouped.ratio, plain.ratio, 0.01);
+  EXPECT_NEAR(grouped.ci_high / grouped.ci_low, plain.ci_high / plain.ci_low, 0.05);
+}

@@ -88,9 +88,9 @@ void exec_child(const child_plan& p) {
 
   // Copy every source above the targets first: a source may sit on a target number (lathe's
   // fd 4 may be the reply pipe that must become 5), and dup2 onto it would lose it.
-  int high[6];
-  const int src[6] = {p.devnull, p.fds[0], p.fds[1], p.fds[2], p.fds[3], p.error_fd};
-  for (int i = 0; i < 6; ++i) {
+  int high[7];
+  const int src[7] = {p.devnull, p.fds[0], p.fds[1], p.fds[2], p.fds[3], p.error_fd, p.exe_fd};
+  for (int i = 0; i < (p.exe_fd >= 0 ? 7 : 6); ++i) {
     high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
     if (high[i] < 0) die(err, st_fds);
   }
@@ -103,11 +103,17 @@ void exec_child(const child_plan& p) {
     if (dup2(high[1 + i], 3 + i) < 0) die(err, st_fds);
   if (dup3(high[5], 7, O_CLOEXEC) < 0) die(err, st_fds);
   err = 7;
-  // Exactly 0..6 (and 7 until exec): nothing else lathe had open leaks into hostile code.
-  if (syscall(SYS_close_range, 8u, ~0u, 0u) != 0) {
+  // The binary (close-on-exec) as fd 8, until exec.
+  int exe_fd = -1;
+  if (p.exe_fd >= 0) {
+    if (dup3(high[6], 8, O_CLOEXEC) < 0) die(err, st_fds);
+    exe_fd = 8;
+  }
+  // Exactly 0..6 (and 7, 8 until exec): nothing else lathe had open leaks into hostile code.
+  if (syscall(SYS_close_range, 9u, ~0u, 0u) != 0) {
     if (errno != ENOSYS) die(err, st_close);
     long max = sysconf(_SC_OPEN_MAX);
-    for (long fd = 8; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
+    for (long fd = 9; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
   }
 
   // CPU time: SIGXCPU at the soft limit, SIGKILL one second later if it is caught.
@@ -138,7 +144,10 @@ void exec_child(const child_plan& p) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(err, st_no_new_privs);
   if (chdir("/") != 0) die(err, st_chdir);
 
-  execve(p.exe, p.argv, p.envp);
+  if (exe_fd >= 0)
+    syscall(SYS_execveat, exe_fd, "", p.argv, p.envp, AT_EMPTY_PATH);
+  else
+    execve(p.exe, p.argv, p.envp);
   die(err, st_exec);
 }
 

@@ -27,6 +27,8 @@ constexpr const char* seccomp_off_arg = "--no-seccomp";
 
 struct child_plan {
   const char* exe = nullptr;
+  int exe_fd = -1;  // the worker binary opened by lathe: exec'd through the fd, so `nobody` needs
+                    // no search permission on the directories above it (a clone under /root)
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   int fds[4] = {-1, -1, -1, -1};  // become 3, 4, 5, 6 (wire.h): region, commands, replies, object

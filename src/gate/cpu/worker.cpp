@@ -194,6 +194,9 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   std::string arg0 = exe, arg1 = opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg;
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
   plan.exe = exe.c_str();
+  unique_fd exe_fd(open(exe.c_str(), O_RDONLY | O_CLOEXEC));
+  if (exe_fd.fd < 0) return fail(errc::io_error, "cannot open " + exe + ": " + errno_text(errno));
+  plan.exe_fd = exe_fd.fd;
   plan.argv = argv;
   plan.envp = envp.data();
 

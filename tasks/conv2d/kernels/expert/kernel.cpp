@@ -3,24 +3,23 @@
 // Direct convolution vectorized along W, no im2col (which would write and re-read 9x the input).
 //   1. Pad: copy X into the workspace with a zero border (one row above and below, one column
 //      left, >= 1 column right, rows rounded up to whole vectors), so the inner loop has no edge
-//      tests: every tap is an unaligned 8-float load at a fixed offset. ~2 MB for the timed set,
-//      written once per call (< 5% of the call).
+//      tests: every tap is an unaligned 8-float load at a fixed offset (~2 MB for the timed set,
+//      written once per call).
 //   2. Pack the weights as [K/6][C][3][3][6]: the 6 output channels of a register block are
 //      contiguous for each tap, so their broadcasts walk memory sequentially. K is zero-padded to
-//      a multiple of 6; the padded channels are computed and dropped.
+//      a multiple of 6; the padded channels are computed and dropped (64 -> 66 on the timed set).
 //   3. Register tile: 6 output channels x 16 pixels of one output row = 12 ymm accumulators, plus
 //      2 input vectors and 1 broadcast weight (15 of 16 ymm). Per tap: 2 loads + 6 broadcasts feed
 //      12 FMAs, so the two FMA pipes, not the load ports, set the pace; 12 independent chains
-//      cover the FMA latency (4 cycles x 2 pipes). 16 pixels divide the 56-wide rows of the timed
-//      set exactly; a row's last chunk uses 8 pixels and masked stores when W is ragged.
+//      cover the FMA latency (4 cycles x 2 pipes). A row is covered by 16-pixel chunks and, when
+//      8 or fewer pixels remain, one 8-pixel chunk (56 = 3 x 16 + 8: no idle lanes on the timed
+//      set); lanes past the row end read inside the padded row and are never stored.
 //   4. Loop order per output row: pixel chunk, then channel block, then input channel c, then the
 //      9 taps. The input slice of a chunk (C x 3 rows x 18 floats = 14 KB at C = 64) stays in L1
-//      across all channel blocks; the packed weights (147 KB) stream from L2.
+//      across all channel blocks; the packed weights (152 KB) stream from L2.
 //   5. OpenMP: output rows (n, h) split statically over the team; they write disjoint outputs.
 #include <immintrin.h>
 #include <lathe/abi.h>
-#include <omp.h>
-
 #include <stddef.h>
 #include <stdint.h>
 
@@ -211,11 +210,14 @@ extern "C" int lathe_launch(const lathe_args* args) {
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (int64_t p = 0; p < g.N * g.C; ++p) pad_plane(x + p * g.H * g.W, g, xpad + p * g.plane);
+    for (int64_t p = 0; p < g.N * g.C; ++p) {
+      pad_plane(x + p * g.H * g.W, g, xpad + p * g.plane);
+    }
+    // The implicit barrier of this loop: padding and packing are complete before any tile.
 #pragma omp for schedule(static)
-    for (int64_t kb = 0; kb < g.kblocks; ++kb)
+    for (int64_t kb = 0; kb < g.kblocks; ++kb) {
       pack_weights(wt, g, kb, wpack + kb * g.C * 9 * KB);
-    // (implicit barrier: padding and packing are complete before any tile reads them)
+    }
 
 #pragma omp for schedule(static)
     for (int64_t row = 0; row < rows; ++row) {

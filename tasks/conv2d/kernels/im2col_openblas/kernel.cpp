@@ -5,7 +5,6 @@
 // workspace (kernels do not allocate) and is reused image by image.
 #include <cblas.h>
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -2,7 +2,6 @@
 // (n, k, h, w, c, r, s) with a bounds test on every tap and a scalar fp32 accumulator.
 // No blocking, no vectorization along W, no threads: what a lineage starts from.
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -5,7 +5,6 @@
 // optimized kernel does (loop reordering, blocking, packing, register tiling, SIMD, threads) is
 // absent; this is what a lineage starts from.
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

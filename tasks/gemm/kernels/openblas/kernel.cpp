@@ -2,7 +2,6 @@
 // alpha = 1, beta = 0, so every element of C is written and C's poisoned contents are ignored).
 #include <cblas.h>
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -2,7 +2,6 @@
 // normalize, scale by gamma and shift by beta. Scalar fp32 sums, one thread.
 #include <lathe/abi.h>
 #include <math.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

@@ -3,7 +3,6 @@
 // fp32 sum, one thread: what a lineage starts from.
 #include <lathe/abi.h>
 #include <math.h>
-
 #include <stddef.h>
 #include <stdint.h>
 

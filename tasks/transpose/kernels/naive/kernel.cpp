@@ -1,7 +1,6 @@
 // Naive transpose, fp32: Y[c, r] = X[r, c] with a plain double loop, reading X row by row and
 // writing Y with stride R (one cache line per element written). One thread, no blocking.
 #include <lathe/abi.h>
-
 #include <stddef.h>
 #include <stdint.h>
 
