@@ -106,6 +106,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   h.add("lathe-build/1").add(b.hash).add(isa).add(tc.cxx_version).add(tc.nvcc_version);
   h.add(std::to_string(LATHE_ABI_VERSION)).add(kind == build_kind::reference ? "ref" : "kernel");
   build_output out;
+  std::string note;  // what the cache found, shown before the compiler's log
   out.key = h.hex();
   const fs::path dir = cache_dir / out.key;
   const fs::path object = dir / "kernel.so";
@@ -125,8 +126,9 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
         out.object_hash = want;
         return out;
       }
-      out.log += "\n[lathe] cached object " + object.string() +
-                 " does not match its recorded hash: something wrote over it; rebuilding\n";
+      note = "[lathe] cached object " + object.string() +
+             " does not match its recorded hash: something wrote over it; rebuilt\n";
+      out.cached = false;
       fs::remove_all(dir, ec);
     }
   }
@@ -149,7 +151,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   std::string log = r.output;
   for (size_t p; (p = log.find(src.string() + "/")) != std::string::npos;)
     log.erase(p, src.string().size() + 1);
-  out.log = "$ " + line + "\n" + log;
+  out.log = note + "$ " + line + "\n" + log;
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
   if (out.ok) out.object_hash = content_hash(read_file(tmp / "kernel.so"));

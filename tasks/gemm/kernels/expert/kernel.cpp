@@ -18,10 +18,10 @@
 // Threads: all of B is packed up front, cooperatively (workspace: about the size of B), and then
 // the M range is split evenly over the team in whole MR-row micro-panels (768 rows on 2 threads
 // -> 384 each, blocks of 144+144+96), so each thread owns disjoint rows of C and runs to the end
-// without synchronizing. The one barrier matters on a shared machine: the earlier version
-// packed each K slice of B between two barriers (6 per call at 768^3), and whenever another
-// process held a core, every barrier waited out a scheduler time slice: 2.1x slower than
-// OpenBLAS under two competing compiles, against 1.1x with the single barrier (equal when idle).
+// without synchronizing. The textbook schedule (pack each K slice of B between two barriers, 6
+// per call at 768^3) measured the same on an idle machine and under lathe's passive OpenMP wait
+// policy, but with libgomp's default spinning waits and another process holding a core, every
+// barrier waited out a scheduler time slice: 2.1x slower than OpenBLAS, against 1.1x here.
 #include <immintrin.h>
 #include <lathe/abi.h>
 #include <omp.h>
