@@ -126,7 +126,10 @@ __attribute__((target("avx2,fma"))) double fma_avx2(long iters) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
   const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+  // Unrolled, so the accumulators live in registers: a rolled loop keeps them in memory and
+  // measures store-forwarding latency (59 instead of 118 GFLOP/s per core here).
   for (long k = 0; k < iters; ++k)
+#pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], m, c);
   __m256 s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm256_add_ps(s, acc[i]);
@@ -140,6 +143,7 @@ __attribute__((target("avx512f"))) double fma_avx512(long iters) {
   for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
   const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
   for (long k = 0; k < iters; ++k)
+#pragma GCC unroll 12
     for (int i = 0; i < 12; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
   __m512 s = acc[0];
   for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
