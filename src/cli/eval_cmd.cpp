@@ -81,6 +81,11 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   }
   if (e.roofline_fraction)
     std::printf("roofline  %.1f%% of the roofline floor\n", 100 * *e.roofline_fraction);
+  for (const auto& r : e.resources)
+    std::printf("ptxas     %s: %d registers, %lld B shared, %lld B stack, %lld/%lld B spilled (st/ld)\n",
+                r.function.c_str(), r.registers, static_cast<long long>(r.shared_bytes),
+                static_cast<long long>(r.stack_bytes), static_cast<long long>(r.spill_stores),
+                static_cast<long long>(r.spill_loads));
   if (e.result == outcome::compile_error || e.result == outcome::forbidden) {
     std::printf("\n%s\n", e.diagnostics.c_str());
   }
@@ -135,6 +140,8 @@ int run_eval(const common_options& common, const eval_options& o) {
   evaluation e = gate::evaluate(cfg, req);
 
   (void)ctx->db->put_kernel(*cand);
+  if (!e.ptx.empty())
+    if (auto h = ctx->db->put_blob(e.ptx)) e.ptx_blob = *h;
   int64_t id = 0;
   if (auto stored = ctx->db->add_evaluation(e)) id = *stored;
   else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", stored.error().message.c_str());

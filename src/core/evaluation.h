@@ -60,6 +60,15 @@ struct paired_series {
   std::string stop_reason;                   // "noise" | "max_time" …
 };
 
+// What ptxas reported for one kernel function (CUDA builds, -Xptxas -v).
+struct kernel_resources {
+  std::string function;  // mangled name
+  int32_t registers = 0;
+  int64_t shared_bytes = 0;  // static shared memory
+  int64_t stack_bytes = 0;
+  int64_t spill_stores = 0, spill_loads = 0;
+};
+
 struct evaluation {
   int64_t id = 0;  // store id, 0 before stored
   std::string task;
@@ -80,6 +89,9 @@ struct evaluation {
   std::string timing_shape;
   double wall_seconds = 0.0;
   std::vector<std::pair<std::string, double>> stage_seconds;  // screen, compile, load, check, time
+  std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
+  std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
+  std::string ptx_blob;  // content hash of the stored PTX
 };
 
 }  // namespace lathe

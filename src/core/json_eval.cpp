@@ -108,6 +108,13 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "paired", e.paired);
   put_opt(j, "aa", e.aa);
   put_opt(j, "roofline_fraction", e.roofline_fraction);
+  json res = json::array();
+  for (const auto& r : e.resources)
+    res.push_back({{"function", r.function}, {"registers", r.registers},
+                   {"shared_bytes", r.shared_bytes}, {"stack_bytes", r.stack_bytes},
+                   {"spill_stores", r.spill_stores}, {"spill_loads", r.spill_loads}});
+  j["resources"] = std::move(res);
+  j["ptx_blob"] = e.ptx_blob;
 }
 
 void from_json(const json& j, evaluation& e) {
@@ -139,6 +146,19 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "roofline_fraction", e.roofline_fraction);
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
+  if (auto it = j.find("resources"); it != j.end() && it->is_array()) {
+    for (const auto& r : *it) {
+      kernel_resources k;
+      get(r, "function", k.function);
+      get(r, "registers", k.registers);
+      get(r, "shared_bytes", k.shared_bytes);
+      get(r, "stack_bytes", k.stack_bytes);
+      get(r, "spill_stores", k.spill_stores);
+      get(r, "spill_loads", k.spill_loads);
+      e.resources.push_back(k);
+    }
+  }
+  get(j, "ptx_blob", e.ptx_blob);
   if (auto it = j.find("stage_seconds"); it != j.end() && it->is_array()) {
     for (const auto& s : *it) {
       std::pair<std::string, double> p{"", 0.0};

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "core/hash.h"
@@ -68,6 +70,33 @@ result<toolchain> detect_toolchain(const fs::path& include_dir) {
   return tc;
 }
 
+std::vector<kernel_resources> parse_ptxas_report(const std::string& log) {
+  static const std::regex entry(R"(Compiling entry function '([^']+)')");
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex regs(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  std::vector<kernel_resources> out;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, entry)) {
+      out.push_back({});
+      out.back().function = m[1];
+      continue;
+    }
+    if (out.empty()) continue;
+    kernel_resources& k = out.back();
+    if (std::regex_search(line, m, frame)) {
+      k.stack_bytes = std::stoll(m[1]);
+      k.spill_stores = std::stoll(m[2]);
+      k.spill_loads = std::stoll(m[3]);
+    }
+    if (std::regex_search(line, m, regs)) k.registers = std::stoi(m[1]);
+    if (std::regex_search(line, m, smem)) k.shared_bytes = std::stoll(m[1]);
+  }
+  return out;
+}
+
 std::vector<std::string> compile_command(const kernel_bundle& b, const std::string& isa,
                                          const toolchain& tc, build_kind kind,
                                          const fs::path& src_dir, const fs::path& out) {
@@ -80,6 +109,12 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
       std::string sm = isa.starts_with("sm_") ? isa.substr(3) : isa;
       cmd.push_back("-gencode=arch=compute_" + sm + ",code=sm_" + sm);
     }
+    // The resource report (registers, shared memory, spills, stack) goes into the log, the
+    // intermediate PTX into keep/ (one compile, not two).
+    cmd.push_back("-Xptxas=-v");
+    cmd.push_back("-keep");
+    cmd.push_back("-keep-dir");
+    cmd.push_back((out.parent_path() / "keep").string());
   } else {
     cmd = {tc.cxx, "-shared", "-fPIC", "-std=c++20"};
     if (!isa.empty()) cmd.push_back("-march=" + isa);
@@ -124,6 +159,8 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
         out.ok = true;
         out.object = object;
         out.object_hash = want;
+        out.ptx = read_file(dir / "kernel.ptx");
+        out.resources = parse_ptxas_report(out.log);
         return out;
       }
       note = "[lathe] cached object " + object.string() +
@@ -137,6 +174,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   const fs::path tmp = cache_dir / ("tmp-" + random_suffix());
   const fs::path src = tmp / "src";
   fs::create_directories(src, ec);
+  if (b.manifest.lang == language::cuda) fs::create_directories(tmp / "keep", ec);
   if (ec) return fail(errc::io_error, "cannot create " + src.string() + ": " + ec.message());
   for (const auto& [path, text] : b.sources) {
     fs::create_directories((src / path).parent_path(), ec);
@@ -155,6 +193,18 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
   if (out.ok) out.object_hash = content_hash(read_file(tmp / "kernel.so"));
+  if (b.manifest.lang == language::cuda) {
+    // Keep the PTX beside the object; the other intermediates are large and of no use.
+    std::error_code kec;
+    std::vector<fs::path> ptx_files;
+    for (const auto& f : fs::directory_iterator(tmp / "keep", kec))
+      if (f.path().extension() == ".ptx") ptx_files.push_back(f.path());
+    std::sort(ptx_files.begin(), ptx_files.end());
+    for (const auto& f : ptx_files) out.ptx += "// " + f.filename().string() + "\n" + read_file(f);
+    write_file(tmp / "kernel.ptx", out.ptx);
+    fs::remove_all(tmp / "keep", kec);
+    out.resources = parse_ptxas_report(out.log);
+  }
   write_file(tmp / "build.log", out.log);
   write_file(tmp / "status", out.ok ? "ok " + out.object_hash + "\n" : "failed\n");
   fs::remove_all(src, ec);

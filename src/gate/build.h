@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/evaluation.h"
 #include "core/kernel.h"
 
 namespace lathe::gate {
@@ -27,7 +28,12 @@ struct build_output {
   std::string object_hash;       // content hash of the .so, recorded at build time
   double seconds = 0;            // compile time (0 when cached)
   bool cached = false;
+  std::string ptx;                            // CUDA: the PTX of every source, concatenated
+  std::vector<kernel_resources> resources;    // CUDA: parsed from ptxas -v in the log
 };
+
+// The ptxas resource report (`-Xptxas -v` output) of a CUDA build log, per kernel function.
+std::vector<kernel_resources> parse_ptxas_report(const std::string& log);
 
 enum class build_kind : uint8_t {
   kernel,     // a candidate or a baseline: lathe_launch

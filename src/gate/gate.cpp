@@ -36,7 +36,14 @@ struct stop {
 };
 
 std::string resolved_isa(const kernel_bundle& b, const target& host) {
-  return b.manifest.isa.empty() ? host.arch : b.manifest.isa;
+  if (!b.manifest.isa.empty()) return b.manifest.isa;
+  // A CUDA bundle that names no architecture is built for the reference machine's (an H200).
+  return b.manifest.lang == language::cuda ? "sm_90a" : host.arch;
+}
+
+bool has_cuda_device() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/nvidiactl", ec);
 }
 
 // Maps how a worker request ended onto the outcome enum, with a message a user can act on.
@@ -167,6 +174,8 @@ std::optional<stop> evaluator::build_all() {
   if (!c) return stop{outcome::compile_error, c.error().message, {}};
   cand_ = *c;
   e_.diagnostics += cand_.log;
+  e_.resources = cand_.resources;
+  e_.ptx = cand_.ptx;
   if (!cand_.ok) return stop{outcome::compile_error, "the kernel does not compile", {}};
 
   auto b = build(req_.baseline, resolved_isa(req_.baseline, cfg_.tgt), cfg_.tools, cache,
@@ -523,13 +532,31 @@ std::optional<stop> evaluator::run() {
                                         findings.front().detail,
                 describe(findings)};
   const std::string isa = resolved_isa(req_.candidate, cfg_.tgt);
-  const int need = x86_level(isa), have = x86_level(cfg_.tgt.arch);
-  if (need < 0 && req_.candidate.manifest.lang == language::cpp)
-    return stop{outcome::unsupported_target, "unknown ISA '" + isa + "'", {}};
-  if (need > have)
+  const bool cuda_kernel = req_.candidate.manifest.lang == language::cuda;
+  if (cuda_kernel != (t_.plat == platform::cuda))
     return stop{outcome::unsupported_target,
-                "the kernel needs " + isa + "; this host is " + cfg_.tgt.arch, {}};
+                std::string("a ") + to_string(req_.candidate.manifest.lang) + " kernel for a " +
+                    to_string(t_.plat) + " task",
+                {}};
+  if (!cuda_kernel) {
+    const int need = x86_level(isa), have = x86_level(cfg_.tgt.arch);
+    if (need < 0) return stop{outcome::unsupported_target, "unknown ISA '" + isa + "'", {}};
+    if (need > have)
+      return stop{outcome::unsupported_target,
+                  "the kernel needs " + isa + "; this host is " + cfg_.tgt.arch, {}};
+  } else if (cfg_.tools.nvcc.empty()) {
+    return stop{outcome::unsupported_target, "no nvcc: CUDA kernels cannot be built here", {}};
+  }
   if (auto s = build_all()) return s;
+  if (cuda_kernel) {
+    // Compile-stage outcomes of CUDA kernels are decided on any machine with nvcc; running them
+    // needs a device and the CUDA worker (issue 3), which this build does not have yet.
+    return stop{outcome::unsupported_target,
+                has_cuda_device()
+                    ? "the kernel builds for " + isa + "; this lathe has no CUDA worker yet, so it cannot run it"
+                    : "the kernel builds for " + isa + "; no CUDA device on this machine to run it",
+                {}};
+  }
   if (auto s = check_all()) return s;
   if (cfg_.time)
     if (auto s = time_all()) return s;

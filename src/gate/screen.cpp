@@ -39,6 +39,26 @@ const banned banned_calls[] = {
     {"setrlimit", "limit change"},       {"prlimit", "limit change"},
     {"mprotect", "memory protection change"},
     {"lathe_reference", "calling the reference"},
+    // CUDA: lathe_launch only enqueues work on the given stream (abi.h), so that it can be
+    // captured in a graph and timed: no allocation, no synchronization, no side streams, no
+    // host-device copies, no persistent-L2 tricks.
+    {"cudaMalloc", "CUDA ABI violation (allocation)"},
+    {"cudaMallocManaged", "CUDA ABI violation (allocation)"},
+    {"cudaMallocHost", "CUDA ABI violation (allocation)"},
+    {"cudaMallocAsync", "CUDA ABI violation (allocation)"},
+    {"cudaFree", "CUDA ABI violation (allocation)"},
+    {"cudaDeviceSynchronize", "CUDA ABI violation (synchronization)"},
+    {"cudaStreamSynchronize", "CUDA ABI violation (synchronization)"},
+    {"cudaEventSynchronize", "CUDA ABI violation (synchronization)"},
+    {"cudaMemcpy", "CUDA ABI violation (host-device copy)"},
+    {"cudaStreamCreate", "CUDA ABI violation (side stream)"},
+    {"cudaStreamCreateWithFlags", "CUDA ABI violation (side stream)"},
+    {"cudaStreamCreateWithPriority", "CUDA ABI violation (side stream)"},
+    {"cudaEventElapsedTime", "timer access"},
+    {"cudaDeviceSetLimit", "CUDA ABI violation (persistent L2)"},
+    {"cudaStreamSetAttribute", "CUDA ABI violation (persistent L2)"},
+    {"cudaCtxResetPersistingL2Cache", "CUDA ABI violation (persistent L2)"},
+    {"cudaDeviceReset", "CUDA ABI violation (device reset)"},
 };
 
 // Vendor libraries: a candidate may not delegate the operator to them unless the task allows.
