@@ -83,6 +83,8 @@ stop from_worker(const worker_result& r, const std::string& when) {
               {}};
     case wire::status::init_failed:
       return {outcome::load_error, "lathe_init returned " + std::to_string(r.reply.code), {}};
+    case wire::status::device_error:
+      return {outcome::crash, "CUDA error" + at + ": " + msg, {}};
     case wire::status::workspace_too_large:
       return {outcome::resource_limit, "lathe_workspace_bytes asked for too much: " + msg, {}};
     default: return {outcome::crash, "unexpected worker reply" + at + ": " + msg, {}};
@@ -99,7 +101,7 @@ struct opened_object {
 class evaluator {
  public:
   evaluator(const gate_config& cfg, const gate_request& req, evaluation& e)
-      : cfg_(cfg), req_(req), t_(*req.t), e_(e) {
+      : cfg_(cfg), req_(req), t_(*req.t), e_(e), cuda_(req.t->plat == platform::cuda) {
     std::random_device rd;
     seed_base_ = cfg.seed_base ? cfg.seed_base : (uint64_t{rd()} << 32 | rd());
     rng_.seed(seed_base_ ^ 0x9e3779b97f4a7c15ull);
@@ -149,6 +151,20 @@ class evaluator {
   worker cand_worker_;  // the checks' worker
   std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
+  bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
+  // CUDA: region -> device before a call, device -> region after it (no-ops on CPU).
+  std::optional<stop> upload(worker& w, uint32_t first, uint32_t count) {
+    if (!cuda_) return std::nullopt;
+    worker_result r = w.transfer(wire::op::upload, first, count, cfg_.call_timeout_s);
+    if (!r.ok()) return from_worker(r, "copying inputs to the device");
+    return std::nullopt;
+  }
+  std::optional<stop> download(worker& w, uint32_t first, uint32_t count) {
+    if (!cuda_) return std::nullopt;
+    worker_result r = w.transfer(wire::op::download, first, count, cfg_.call_timeout_s);
+    if (!r.ok()) return from_worker(r, "copying outputs from the device");
+    return std::nullopt;
+  }
 };
 
 result<worker> evaluator::start_worker(const build_output& obj, const shared_region& region,
@@ -156,7 +172,14 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   opened_object so;
   so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC);
   if (so.fd < 0) return fail(errc::io_error, "cannot open " + obj.object.string());
-  auto w = worker::spawn(cfg_.sandbox, region, so.fd);
+  sandbox_options opt = cfg_.sandbox;
+  if (cuda_) {
+    // CUDA reserves a huge virtual address space: RLIMIT_AS breaks its initialization
+    // (PROTOCOL.md); the resident-memory watchdog stays.
+    opt.worker_exe = opt.worker_exe.parent_path() / "lathe-worker-cuda";
+    opt.address_space_bytes = 0;
+  }
+  auto w = worker::spawn(opt, region, so.fd);
   if (!w) return w;
   worker_result r = w->load(cfg_.call_timeout_s);
   if (!r.ok()) failed = from_worker(r, "loading the " + who);
@@ -261,8 +284,10 @@ std::optional<stop> evaluator::check_trial(const slot_layout& l, const trial_dat
                                            std::vector<std::vector<uint8_t>>& previous,
                                            const std::string& where) {
   stage_inputs(t_, l, d, slot);
+  if (auto s = upload(cand_worker_, 0, 1)) return s;
   worker_result r = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
   if (!r.ok()) return from_worker(r, "shape set '" + l.shapes->name + "'");
+  if (auto s = download(cand_worker_, 0, 1)) return s;
   if (!inputs_intact(l, d, slot))
     return stop{outcome::input_mutated,
                 "the kernel wrote into its inputs (shape set '" + l.shapes->name + "')", {}};
@@ -302,7 +327,10 @@ std::optional<stop> evaluator::check_all() {
   }
   if (cfg_.time) {
     auto l = make_layout(t_, timing_shape(t_));
-    const uint64_t llc = cfg_.tgt.llc_bytes ? cfg_.tgt.llc_bytes : (uint64_t{32} << 20);
+    // The last-level cache the data must not sit in: the H200's 60 MB L2 for CUDA tasks (until
+    // the target is read from the device), the host's LLC otherwise.
+    const uint64_t llc = cuda_ ? (uint64_t{60} << 20)
+                               : (cfg_.tgt.llc_bytes ? cfg_.tgt.llc_bytes : (uint64_t{32} << 20));
     // Rotate over enough slots that the working set of a block exceeds the LLC twice, so calls
     // do not run from a cache the previous call warmed; capped because each slot needs its own
     // fp64 reference.
@@ -360,6 +388,10 @@ result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l
       return {};
     }
     for (uint32_t s = 0; s < slots; ++s) stage_inputs(t_, l, data[s], p.region.data() + s * l.slot_bytes);
+    if (auto s = upload(p.w, 0, slots)) {
+      failed = s;
+      return {};
+    }
     pool.push_back(std::move(p));
   }
   return {};
@@ -368,6 +400,7 @@ result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l
 std::optional<stop> evaluator::verify_after_timing(const slot_layout& l, uint32_t slots,
                                                    const std::vector<trial_data>& data) {
   for (auto& p : cands_) {
+    if (auto s = download(p.w, 0, slots)) return s;
     for (uint32_t k = 0; k < slots; ++k)
       if (!inputs_intact(l, data[k], p.region.data() + k * l.slot_bytes))
         return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
@@ -438,11 +471,14 @@ std::optional<stop> evaluator::time_all() {
 
   // Poison again right before the timed loop and check afterwards: a kernel that stops working
   // once it is being timed fails (PROTOCOL.md).
-  auto poison_all = [&] {
-    for (auto& p : cands_)
+  auto poison_all = [&]() -> std::optional<stop> {
+    for (auto& p : cands_) {
       for (uint32_t k = 0; k < S; ++k) poison_outputs(t_, *l, p.region.data() + k * l->slot_bytes);
+      if (auto s = upload(p.w, 0, S)) return s;
+    }
+    return std::nullopt;
   };
-  poison_all();
+  if (auto s = poison_all()) return s;
   series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
   if (!main.ok)
     return main.failed_a ? from_worker(main.failure, "timing")
@@ -474,12 +510,16 @@ std::optional<stop> evaluator::time_all() {
       if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
       slots[0] = std::move(*d);
       for (auto* pool : {&cands_, &bases_, &copies_})
-        for (auto& p : *pool) stage_inputs(t_, *l, slots[0], p.region.data());
+        for (auto& p : *pool) {
+          stage_inputs(t_, *l, slots[0], p.region.data());
+          if (auto s = upload(p.w, 0, 1)) return s;
+        }
       worker_result r = cands_.front().w.run(0, 1, 1, cfg_.call_timeout_s);
       if (!r.ok()) return from_worker(r, "re-check");
+      if (auto s = download(cands_.front().w, 0, 1)) return s;
       if (auto s = check_slot_outputs(*l, slots[0], cands_.front().region.data(), ", in the re-check"))
         return s;
-      poison_all();
+      if (auto s = poison_all()) return s;
       series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
       if (!again.ok) return from_worker(again.failure, "re-timing");
       if (auto s = verify_after_timing(*l, S, slots)) return s;
@@ -509,6 +549,7 @@ std::optional<stop> evaluator::time_all() {
 }
 
 double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
+  if (cuda_) return 0;  // no measured GPU ceilings yet (issue 3): no floor, no fraction
   const shape_set& ts = *l.shapes;
   auto flops = eval_cost(t_.cost.flops, ts);
   auto bytes = eval_cost(t_.cost.bytes, ts);
@@ -548,14 +589,11 @@ std::optional<stop> evaluator::run() {
     return stop{outcome::unsupported_target, "no nvcc: CUDA kernels cannot be built here", {}};
   }
   if (auto s = build_all()) return s;
-  if (cuda_kernel) {
+  if (cuda_kernel && !has_cuda_device()) {
     // Compile-stage outcomes of CUDA kernels are decided on any machine with nvcc; running them
-    // needs a device and the CUDA worker (issue 3), which this build does not have yet.
+    // needs a device.
     return stop{outcome::unsupported_target,
-                has_cuda_device()
-                    ? "the kernel builds for " + isa + "; this lathe has no CUDA worker yet, so it cannot run it"
-                    : "the kernel builds for " + isa + "; no CUDA device on this machine to run it",
-                {}};
+                "the kernel builds for " + isa + "; no CUDA device on this machine to run it", {}};
   }
   if (auto s = check_all()) return s;
   if (cfg_.time)

@@ -1,5 +1,9 @@
 #include "worker/kernel_host.h"
 
+#ifdef LATHE_WORKER_CUDA
+#include "worker/cuda_device.h"
+#endif
+
 #include <dlfcn.h>
 
 #include <cstdarg>
@@ -166,6 +170,9 @@ wire::reply kernel_host::setup(const wire::command& c) {
                   "the kernel asks for a %llu-byte workspace, the limit is %llu",
                   static_cast<unsigned long long>(want),
                   static_cast<unsigned long long>(c.workspace_limit));
+#ifdef LATHE_WORKER_CUDA
+  if (dev_) return setup_device(want);
+#endif
   if (want > 0) {
     const uint64_t rounded = (want + tensor_alignment - 1) / tensor_alignment * tensor_alignment;
     workspace_ = std::aligned_alloc(tensor_alignment, rounded);
@@ -184,11 +191,56 @@ wire::reply kernel_host::setup(const wire::command& c) {
   return r;
 }
 
+#ifdef LATHE_WORKER_CUDA
+// Tensors move to the device: one buffer laid out like the region, so slot s of the region and
+// of the device share offsets and a transfer is one copy.
+wire::reply kernel_host::setup_device(uint64_t workspace_bytes) {
+  const uint64_t bytes = uint64_t{slots_} * layout_.slot_stride;
+  std::string e = dev_->allocate(bytes, workspace_bytes);
+  if (!e.empty()) return answer(wire::status::device_error, 0, "%s", e.c_str());
+  const uint32_t nt = layout_.num_inputs + layout_.num_outputs;
+  for (uint32_t s = 0; s < slots_; ++s) {
+    for (uint32_t i = 0; i < nt; ++i) {
+      DLTensor& t = tensors_[size_t{s} * nt + i];
+      t.data = dev_->base() + uint64_t{s} * layout_.slot_stride + layout_.tensors[i].offset;
+      t.device = DLDevice{kDLCUDA, 0};
+    }
+    args_[s].stream = dev_->stream();
+    args_[s].workspace = dev_->workspace();
+    args_[s].workspace_bytes = workspace_bytes;
+  }
+  workspace_size_ = workspace_bytes;
+  ready_ = true;
+  wire::reply r = answer(wire::status::ok, 0, "ready on the device");
+  r.workspace_bytes = workspace_bytes;
+  return r;
+}
+#endif
+
+wire::reply kernel_host::transfer(const wire::command& c) {
+#ifdef LATHE_WORKER_CUDA
+  if (!ready_ || !dev_) return answer(wire::status::bad_command, 0, "transfer before setup");
+  if (c.rotate == 0 || c.first_slot >= slots_ || c.rotate > slots_ - c.first_slot)
+    return answer(wire::status::bad_command, 0, "transfer: slots outside 0..%u", slots_);
+  const uint64_t off = uint64_t{c.first_slot} * layout_.slot_stride;
+  const uint64_t bytes = uint64_t{c.rotate} * layout_.slot_stride;
+  std::string e = c.kind == wire::op::upload ? dev_->upload(region_ + off, off, bytes)
+                                              : dev_->download(region_ + off, off, bytes);
+  if (!e.empty()) return answer(wire::status::device_error, 0, "%s", e.c_str());
+  return answer(wire::status::ok, 0, "%s", "");
+#else
+  return answer(wire::status::bad_command, 0, "this worker has no device (not lathe-worker-cuda)");
+#endif
+}
+
 wire::reply kernel_host::run(const wire::command& c) {
   if (!ready_) return answer(wire::status::bad_command, 0, "run before a successful setup");
   if (c.rotate == 0 || c.rotate > slots_)
     return answer(wire::status::bad_command, 0, "run: rotate %u outside 1..%u slots", c.rotate,
                   slots_);
+#ifdef LATHE_WORKER_CUDA
+  if (dev_) return run_device(c);
+#endif
   for (uint64_t i = 0; i < c.calls; ++i) {
     const uint64_t slot = (uint64_t{c.first_slot} + i) % c.rotate;
     error_[0] = 0;
@@ -211,5 +263,45 @@ wire::reply kernel_host::run(const wire::command& c) {
   r.workspace_bytes = workspace_size_;
   return r;
 }
+
+#ifdef LATHE_WORKER_CUDA
+// Launches enqueue on the worker's stream; events around them, one synchronization at the end.
+// A launch that returns non-zero stops the loop; a device fault is reported as device_error.
+wire::reply kernel_host::run_device(const wire::command& c) {
+  uint64_t done = 0;
+  int rc = 0;
+  std::string what;
+  bool threw = false;
+  double seconds = 0;
+  std::string e = dev_->timed(
+      [&] {
+        for (; done < c.calls; ++done) {
+          const uint64_t slot = (uint64_t{c.first_slot} + done) % c.rotate;
+          error_[0] = 0;
+          if (!call_kernel([&] { rc = launch_(&args_[slot]); }, what)) {
+            threw = true;
+            return;
+          }
+          if (rc != 0) return;
+        }
+      },
+      seconds);
+  wire::reply r;
+  if (!e.empty()) {
+    r = answer(wire::status::device_error, 0, "%s", e.c_str());
+  } else if (threw) {
+    r = answer(wire::status::kernel_error, -1, "%s", what.c_str());
+  } else if (rc != 0) {
+    error_[sizeof error_ - 1] = 0;
+    r = answer(wire::status::kernel_error, rc, "%s", error_);
+  } else {
+    r = answer(wire::status::ok, 0, "%s", "");
+  }
+  r.calls_done = done;
+  r.device_seconds = seconds;
+  r.workspace_bytes = workspace_size_;
+  return r;
+}
+#endif
 
 }  // namespace lathe::worker

@@ -14,6 +14,8 @@
 
 namespace lathe::worker {
 
+class cuda_device;
+
 class kernel_host {
  public:
   kernel_host(uint8_t* region, uint64_t region_bytes) : region_(region), size_(region_bytes) {}
@@ -24,8 +26,15 @@ class kernel_host {
   wire::reply load();                         // the object on wire::object_fd
   wire::reply setup(const wire::command& c);  // layout, scalars, workspace
   wire::reply run(const wire::command& c);    // `calls` launches rotating over slots
+  // CUDA workers: tensors live on the device; the region is their staging copy.
+  void attach(class cuda_device* dev) { dev_ = dev; }
+  wire::reply transfer(const wire::command& c);  // upload / download of slots
 
  private:
+#ifdef LATHE_WORKER_CUDA
+  wire::reply setup_device(uint64_t workspace_bytes);
+  wire::reply run_device(const wire::command& c);
+#endif
   using launch_fn = int (*)(const lathe_args*);
   using workspace_fn = size_t (*)(const lathe_args*);
   using init_fn = int (*)();
@@ -45,6 +54,7 @@ class kernel_host {
   void* workspace_ = nullptr;
   uint64_t workspace_size_ = 0;
   char error_[wire::message_bytes] = {};  // the kernel's message buffer (lathe_args.error)
+  cuda_device* dev_ = nullptr;            // null in the CPU worker
 };
 
 }  // namespace lathe::worker

@@ -18,6 +18,9 @@
 #include "worker/death_note.h"
 #include "worker/kernel_host.h"
 #include "worker/seccomp.h"
+#ifdef LATHE_WORKER_CUDA
+#include "worker/cuda_device.h"
+#endif
 
 namespace {
 
@@ -60,6 +63,10 @@ struct worker_state {
   bool sandboxed = false;  // the filter is installed
   const char* region_error = nullptr;
   const char* region_why = "";
+#ifdef LATHE_WORKER_CUDA
+  worker::cuda_device device;
+  bool cuda_ready = false;
+#endif
 };
 
 wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host& host) {
@@ -69,6 +76,15 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
     case wire::op::load: {
       // The filter goes on before dlopen: the object's constructors and lathe_init are kernel
       // code too, and the loader itself only needs read-only opens and mmap.
+#ifdef LATHE_WORKER_CUDA
+      // The context first: creating it opens /dev/nvidia* read-write, which the filter forbids.
+      if (!s.cuda_ready) {
+        std::string e = s.device.init();
+        if (!e.empty()) return refuse(wire::status::device_error, "no CUDA device: ", e.c_str());
+        s.cuda_ready = true;
+        host.attach(&s.device);
+      }
+#endif
       if (s.seccomp && !s.sandboxed) {
         std::string e = worker::install_seccomp();
         if (!e.empty())
@@ -81,6 +97,9 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
       return host.setup(c);
     case wire::op::run:
       return host.run(c);
+    case wire::op::upload:
+    case wire::op::download:
+      return host.transfer(c);
     case wire::op::quit:
       return wire::reply{};
   }

@@ -20,6 +20,8 @@ enum class op : uint32_t {
   setup = 2,  // tensor layout of one slot, scalars, slot count; queries lathe_workspace_bytes
   run = 3,    // call lathe_launch `calls` times, rotating over slots
   quit = 4,
+  upload = 5,    // CUDA: copy slots [first_slot, first_slot + rotate) region -> device
+  download = 6,  // CUDA: copy slots [first_slot, first_slot + rotate) device -> region
 };
 
 struct tensor_desc {
@@ -54,6 +56,7 @@ enum class status : int32_t {
   init_failed = 6,      // lathe_init returned non-zero
   workspace_too_large = 7,
   bad_command = 8,
+  device_error = 9,     // CUDA reported an error (sticky or not); message has its name
 };
 
 struct reply {
@@ -62,6 +65,8 @@ struct reply {
   int64_t code = 0;
   uint64_t calls_done = 0;
   uint64_t workspace_bytes = 0;
+  double device_seconds = 0;  // CUDA: event time of the run's launches (advisory; lathe times
+                              // the request itself)
   char message[message_bytes] = {};
 };
 

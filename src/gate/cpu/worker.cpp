@@ -318,6 +318,15 @@ worker_result worker::run(uint32_t first_slot, uint32_t rotate, uint64_t calls, 
   return request(c, timeout_s);
 }
 
+worker_result worker::transfer(wire::op direction, uint32_t first_slot, uint32_t count,
+                               double timeout_s) {
+  wire::command c;
+  c.kind = direction;
+  c.first_slot = first_slot;
+  c.rotate = count;
+  return request(c, timeout_s);
+}
+
 worker_result worker::request(const wire::command& cmd, double timeout_s) {
   if (dead_) {
     worker_result r = last_end_;

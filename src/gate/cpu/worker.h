@@ -83,6 +83,8 @@ class worker {
   worker_result load(double timeout_s);
   worker_result setup(const wire::command& setup_cmd, double timeout_s);
   worker_result run(uint32_t first_slot, uint32_t rotate, uint64_t calls, double timeout_s);
+  // CUDA workers: copy `count` slots from the region to the device (upload) or back.
+  worker_result transfer(wire::op direction, uint32_t first_slot, uint32_t count, double timeout_s);
 
   // CPU seconds the worker used (all threads) while idle over `window_s` after a request:
   // a kernel that leaves threads spinning shows here (PROTOCOL.md: resource_limit).
