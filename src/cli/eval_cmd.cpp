@@ -1,4 +1,5 @@
 // lathe eval TASK KERNEL [--baseline KERNEL]: gate one kernel, with a paired ratio.
+#include <cstdint>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "core/dtype.h"
 
 #include <dlpack/dlpack.h>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "core/expr.h"
 
 #include <cctype>

@@ -1,5 +1,6 @@
 // JSON of tasks, kernels and targets. Enums travel as their names, never as numbers, so a
 // reordered enum cannot silently change stored records.
+#include <cstdint>
 #include "core/json.h"
 
 #include "core/json_detail.h"

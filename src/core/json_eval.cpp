@@ -1,4 +1,5 @@
 // JSON of gate evaluations: the body of lathe.eval/1 (docs/schemas.md) and the stored record.
+#include <cstdint>
 #include "core/json.h"
 #include "core/json_detail.h"
 

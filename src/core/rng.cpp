@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "core/rng.h"
 
 #include "core/rng_element.h"

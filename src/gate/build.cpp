@@ -53,6 +53,13 @@ std::string random_suffix() {
 result<toolchain> detect_toolchain(const fs::path& include_dir) {
   toolchain tc;
   tc.include_dir = include_dir;
+#ifdef LATHE_DLPACK_INCLUDE
+  // abi.h includes dlpack/dlpack.h: kernels need the directory lathe itself was built with
+  // (an unpacked package on the GPU machine, /usr/include elsewhere).
+  if (std::string(LATHE_DLPACK_INCLUDE) != "/usr/include" &&
+      fs::exists(fs::path(LATHE_DLPACK_INCLUDE) / "dlpack/dlpack.h"))
+    tc.dlpack_include = LATHE_DLPACK_INCLUDE;
+#endif
   auto r = run_tool({tc.cxx, "--version"}, 30);
   if (r.exit_code != 0) return fail(errc::not_found, "no C++ compiler: `g++ --version` failed: " + r.output);
   tc.cxx_version = first_line(r.output);
@@ -129,6 +136,7 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
   for (const auto& [k, v] : b.manifest.defines) cmd.push_back("-D" + k + (v.empty() ? "" : "=" + v));
   cmd.push_back("-I" + src_dir.string());
   cmd.push_back("-I" + tc.include_dir.string());
+  if (!tc.dlpack_include.empty()) cmd.push_back("-I" + tc.dlpack_include.string());
   for (const auto& [path, text] : b.sources)
     if (is_source(path)) cmd.push_back((src_dir / path).string());
   cmd.push_back("-o");

@@ -17,6 +17,7 @@ struct toolchain {
   std::string nvcc;          // empty when absent
   std::string nvcc_version;
   std::filesystem::path include_dir;  // lathe's public headers (lathe/abi.h)
+  std::filesystem::path dlpack_include;  // where dlpack/dlpack.h is, when not a system path
 };
 result<toolchain> detect_toolchain(const std::filesystem::path& include_dir);
 

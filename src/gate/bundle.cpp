@@ -1,6 +1,7 @@
 // Kernel bundles (docs/tasks.md): a directory with kernel.toml and its sources, or a bare
 // .cpp/.cc/.cu file. A bundle's identity is the hash of its canonical manifest and its files,
 // never of where it lies, so the same kernel found in two places is one kernel.
+#include <cstdint>
 #include "gate/bundle.h"
 
 #if __has_include(<toml++/toml.hpp>)

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/check.h"
 
 #include <algorithm>

@@ -3,6 +3,7 @@
 // their own worker processes; the reference and every verdict stay in this (trusted) process.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/host_target.h"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/paired.h"
 
 #include <algorithm>

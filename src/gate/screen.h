@@ -4,6 +4,7 @@
 // determined kernel can hide a name from a text search.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>

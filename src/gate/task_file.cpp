@@ -1,6 +1,7 @@
 // task.toml (docs/tasks.md). Strict: a misspelt key, a wrong type or a shape that cannot be
 // allocated is an error naming the file, the line and the field, because a typo that passes
 // silently becomes a task that checks something else than its author meant.
+#include <cstdint>
 #include "gate/task_file.h"
 
 #if __has_include(<toml++/toml.hpp>)

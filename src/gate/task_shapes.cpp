@@ -1,5 +1,6 @@
 // Shapes, costs and kernels of a loaded task (task_file.h): no TOML here, so the code that sizes
 // buffers does not drag the parser along.
+#include <cstdint>
 #include <stdexcept>
 
 #include "core/expr.h"

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/timing.h"
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 // the time runs out.
 #pragma once
 
+#include <cstdint>
 #include <random>
 #include <string>
 

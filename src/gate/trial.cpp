@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/trial.h"
 
 #include <cstring>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "store/sql.h"
 
 #include <sqlite3.h>

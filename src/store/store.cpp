@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "store/store.h"
 
 #include <sqlite3.h>

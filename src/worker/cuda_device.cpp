@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "worker/cuda_device.h"
 
 #include <cuda_runtime_api.h>

@@ -2,6 +2,7 @@
 // fds: 3 = shared region, 4 = commands, 5 = replies, 6 = the kernel object (wire.h); 0, 1 and 2
 // are /dev/null. One reply per command; EOF on the command pipe ends the worker. It prints
 // nothing: lathe's stdout may carry JSON, and failures travel in replies.
+#include <cstdint>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>

@@ -3,6 +3,7 @@
 // opens (OpenMP reads /sys, the loader reads libraries) and the worker's own pipes, and a
 // default-deny list would break on every new glibc. What is denied is what can hurt outside the
 // worker: the file system, processes, the network, other processes' memory and signals, limits.
+#include <cstdint>
 #include "worker/seccomp.h"
 
 #include <fcntl.h>

@@ -1,4 +1,5 @@
 // Shape and cost expressions: arithmetic, precedence, and refusal of every overflow.
+#include <cstdint>
 #include "core/expr.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 // JSON of every core type: round trips, enums as names, tolerance of missing fields.
+#include <cstdint>
 #include "core/json.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 // The CUDA gate on a real device (label gpu; skipped where there is no NVIDIA device): a correct
 // kernel passes and is timed; each hostile kernel of tests/gpu/hostile gets its own outcome and
 // lathe survives; the shipped CUDA tasks' kernels are checked when present.
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <cstdio>

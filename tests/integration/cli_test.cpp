@@ -1,5 +1,6 @@
 // The lathe binary as a user runs it: exit codes, --help, JSON schemas, errors that name the
 // file, line and field, workspace discovery, and a store that hostile kernels cannot change.
+#include <cstdint>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>

@@ -2,6 +2,7 @@
 // and lock directory, the CPU target with measured ceilings (measured once per process).
 #pragma once
 
+#include <cstdint>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 

@@ -1,6 +1,7 @@
 // Databases written by earlier lathe versions must open, migrate and keep every record. Each
 // earlier schema is frozen as a fixture (tests/store/fixtures/schema_v<N>.sql: the DDL as that
 // version created it, plus rows as that version wrote them).
+#include <cstdint>
 #include <gtest/gtest.h>
 
 #include <fstream>

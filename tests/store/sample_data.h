@@ -1,6 +1,7 @@
 // Values with every field set, so that a round trip through the store that drops one shows up.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/evaluation.h"

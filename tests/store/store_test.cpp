@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "store/store.h"
 
 #include <gtest/gtest.h>

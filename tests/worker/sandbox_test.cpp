@@ -1,5 +1,6 @@
 // The sandbox with real hostile kernels (PROTOCOL.md, trust boundary): environment and secrets,
 // privilege drop, seccomp, memory limits, threads left running.
+#include <cstdint>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>

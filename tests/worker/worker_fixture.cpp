@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "worker/worker_fixture.h"
 
 #include <fcntl.h>

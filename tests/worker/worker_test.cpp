@@ -1,5 +1,6 @@
 // The worker protocol with real kernels: loading (ABI tag, symbols, init), setup, slot rotation,
 // and every way a request can end. The sandbox itself is in sandbox_test.cpp.
+#include <cstdint>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/cpu/sandbox.h"
 
 #include <fcntl.h>

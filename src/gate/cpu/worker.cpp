@@ -2,6 +2,7 @@
 // a request can end. Nothing a worker does may kill, hang or fool lathe: every wait has a
 // deadline, every read is non-blocking, and the verdict on a death comes from the kernel
 // (wait4 status, /proc), never from the worker's word alone.
+#include <cstdint>
 #include "gate/cpu/worker.h"
 
 #include <dirent.h>

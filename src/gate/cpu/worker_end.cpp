@@ -1,3 +1,4 @@
+#include <cstdint>
 #include "gate/cpu/worker_end.h"
 
 #include <fcntl.h>
