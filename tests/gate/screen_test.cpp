@@ -94,3 +94,15 @@ TEST(screen, half_precision_below_an_fp32_contract) {
   t.outputs[0].type = dtype::bf16;
   EXPECT_TRUE(screen_sources(bundle("__bf16 h;"), t, screen_role::candidate).empty());
 }
+
+TEST(screen, ptx_inline_assembly_in_cuda_sources_is_allowed_but_not_system_calls) {
+  kernel_bundle b = bundle("");
+  b.sources.clear();
+  b.sources["k.cu"] = "__device__ void f(unsigned a) { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n";
+  EXPECT_TRUE(screen_sources(b, fp32_task(), screen_role::candidate).empty());
+  b.sources["k.cu"] = "void g() { asm volatile(\"syscall\"); }\n";
+  EXPECT_TRUE(has(screen_sources(b, fp32_task(), screen_role::candidate), "inline assembly"));
+  b.sources.clear();
+  b.sources["k.cpp"] = "void g() { asm volatile(\"nop\"); }\n";
+  EXPECT_TRUE(has(screen_sources(b, fp32_task(), screen_role::candidate), "inline assembly"));
+}
