@@ -17,14 +17,6 @@ namespace {
 
 bool has_device() { return fs::exists("/dev/nvidiactl"); }
 
-std::string expected_outcome(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::string tag = "// expect: ";
-  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
-}
-
 class cuda_gate : public lathe::testing::gate_env {
  protected:
   void SetUp() override {
@@ -55,7 +47,7 @@ TEST_P(cuda_hostile, rejected_with_its_own_outcome) {
   const fs::path file = lathe::testing::source_dir() / "tests/gpu/hostile" / (GetParam() + ".cu");
   task t = load(axpy);
   evaluation e = eval(t, kernel(file), false);
-  EXPECT_EQ(std::string(to_string(e.result)), expected_outcome(file)) << e.message << "\n" << e.diagnostics;
+  EXPECT_EQ(std::string(to_string(e.result)), lathe::testing::expected_outcome(file)) << e.message << "\n" << e.diagnostics;
   // lathe is alive and the device still works for the next kernel.
   evaluation good = eval(t, kernel(axpy / "kernels/naive"), false);
   EXPECT_EQ(good.result, outcome::ok) << good.message;

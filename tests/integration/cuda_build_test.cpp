@@ -12,14 +12,6 @@ using namespace lathe;
 
 namespace {
 
-std::string expected_outcome(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::string tag = "// expect: ";
-  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
-}
-
 class cuda_env : public lathe::testing::gate_env {
  protected:
   void SetUp() override {
@@ -38,7 +30,7 @@ TEST_P(cuda_build, hostile_kernel_rejected_at_compile_stage) {
   const fs::path file = lathe::testing::source_dir() / "tests/integration/hostile_cuda" / (GetParam() + ".cu");
   task t = load(task_dir);
   evaluation e = eval(t, kernel(file), false);
-  EXPECT_EQ(std::string(to_string(e.result)), expected_outcome(file)) << e.message << "\n" << e.diagnostics;
+  EXPECT_EQ(std::string(to_string(e.result)), lathe::testing::expected_outcome(file)) << e.message << "\n" << e.diagnostics;
 }
 
 INSTANTIATE_TEST_SUITE_P(cuda, cuda_build,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "gate/bundle.h"
@@ -17,6 +18,15 @@
 namespace lathe::testing {
 
 inline std::filesystem::path source_dir() { return LATHE_SOURCE_DIR; }
+
+// The outcome a test kernel must get, from its first line: `// expect: <outcome>`.
+inline std::string expected_outcome(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  std::getline(in, line);
+  const std::string tag = "// expect: ";
+  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
+}
 
 inline const target& measured_target() {
   static target t = [] {

@@ -15,14 +15,6 @@ namespace {
 
 using lathe_gate_env = lathe::testing::gate_env;
 
-std::string expected_outcome(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::string tag = "// expect: ";
-  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
-}
-
 // Kernels whose bad behaviour shows only while timed.
 bool needs_timing(const std::string& name) {
   return name == "lazy_when_timed" || name == "skip_when_written";
@@ -34,7 +26,7 @@ class hostile : public lathe::testing::gate_env, public ::testing::WithParamInte
 
 TEST_P(hostile, rejected_with_its_own_outcome) {
   const fs::path file = lathe::testing::source_dir() / "tests/integration/hostile" / (GetParam() + ".cpp");
-  const std::string want = expected_outcome(file);
+  const std::string want = lathe::testing::expected_outcome(file);
   ASSERT_FALSE(want.empty()) << file;
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
