@@ -465,9 +465,9 @@ std::optional<stop> evaluator::time_all() {
   if (!na) return from_worker(cal_fail, "timing");
   auto nb = calibrate(B.front(), cfg_.policy.block_seconds, timeout, cal_fail);
   if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
-  for (auto& tw : A) tw.calls = *na;
-  for (auto& tw : B) tw.calls = *nb;
-  for (auto& tw : B2) tw.calls = *nb;
+  for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call;
+  for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call;
+  for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call;
 
   // Poison again right before the timed loop and check afterwards: a kernel that stops working
   // once it is being timed fails (PROTOCOL.md).

@@ -21,6 +21,7 @@ result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeou
     }
     if (r.seconds >= block_seconds / 8 || calls >= (uint64_t{1} << 24)) {
       const double per_call = r.seconds / static_cast<double>(calls);
+      tw.per_call = per_call;
       uint64_t n = static_cast<uint64_t>(std::ceil(block_seconds / std::max(per_call, 1e-9)));
       return std::max<uint64_t>({n, tw.rotate, 1});
     }
@@ -39,7 +40,7 @@ series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
   auto block = [&](timed_worker& tw, std::vector<double>& dst, bool is_a) {
-    worker_result r = tw.w->run(0, tw.rotate, tw.calls, timeout_s);
+    worker_result r = tw.w->run(0, tw.rotate, tw.calls, block_timeout(tw, timeout_s));
     if (!r.ok()) {
       out.ok = false;
       out.failure = r;

@@ -18,7 +18,14 @@ struct timed_worker {
   std::string label;
   uint32_t rotate = 1;   // slots to rotate over
   uint64_t calls = 1;    // calls per block (calibrated)
+  double per_call = 0;   // seconds per call seen by the calibration
 };
+
+// The watchdog of one block: the call watchdog plus ten times the block's expected length, so
+// that a slow kernel (a naive gemm takes 0.4 s a call) survives a loaded machine.
+inline double block_timeout(const timed_worker& tw, double call_timeout_s) {
+  return call_timeout_s + 10.0 * static_cast<double>(tw.calls) * tw.per_call;
+}
 
 struct series_result {
   paired_series series;

@@ -90,7 +90,8 @@ TEST_F(cli, malformed_task_names_file_line_and_field) {
 }
 
 TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
-  auto ok = run_lathe(ws() + " eval '" + axpy_ + "' naive --json --max-time 0.4");
+  // --no-aa: this test is about storage; the noise verdict has its own tests.
+  auto ok = run_lathe(ws() + " eval '" + axpy_ + "' naive --json --max-time 0.4 --no-aa");
   ASSERT_EQ(ok.code, 0) << ok.out << ok.err;
   auto j = nlohmann::json::parse(ok.out);
   EXPECT_EQ(j["schema"], "lathe.eval/1");

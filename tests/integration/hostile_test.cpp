@@ -68,6 +68,9 @@ TEST_F(lathe_gate_env, messages_say_what_went_wrong) {
 
 TEST_F(lathe_gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster_than_itself) {
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  // The verdict `unstable` is not what this test is about: a DRAM-bound kernel's A/A on a
+  // loaded 2-core VM can reach 20%.
+  cfg_.policy.aa_unstable = 1.0;
   evaluation e = eval(t, kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp"), true);
   ASSERT_EQ(e.result, outcome::ok) << e.message;
   ASSERT_TRUE(e.paired && e.aa);
