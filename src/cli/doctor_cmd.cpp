@@ -8,6 +8,7 @@
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "gate/host_target.h"
 #include "gate/process.h"
 
 namespace fs = std::filesystem;
@@ -42,8 +43,7 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   }
   const bool openmp = can_link({"-fopenmp"}, "#include <omp.h>\nint main(){return omp_get_max_threads()<1;}\n");
   const bool openblas = can_link({"-lopenblas"}, "#include <cblas.h>\nint main(){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1,&a,1,&b,1,0,&c,1);return c!=1;}\n");
-  std::error_code ec;
-  const bool gpu_node = fs::exists("/dev/nvidia0", ec);
+  const bool gpu_node = gate::has_cuda_device();
   const bool root = geteuid() == 0;
   const std::string isolation = root ? "workers drop to user 'nobody' (lathe runs as root)"
                                      : "workers run as this user (run lathe as root for a separate user)";
@@ -77,7 +77,7 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::printf("openmp     %s\n", openmp ? "yes (-fopenmp links)" : "NO: install libgomp (g++)");
   std::printf("openblas   %s\n", openblas ? "yes (the gemm and conv2d baselines)" : "NO: install libopenblas-dev");
   std::printf("nvcc       %s\n", ctx->tools.nvcc.empty() ? "not found (CUDA tasks cannot build)" : ctx->tools.nvcc_version.c_str());
-  std::printf("gpu        %s\n", gpu_node ? "an NVIDIA device node is present (the CUDA gate is not built yet)"
+  std::printf("gpu        %s\n", gpu_node ? "an NVIDIA device node is present: CUDA tasks are gated through lathe-worker-cuda"
                                           : "no GPU on this machine: CUDA kernels compile but cannot run");
   std::printf("isolation  %s\n", isolation.c_str());
   std::printf("workspace  %s\n", ctx->ws.root.c_str());

@@ -12,6 +12,7 @@
 #include "core/json.h"
 #include "gate/bundle.h"
 #include "gate/gate.h"
+#include "gate/paired.h"
 #include "gate/task_file.h"
 
 namespace fs = std::filesystem;
@@ -74,8 +75,12 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
                 e.paired->a_seconds.size(), e.paired->stop_reason.c_str());
   }
   if (e.aa) {
-    const double spread = std::max(std::fabs(std::log(e.aa->ci_high)), std::fabs(std::log(e.aa->ci_low)));
-    const double eps = std::max(0.05, std::expm1(3 * spread));
+    gate::ratio_estimate aa;
+    aa.ratio = e.aa->ratio;
+    aa.ci_low = e.aa->ci_low;
+    aa.ci_high = e.aa->ci_high;
+    aa.rounds = e.aa->a_seconds.size();
+    const double eps = gate::decision_epsilon(aa, 0.05);
     std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]: faster means ratio > %.3f (epsilon %.1f%%)%s\n",
                 e.aa->ratio, e.aa->ci_low, e.aa->ci_high, 1 + eps, eps * 100,
                 e.paired && e.paired->ratio > 1 + eps ? "; this kernel is faster" : "");

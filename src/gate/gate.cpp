@@ -14,6 +14,7 @@
 #include "core/target.h"
 #include "gate/check.h"
 #include "gate/device_lock.h"
+#include "gate/host_target.h"
 #include "gate/paired.h"
 #include "gate/reference.h"
 #include "gate/screen.h"
@@ -41,10 +42,7 @@ std::string resolved_isa(const kernel_bundle& b, const target& host) {
   return b.manifest.lang == language::cuda ? "sm_90a" : host.arch;
 }
 
-bool has_cuda_device() {
-  std::error_code ec;
-  return std::filesystem::exists("/dev/nvidiactl", ec);
-}
+
 
 // Maps how a worker request ended onto the outcome enum, with a message a user can act on.
 stop from_worker(const worker_result& r, const std::string& when) {
@@ -136,6 +134,13 @@ class evaluator {
   std::optional<stop> verify_after_timing(const slot_layout& l, uint32_t slots,
                                           const std::vector<trial_data>& data);
   double roofline_floor(const slot_layout& l, uint32_t slots) const;
+  // The candidate-vs-baseline series and the figures taken from it.
+  void record(const paired_series& s) {
+    e_.paired = s;
+    e_.median_seconds = median(s.a_seconds);
+    e_.baseline_median_seconds = median(s.b_seconds);
+    e_.dispersion = relative_mad(s.a_seconds);
+  }
   result<worker> start_worker(const build_output& obj, const shared_region& region,
                               std::optional<stop>& failed, const std::string& who);
 
@@ -298,8 +303,6 @@ std::optional<stop> evaluator::check_trial(const slot_layout& l, const trial_dat
     now.emplace_back(p, p + l.outputs[i].bytes);
   }
   if (!previous.empty() && previous == now) {
-    bool ref_same = true;  // unless the reference itself does not change
-    (void)ref_same;
     return stop{outcome::cached_output,
                 "the same output for different inputs (shape set '" + l.shapes->name +
                     "'): results cached across calls",
@@ -483,11 +486,8 @@ std::optional<stop> evaluator::time_all() {
   if (!main.ok)
     return main.failed_a ? from_worker(main.failure, "timing")
                          : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
-  e_.paired = main.series;
   if (auto s = verify_after_timing(*l, S, slots)) return s;
-  e_.median_seconds = median(main.series.a_seconds);
-  e_.baseline_median_seconds = median(main.series.b_seconds);
-  e_.dispersion = relative_mad(main.series.a_seconds);
+  record(main.series);
 
   if (cfg_.aa_control) {
     timing_policy aa = cfg_.policy;
@@ -523,10 +523,7 @@ std::optional<stop> evaluator::time_all() {
       series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
       if (!again.ok) return from_worker(again.failure, "re-timing");
       if (auto s = verify_after_timing(*l, S, slots)) return s;
-      e_.paired = again.series;
-      e_.median_seconds = median(again.series.a_seconds);
-      e_.baseline_median_seconds = median(again.series.b_seconds);
-      e_.dispersion = relative_mad(again.series.a_seconds);
+      record(again.series);
     }
     e_.roofline_fraction = floor / *e_.median_seconds;
     if (*e_.median_seconds < floor * cfg_.policy.roofline_slack) {

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -202,6 +203,11 @@ cpu_ceilings measure_cpu_ceilings(const target& t) {
   if (has_capability(t, "fma") && has_capability(t, "avx2")) c.flops_per_s = peak(fma_avx2, 8);
   if (has_capability(t, "avx512f")) c.flops_per_s = std::max(c.flops_per_s, peak(fma_avx512, 16));
   return c;
+}
+
+bool has_cuda_device() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/nvidiactl", ec);
 }
 
 }  // namespace lathe::gate

@@ -20,4 +20,8 @@ struct cpu_ceilings {
 };
 cpu_ceilings measure_cpu_ceilings(const target& t);
 
+// Whether this machine has an NVIDIA device node (/dev/nvidiactl): the one test every part of
+// lathe uses before it tries to run a CUDA kernel.
+bool has_cuda_device();
+
 }  // namespace lathe::gate
