@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
+#include "gate/gpu_target.h"
 #include "gate/host_target.h"
 
 namespace fs = std::filesystem;
@@ -39,6 +42,82 @@ result<fs::path> find_task_path(const std::string& arg, const paths& where) {
     return where.tasks_dir / arg;
   return fail(errc::not_found, "no task '" + arg + "': not a path, and not a shipped task under " +
                                    (where.tasks_dir.empty() ? std::string("(none found)") : where.tasks_dir.string()));
+}
+
+// The one NVIDIA GPU of this machine, named without creating a CUDA context (which costs a
+// few hundred milliseconds): its UUID from /proc/driver/nvidia/gpus/*/information, with the
+// driver's version line. Empty with several GPUs (CUDA's device 0 is then not obviously
+// which) or without the driver's /proc files.
+std::string single_gpu_identity() {
+  std::error_code ec;
+  const fs::path gpus = "/proc/driver/nvidia/gpus";
+  std::string uuid;
+  int count = 0;
+  for (const auto& d : fs::directory_iterator(gpus, ec)) {
+    ++count;
+    std::ifstream in(d.path() / "information");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("GPU UUID:", 0) == 0) uuid = line.substr(line.find_first_not_of(" \t", 9));
+  }
+  if (count != 1 || uuid.empty()) return {};
+  std::ifstream v("/proc/driver/nvidia/version");
+  std::string version;
+  std::getline(v, version);
+  return uuid + "|" + version;
+}
+
+result<target> cached_gpu_target(store& db, const fs::path& probe, bool measure, bool refresh,
+                                 const std::string& identity) {
+  // The whole target, cached per GPU and driver: the probe needs a CUDA context, and every
+  // `lathe eval` opens a context.
+  const std::string whole_key = "gpu-target/" + identity;
+  if (!identity.empty() && !refresh) {
+    auto cached = db.get_measurement(whole_key);
+    if (cached && *cached) {
+      auto j = nlohmann::json::parse(**cached, nullptr, false);
+      if (!j.is_discarded()) {
+        target t;
+        from_json(j, t);
+        if (t.plat == platform::cuda && (!measure || t.copy_bytes_per_s > 0)) return t;
+      }
+    }
+  }
+  auto whole = cached_gpu_target_probed(db, probe, measure, refresh);
+  if (whole && !identity.empty()) (void)db.put_measurement(whole_key, nlohmann::json(*whole).dump());
+  return whole;
+}
+
+result<target> cached_gpu_target_probed(store& db, const fs::path& probe, bool measure, bool refresh) {
+  auto t = gate::detect_gpu_target(probe, false);
+  if (!t) return t;
+  const std::string key = "ceilings/cuda/" + t->device + "/" + t->uuid;
+  auto cached = db.get_measurement(key);
+  if (cached && *cached) {
+    auto j = nlohmann::json::parse(**cached, nullptr, false);
+    if (!j.is_discarded()) {
+      t->copy_bytes_per_s = j.value("copy_bytes_per_s", 0.0);
+      t->cache_bytes_per_s = j.value("cache_bytes_per_s", 0.0);
+      t->flops_per_s = j.value("flops_per_s", 0.0);
+      t->tensor_flops_per_s = j.value("tensor_flops_per_s", 0.0);
+    }
+  }
+  if ((measure && t->copy_bytes_per_s <= 0) || refresh) {
+    auto m = gate::detect_gpu_target(probe, true);
+    if (!m) return tl::unexpected(m.error());
+    // Ratchet up, as on the CPU: another process on the device makes a reading low, and a low
+    // ceiling puts the roofline floor above honest kernels.
+    t->copy_bytes_per_s = std::max(t->copy_bytes_per_s, m->copy_bytes_per_s);
+    t->cache_bytes_per_s = std::max(t->cache_bytes_per_s, m->cache_bytes_per_s);
+    t->flops_per_s = std::max(t->flops_per_s, m->flops_per_s);
+    t->tensor_flops_per_s = std::max(t->tensor_flops_per_s, m->tensor_flops_per_s);
+    nlohmann::json j{{"copy_bytes_per_s", t->copy_bytes_per_s},
+                     {"cache_bytes_per_s", t->cache_bytes_per_s},
+                     {"flops_per_s", t->flops_per_s},
+                     {"tensor_flops_per_s", t->tensor_flops_per_s}};
+    (void)db.put_measurement(key, j.dump());
+  }
+  return t;
 }
 
 result<context> open_context(const std::optional<fs::path>& workspace_dir, bool measure_ceilings,
@@ -82,6 +161,16 @@ result<context> open_context(const std::optional<fs::path>& workspace_dir, bool 
                        {"llc_bytes_per_s", c.tgt.cache_bytes_per_s},
                        {"flops_per_s", c.tgt.flops_per_s}};
       (void)c.db->put_measurement(key, j.dump());
+    }
+  }
+  if (gate::has_cuda_device()) {
+    const fs::path probe = c.where.exe_dir / "lathe-probe-cuda";
+    if (!fs::exists(probe, ec)) {
+      c.gpu_error = "no " + probe.string() + " (lathe was built without the CUDA toolkit)";
+    } else if (auto g = cached_gpu_target(*c.db, probe, measure_ceilings, refresh, single_gpu_identity())) {
+      c.gpu = std::move(*g);
+    } else {
+      c.gpu_error = g.error().message;
     }
   }
   return c;

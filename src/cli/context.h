@@ -25,15 +25,33 @@ struct context {
   workspace ws;
   std::optional<store> db;
   gate::toolchain tools;
-  target tgt;
+  target tgt;                 // the CPU
+  std::optional<target> gpu;  // CUDA device 0, when there is one and lathe-probe-cuda read it
+  std::string gpu_error;      // why `gpu` is absent on a machine with an NVIDIA device node
   paths where;
 };
 
-// Opens the workspace and store, detects the toolchain and the CPU target; measures the
-// target's ceilings once per device and caches them in the store (`refresh`: measure again and
-// keep the higher of old and new).
+// Opens the workspace and store, detects the toolchain, the CPU target and, where there is an
+// NVIDIA device, the GPU target; measures each target's ceilings once per device and caches
+// them in the store (`refresh`: measure again and keep the higher of old and new).
 result<context> open_context(const std::optional<std::filesystem::path>& workspace_dir,
                              bool measure_ceilings, bool refresh = false);
+
+// The GPU target read by `probe` (properties every time: they are cheap and a driver update
+// changes some), with its measured ceilings from the store, keyed by device name and UUID.
+// Measures when there are none and `measure`, or when `refresh`.
+// Where the machine has one GPU, the whole target is cached too, keyed by its UUID and the
+// driver version (read from /proc, no CUDA context), so that the probe runs once per device.
+// `identity` (single_gpu_identity(); empty: no whole-target cache).
+result<target> cached_gpu_target(store& db, const std::filesystem::path& probe, bool measure,
+                                 bool refresh, const std::string& identity);
+// "<uuid>|<driver version line>" of the machine's only NVIDIA GPU, from /proc (no CUDA
+// context); empty with none or several.
+std::string single_gpu_identity();
+// The same without the whole-target cache: the probe runs every time (properties), ceilings
+// from the store.
+result<target> cached_gpu_target_probed(store& db, const std::filesystem::path& probe,
+                                        bool measure, bool refresh);
 
 // A task argument: a directory, a task.toml, or the name of a shipped task.
 result<std::filesystem::path> find_task_path(const std::string& arg, const paths& where);

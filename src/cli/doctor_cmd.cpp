@@ -3,13 +3,17 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "gate/cuda_tools.h"
 #include "gate/host_target.h"
+#include "gate/nvml.h"
 #include "gate/process.h"
+#include "gate/profile.h"
 
 namespace fs = std::filesystem;
 
@@ -33,6 +37,77 @@ bool can_link(const std::vector<std::string>& flags, const std::string& code) {
   return ok;
 }
 
+// The CUDA tools a user profiles and debugs kernels with; nvcc is reported by the toolchain.
+constexpr const char* cuda_tool_names[] = {"ncu", "compute-sanitizer", "cuobjdump", "nsys"};
+
+// ncu is looked for where the profile stage looks (it also knows Nsight Compute's own install
+// directories), so that the doctor names the ncu `lathe profile` runs.
+gate::cuda_tool find_tool(const std::string& name) {
+  if (name != "ncu") return gate::find_cuda_tool(name);
+  gate::cuda_tool t{name, {}, {}};
+  const char* path = std::getenv("PATH");
+  if (auto p = gate::find_ncu(path ? path : "")) {
+    t.path = *p;
+    t.version = gate::ncu_version(*p);
+  }
+  return t;
+}
+
+std::string where_searched(const std::string& name) {
+  return name == "ncu" ? gate::ncu_search_description() : "PATH, /usr/local/cuda/bin";
+}
+
+std::string bytes_text(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t{1} << 30))
+    std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1u << 30));
+  else if (b >= (uint64_t{1} << 20))
+    std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1u << 20));
+  else
+    std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(b >> 10));
+  return buf;
+}
+
+std::string cuda_version_text(int32_t v) {  // 12080 -> "12.8"
+  return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
+  return out;
+}
+
+void print_gpu(const target& g, const std::optional<gpu_snapshot>& now) {
+  std::printf("gpu        %s: %s (compute capability %d.%d), %u SMs, %s\n", g.device.c_str(),
+              g.arch.c_str(), g.cc_major, g.cc_minor, g.cores, g.uuid.c_str());
+  std::printf("           L2 %s, memory %s (%u-bit bus), shared memory %s per block (opt-in), %s per SM, "
+              "%u registers per SM\n",
+              bytes_text(g.llc_bytes).c_str(), bytes_text(g.memory_bytes).c_str(), g.memory_bus_bits,
+              bytes_text(g.smem_optin_bytes).c_str(), bytes_text(g.smem_per_sm_bytes).c_str(),
+              g.registers_per_sm);
+  std::printf("           peak clocks SM %u MHz, memory %u MHz; CUDA driver %s, runtime %s\n",
+              g.sm_clock_mhz, g.mem_clock_mhz, cuda_version_text(g.driver_version).c_str(),
+              cuda_version_text(g.runtime_version).c_str());
+  std::printf("gpu caps   %s (kernels build for %s)\n", join(g.capabilities, " ").c_str(), g.arch.c_str());
+  if (g.copy_bytes_per_s > 0)
+    std::printf("gpu ceil   copy %.0f GB/s (device memory), %.0f GB/s (in L2); GEMM bf16 %.1f TFLOP/s, "
+                "fp32 %.1f TFLOP/s (measured, cuBLAS)\n",
+                g.copy_bytes_per_s / 1e9, g.cache_bytes_per_s / 1e9, g.tensor_flops_per_s / 1e12,
+                g.flops_per_s / 1e12);
+  else
+    std::printf("gpu ceil   not measured yet (run `lathe doctor` without --no-measure)\n");
+  if (now) {
+    const auto reasons = gate::throttle_reason_names(now->throttle_reasons);
+    std::printf("gpu now    SM %u MHz, memory %u MHz, %d C, %.0f W; %s%s%s%s\n", now->sm_clock_mhz,
+                now->mem_clock_mhz, now->temperature_c, now->power_w,
+                gate::is_throttled(now->throttle_reasons) ? "THROTTLED" : "not throttled",
+                reasons.empty() ? "" : " (", join(reasons, ", ").c_str(), reasons.empty() ? "" : ")");
+  } else {
+    std::printf("gpu now    no NVML reading (libnvidia-ml.so.1 missing or not initialized)\n");
+  }
+}
+
 int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
@@ -47,7 +122,19 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   const bool root = geteuid() == 0;
   const std::string isolation = root ? "workers drop to user 'nobody' (lathe runs as root)"
                                      : "workers run as this user (run lathe as root for a separate user)";
+  std::optional<gpu_snapshot> now;
+  if (ctx->gpu) now = gate::read_gpu_snapshot(ctx->gpu->uuid);
+  std::vector<gate::cuda_tool> tools;
+  for (const char* name : cuda_tool_names) tools.push_back(find_tool(name));
+  // A device lathe cannot read is something to fix (no ceilings, no roofline floor).
+  const int code = openmp && (!gpu_node || ctx->gpu) ? 0 : 1;
   if (as_json) {
+    json cuda_tools = json::object();
+    cuda_tools["nvcc"] = ctx->tools.nvcc.empty() ? json(nullptr)
+                                                  : json{{"path", ctx->tools.nvcc}, {"version", ctx->tools.nvcc_version}};
+    for (const auto& tool : tools)
+      cuda_tools[tool.name] = tool.path.empty() ? json(nullptr)
+                                                : json{{"path", tool.path.string()}, {"version", tool.version}};
     json j{{"schema", "lathe.doctor/1"},
            {"compiler", ctx->tools.cxx_version},
            {"nvcc", ctx->tools.nvcc_version},
@@ -55,12 +142,16 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
            {"openmp", openmp},
            {"openblas", openblas},
            {"gpu", gpu_node},
+           {"gpu_target", ctx->gpu ? json(*ctx->gpu) : json(nullptr)},
+           {"gpu_error", ctx->gpu_error},
+           {"gpu_snapshot", now ? json(*now) : json(nullptr)},
+           {"cuda_tools", cuda_tools},
            {"isolation", isolation},
            {"workspace", ctx->ws.root.string()},
            {"include_dir", ctx->where.include_dir.string()},
            {"tasks_dir", ctx->where.tasks_dir.string()}};
     std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+    return code;
   }
   const auto& t = ctx->tgt;
   std::printf("compiler   %s\n", ctx->tools.cxx_version.c_str());
@@ -77,12 +168,24 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::printf("openmp     %s\n", openmp ? "yes (-fopenmp links)" : "NO: install libgomp (g++)");
   std::printf("openblas   %s\n", openblas ? "yes (the gemm and conv2d baselines)" : "NO: install libopenblas-dev");
   std::printf("nvcc       %s\n", ctx->tools.nvcc.empty() ? "not found (CUDA tasks cannot build)" : ctx->tools.nvcc_version.c_str());
-  std::printf("gpu        %s\n", gpu_node ? "an NVIDIA device node is present: CUDA tasks are gated through lathe-worker-cuda"
-                                          : "no GPU on this machine: CUDA kernels compile but cannot run");
+  if (ctx->gpu)
+    print_gpu(*ctx->gpu, now);
+  else if (gpu_node)
+    std::printf("gpu        an NVIDIA device node is present, but lathe cannot read the device: %s\n",
+                ctx->gpu_error.c_str());
+  else
+    std::printf("gpu        no GPU on this machine: CUDA kernels compile but cannot run\n");
+  const char* label = "tools     ";
+  for (const auto& tool : tools) {
+    const std::string where = tool.path.empty() ? "not found (" + where_searched(tool.name) + ")" : tool.path.string();
+    std::printf("%s %-18s %s%s%s%s\n", label, tool.name.c_str(), where.c_str(),
+                tool.version.empty() ? "" : " (", tool.version.c_str(), tool.version.empty() ? "" : ")");
+    label = "          ";
+  }
   std::printf("isolation  %s\n", isolation.c_str());
   std::printf("workspace  %s\n", ctx->ws.root.c_str());
   std::printf("tasks      %s\n", ctx->where.tasks_dir.c_str());
-  return openmp ? 0 : 1;
+  return code;
 }
 
 }  // namespace
@@ -93,7 +196,7 @@ void add_doctor(CLI::App& app, const common_options& common, int& exit_code) {
   auto refresh = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("doctor", "toolchain, ISA, cores, OpenMP, GPU: what lathe can use here");
   sub->add_flag("--json", *as_json, "print as JSON (schema lathe.doctor/1)");
-  sub->add_flag("!--no-measure", *measure, "do not measure bandwidth and FMA peak (when not cached)");
+  sub->add_flag("!--no-measure", *measure, "do not measure bandwidth, FMA and GEMM peaks (when not cached)");
   sub->add_flag("--remeasure", *refresh, "measure the ceilings again (kept: the higher of old and new)");
   sub->callback([as_json, measure, refresh, &common, &exit_code] {
     exit_code = run_doctor(common, *as_json, *measure, *refresh);

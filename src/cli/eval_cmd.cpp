@@ -26,6 +26,9 @@ struct eval_options {
   uint32_t seeds = 3;
   double max_time = 3.0;
   uint64_t seed = 0;
+  std::string mode = "decision";
+  uint32_t warmup = 3, trials = 100;
+  bool host_trials = false;
 };
 
 result<kernel_bundle> find_bundle(const task& t, const std::string& arg) {
@@ -62,7 +65,14 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
       if (!c.passed)
         for (const auto& m : c.first_mismatches) std::printf("          %s %s\n", c.output.c_str(), m.c_str());
   }
-  if (e.median_seconds) {
+  if (e.comparability) {
+    const auto& c = *e.comparability;
+    std::printf("time      %s protocol, %u trials on shape set '%s': mean %s, std %s, min %s, max %s, "
+                "median %s (comparability mode: not paired, no decision)\n",
+                c.protocol.c_str(), c.trials, e.timing_shape.c_str(), fmt_time(c.mean_seconds).c_str(),
+                fmt_time(c.std_seconds).c_str(), fmt_time(c.min_seconds).c_str(),
+                fmt_time(c.max_seconds).c_str(), fmt_time(c.median_seconds).c_str());
+  } else if (e.median_seconds) {
     std::printf("time      %s median, dispersion %.1f%% (MAD) on shape set '%s'\n",
                 fmt_time(*e.median_seconds).c_str(), 100 * e.dispersion.value_or(0),
                 e.timing_shape.c_str());
@@ -70,9 +80,11 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
                 fmt_time(e.baseline_median_seconds.value_or(0)).c_str());
   }
   if (e.paired) {
-    std::printf("speedup   %.3fx vs %s, 95%% CI [%.3f, %.3f], %zu paired rounds (stopped: %s)\n",
+    std::printf("speedup   %.3fx vs %s, 95%% CI [%.3f, %.3f], %zu paired rounds (stopped: %s)%s\n",
                 e.paired->ratio, e.baseline_name.c_str(), e.paired->ci_low, e.paired->ci_high,
-                e.paired->a_seconds.size(), e.paired->stop_reason.c_str());
+                e.paired->a_seconds.size(), e.paired->stop_reason.c_str(),
+                e.paired->a_method == "wall" ? ""
+                    : (", timed by " + e.paired->a_method + " / " + e.paired->b_method).c_str());
   }
   if (e.aa) {
     gate::ratio_estimate aa;
@@ -87,6 +99,15 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   }
   if (e.roofline_fraction)
     std::printf("roofline  %.1f%% of the roofline floor\n", 100 * *e.roofline_fraction);
+  if (e.trials_on == "device")
+    std::printf("trials    inputs generated on the GPU, fp64 GPU reference (checked against the CPU "
+                "reference on the smallest set), compared on the GPU\n");
+  if (!e.stage_seconds.empty()) {
+    std::string stages;
+    for (const auto& [stage, sec] : e.stage_seconds) stages += " " + stage + " " + fmt_time(sec) + ",";
+    stages.pop_back();
+    std::printf("stages   %s; total %s\n", stages.c_str(), fmt_time(e.wall_seconds).c_str());
+  }
   for (const auto& r : e.resources)
     std::printf("ptxas     %s: %d registers, %lld B shared, %lld B stack, %lld/%lld B spilled (st/ld)\n",
                 r.function.c_str(), r.registers, static_cast<long long>(r.shared_bytes),
@@ -101,7 +122,9 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
 int run_eval(const common_options& common, const eval_options& o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
-  auto ctx = open_context(ws, !o.no_time);
+  // Ceilings are measured once per workspace for decision mode (roofline floors); the
+  // comparability modes use them when cached and never wait for a measurement.
+  auto ctx = open_context(ws, !o.no_time && o.mode == "decision");
   if (!ctx) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
@@ -130,6 +153,13 @@ int run_eval(const common_options& common, const eval_options& o) {
   cfg.cache_dir = ctx->ws.cache();
   cfg.tools = ctx->tools;
   cfg.tgt = ctx->tgt;
+  // A CUDA task runs on the GPU: its ceilings, cache and memory are the device's.
+  if (t->plat == platform::cuda && ctx->gpu) cfg.tgt = *ctx->gpu;
+  if (o.mode == "kernelbench") cfg.mode = gate::timing_mode::kernelbench;
+  else if (o.mode == "do_bench") cfg.mode = gate::timing_mode::do_bench;
+  cfg.bench_warmup = o.warmup;
+  cfg.bench_trials = std::max<uint32_t>(o.trials, 1);
+  cfg.device_trials = !o.host_trials;
   cfg.seeds = std::max<uint32_t>(o.seeds, 3);
   cfg.seed_base = o.seed;
   cfg.time = !o.no_time;
@@ -176,6 +206,18 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
   sub->add_option("--max-time", o->max_time, "longest paired timing series, seconds")->capture_default_str();
   sub->add_option("--seed", o->seed, "base seed of the inputs (default: random per evaluation)");
+  sub->add_option("--mode", o->mode,
+                  "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
+                  "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
+                  "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
+                  "numbers next to those harnesses: no baseline, no decision")
+      ->check(CLI::IsMember({"decision", "kernelbench", "do_bench"}))
+      ->capture_default_str();
+  sub->add_option("--warmup", o->warmup, "kernelbench mode: warm-up calls")->capture_default_str();
+  sub->add_option("--trials", o->trials, "kernelbench mode: timed calls")->capture_default_str();
+  sub->add_flag("--host-trials", o->host_trials,
+                "CUDA tasks: generate inputs and references on the host even when the task has a "
+                "GPU reference");
   sub->footer("Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
   sub->callback([o, &common, &exit_code] { exit_code = run_eval(common, *o); });
 }

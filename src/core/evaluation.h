@@ -58,6 +58,20 @@ struct paired_series {
   double ci_low = 0.0, ci_high = 0.0;        // 95% CI from between-round variance
   double rse = 0.0;                          // relative std error of the log ratio
   std::string stop_reason;                   // "noise" | "max_time" …
+  // How each side's blocks were timed: "wall" (CPU), "events" (CUDA launches; lathe's clock
+  // decides, the worker's events cross-check it), "graph" (CUDA-graph replay of the block).
+  std::string a_method, b_method;
+};
+
+// Comparability mode: another harness's timing protocol reproduced, so that a number can stand
+// next to that harness's. Not paired, no A/A, no decision: the per-call times come from events
+// in the candidate's own process, as they do there; lathe's clock bounds their sum.
+struct comparability_result {
+  std::string protocol;  // "kernelbench" (cuda_event) | "do_bench" (Triton)
+  uint32_t warmup = 0, trials = 0;
+  double mean_seconds = 0, std_seconds = 0, min_seconds = 0, max_seconds = 0;
+  double median_seconds = 0, p20_seconds = 0, p80_seconds = 0;
+  double host_seconds = 0;  // lathe's clock around the whole protocol
 };
 
 // What ptxas reported for one kernel function (CUDA builds, -Xptxas -v).
@@ -89,6 +103,14 @@ struct evaluation {
   std::string timing_shape;
   double wall_seconds = 0.0;
   std::vector<std::pair<std::string, double>> stage_seconds;  // screen, compile, load, check, time
+  std::optional<comparability_result> comparability;
+  // CUDA: the device's clocks, temperature, power and throttle reasons (NVML) right before and
+  // right after the timing stage; absent where NVML is not.
+  std::optional<gpu_snapshot> gpu_before, gpu_after;
+  // Where inputs and references of the checks came from: "host" (generated and computed by lathe
+  // on the CPU) or "device" (generated on the GPU, fp64 GPU reference in a trusted oracle
+  // process, compared there; the GPU reference checked against the CPU one on the small set).
+  std::string trials_on = "host";
   std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
   std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
   std::string ptx_blob;  // content hash of the stored PTX

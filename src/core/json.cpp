@@ -194,7 +194,24 @@ void to_json(json& j, const target& t) {
            {"cores", t.cores},
            {"llc_bytes", t.llc_bytes},
            {"copy_bytes_per_s", t.copy_bytes_per_s},
+           {"cache_bytes_per_s", t.cache_bytes_per_s},
            {"flops_per_s", t.flops_per_s}};
+  // The device fields only where they mean something: a CPU target's JSON stays as it was.
+  if (t.plat == platform::cuda) {
+    j["uuid"] = t.uuid;
+    j["cc_major"] = t.cc_major;
+    j["cc_minor"] = t.cc_minor;
+    j["memory_bytes"] = t.memory_bytes;
+    j["smem_optin_bytes"] = t.smem_optin_bytes;
+    j["smem_per_sm_bytes"] = t.smem_per_sm_bytes;
+    j["registers_per_sm"] = t.registers_per_sm;
+    j["sm_clock_mhz"] = t.sm_clock_mhz;
+    j["mem_clock_mhz"] = t.mem_clock_mhz;
+    j["memory_bus_bits"] = t.memory_bus_bits;
+    j["driver_version"] = t.driver_version;
+    j["runtime_version"] = t.runtime_version;
+    j["tensor_flops_per_s"] = t.tensor_flops_per_s;
+  }
 }
 
 void from_json(const json& j, target& t) {
@@ -206,7 +223,37 @@ void from_json(const json& j, target& t) {
   get(j, "cores", t.cores);
   get(j, "llc_bytes", t.llc_bytes);
   get_double(j, "copy_bytes_per_s", t.copy_bytes_per_s);
+  get_double(j, "cache_bytes_per_s", t.cache_bytes_per_s);
   get_double(j, "flops_per_s", t.flops_per_s);
+  get(j, "uuid", t.uuid);
+  get(j, "cc_major", t.cc_major);
+  get(j, "cc_minor", t.cc_minor);
+  get(j, "memory_bytes", t.memory_bytes);
+  get(j, "smem_optin_bytes", t.smem_optin_bytes);
+  get(j, "smem_per_sm_bytes", t.smem_per_sm_bytes);
+  get(j, "registers_per_sm", t.registers_per_sm);
+  get(j, "sm_clock_mhz", t.sm_clock_mhz);
+  get(j, "mem_clock_mhz", t.mem_clock_mhz);
+  get(j, "memory_bus_bits", t.memory_bus_bits);
+  get(j, "driver_version", t.driver_version);
+  get(j, "runtime_version", t.runtime_version);
+  get_double(j, "tensor_flops_per_s", t.tensor_flops_per_s);
+}
+
+void to_json(json& j, const gpu_snapshot& s) {
+  j = json{{"sm_clock_mhz", s.sm_clock_mhz},   {"mem_clock_mhz", s.mem_clock_mhz},
+           {"temperature_c", s.temperature_c}, {"power_w", s.power_w},
+           {"throttle_reasons", s.throttle_reasons}, {"time", s.time}};
+}
+
+void from_json(const json& j, gpu_snapshot& s) {
+  s = gpu_snapshot{};
+  get(j, "sm_clock_mhz", s.sm_clock_mhz);
+  get(j, "mem_clock_mhz", s.mem_clock_mhz);
+  get(j, "temperature_c", s.temperature_c);
+  get_double(j, "power_w", s.power_w);
+  get(j, "throttle_reasons", s.throttle_reasons);
+  get(j, "time", s.time);
 }
 
 }  // namespace lathe

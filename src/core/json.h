@@ -24,6 +24,8 @@ void to_json(json& j, const kernel_manifest& m);
 void from_json(const json& j, kernel_manifest& m);
 void to_json(json& j, const target& t);
 void from_json(const json& j, target& t);
+void to_json(json& j, const gpu_snapshot& s);
+void from_json(const json& j, gpu_snapshot& s);
 void to_json(json& j, const feature& f);
 void from_json(const json& j, feature& f);
 void to_json(json& j, const provenance& p);
@@ -44,6 +46,8 @@ void to_json(json& j, const timing_policy& p);
 void from_json(const json& j, timing_policy& p);
 void to_json(json& j, const paired_series& s);
 void from_json(const json& j, paired_series& s);
+void to_json(json& j, const comparability_result& c);
+void from_json(const json& j, comparability_result& c);
 void to_json(json& j, const evaluation& e);  // the body of lathe.eval/1 (without "schema")
 void from_json(const json& j, evaluation& e);
 

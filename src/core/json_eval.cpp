@@ -59,7 +59,31 @@ void to_json(json& j, const paired_series& s) {
   j = json{{"a_label", s.a_label},        {"b_label", s.b_label},        {"a_seconds", s.a_seconds},
            {"b_seconds", s.b_seconds},    {"a_first", std::move(first)}, {"pair", s.pair}, {"ratio", s.ratio},
            {"ci_low", s.ci_low},          {"ci_high", s.ci_high},        {"rse", s.rse},
-           {"stop_reason", s.stop_reason}};
+           {"stop_reason", s.stop_reason}, {"a_method", s.a_method}, {"b_method", s.b_method}};
+}
+
+void to_json(json& j, const comparability_result& c) {
+  j = json{{"protocol", c.protocol},         {"warmup", c.warmup},
+           {"trials", c.trials},             {"mean_seconds", c.mean_seconds},
+           {"std_seconds", c.std_seconds},   {"min_seconds", c.min_seconds},
+           {"max_seconds", c.max_seconds},   {"median_seconds", c.median_seconds},
+           {"p20_seconds", c.p20_seconds},   {"p80_seconds", c.p80_seconds},
+           {"host_seconds", c.host_seconds}};
+}
+
+void from_json(const json& j, comparability_result& c) {
+  c = comparability_result{};
+  get(j, "protocol", c.protocol);
+  get(j, "warmup", c.warmup);
+  get(j, "trials", c.trials);
+  get_double(j, "mean_seconds", c.mean_seconds);
+  get_double(j, "std_seconds", c.std_seconds);
+  get_double(j, "min_seconds", c.min_seconds);
+  get_double(j, "max_seconds", c.max_seconds);
+  get_double(j, "median_seconds", c.median_seconds);
+  get_double(j, "p20_seconds", c.p20_seconds);
+  get_double(j, "p80_seconds", c.p80_seconds);
+  get_double(j, "host_seconds", c.host_seconds);
 }
 
 void from_json(const json& j, paired_series& s) {
@@ -78,6 +102,8 @@ void from_json(const json& j, paired_series& s) {
   get_double(j, "ci_high", s.ci_high);
   get_double(j, "rse", s.rse);
   get(j, "stop_reason", s.stop_reason);
+  get(j, "a_method", s.a_method);
+  get(j, "b_method", s.b_method);
 }
 
 void to_json(json& j, const evaluation& e) {
@@ -109,6 +135,10 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "paired", e.paired);
   put_opt(j, "aa", e.aa);
   put_opt(j, "roofline_fraction", e.roofline_fraction);
+  put_opt(j, "comparability", e.comparability);
+  put_opt(j, "gpu_before", e.gpu_before);
+  put_opt(j, "gpu_after", e.gpu_after);
+  j["trials_on"] = e.trials_on;
   json res = json::array();
   for (const auto& r : e.resources)
     res.push_back({{"function", r.function}, {"registers", r.registers},
@@ -145,6 +175,10 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "paired", e.paired);
   get_opt(j, "aa", e.aa);
   get_opt(j, "roofline_fraction", e.roofline_fraction);
+  get_opt(j, "comparability", e.comparability);
+  get_opt(j, "gpu_before", e.gpu_before);
+  get_opt(j, "gpu_after", e.gpu_after);
+  get(j, "trials_on", e.trials_on);
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
   if (auto it = j.find("resources"); it != j.end() && it->is_array()) {

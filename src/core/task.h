@@ -91,6 +91,9 @@ struct task {
   std::string baseline = "naive";  // kernel name under kernels/
   std::filesystem::path dir;       // where task.toml lives
   std::filesystem::path reference; // reference source, relative to dir
+  // CUDA tasks: an fp64 reference on the device (same ABI, device tensors, float64 outputs on
+  // the device), for problems whose CPU reference is too slow to run every trial. Optional.
+  std::filesystem::path gpu_reference;
   std::vector<tensor_spec> inputs, outputs;
   std::vector<scalar_spec> scalars;
   std::vector<shape_set> shapes;

@@ -127,9 +127,10 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
     if (!isa.empty()) cmd.push_back("-march=" + isa);
   }
   if (kind == build_kind::reference) {
-    // Trusted code: references of large problems may use every core (OpenMP).
+    // Trusted code: references of large problems may use every core (OpenMP); a GPU reference
+    // (CUDA) uses the device instead.
     cmd.push_back("-O3");
-    cmd.push_back("-fopenmp");
+    if (!cuda) cmd.push_back("-fopenmp");
   } else {
     for (const auto& f : b.manifest.flags) cmd.push_back(f);
   }

@@ -6,16 +6,19 @@
 #include <cstring>
 #include <string>
 
+#include "core/poison.h"
 #include "core/rng.h"
 
 namespace lathe::gate {
 namespace {
 
-constexpr uint32_t f32_poison = 0x7fc0dead;  // quiet NaN, payload 0xdead
-constexpr uint64_t f64_poison = 0x7ff8deaddeaddeadull;
-constexpr uint16_t f16_poison = 0x7e5a;  // quiet NaN with payload (fp16 layout)
-constexpr uint16_t bf16_poison = 0x7fda; // quiet NaN with payload (bf16 layout)
+constexpr uint32_t f32_poison = poison_bits::f32;
+constexpr uint64_t f64_poison = poison_bits::f64;
+constexpr uint16_t f16_poison = poison_bits::f16;
+constexpr uint16_t bf16_poison = poison_bits::bf16;
 constexpr int max_reported = 5;
+
+}  // namespace
 
 std::string index_text(uint64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> idx(shape.size());
@@ -29,11 +32,21 @@ std::string index_text(uint64_t flat, const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+namespace {
+
 std::string num(double v) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+
+}  // namespace
+
+std::string mismatch_text(uint64_t flat, const std::vector<int64_t>& shape, double got, double want) {
+  return index_text(flat, shape) + ": got " + num(got) + ", want " + num(want);
+}
+
+namespace {
 
 uint64_t count(const std::vector<int64_t>& shape) {
   uint64_t n = 1;
@@ -76,7 +89,7 @@ void poison(dtype t, void* data, uint64_t n) {
       std::fill(p, p + n, t == dtype::f16 ? f16_poison : bf16_poison);
       break;
     }
-    default: std::memset(data, 0xA5, n * size_of(t)); break;
+    default: std::memset(data, poison_bits::byte, n * size_of(t)); break;
   }
 }
 
@@ -89,7 +102,7 @@ bool is_poison(dtype t, const void* data, uint64_t i) {
     default: {
       const auto* p = static_cast<const uint8_t*>(data) + i * size_of(t);
       for (uint32_t b = 0; b < size_of(t); ++b)
-        if (p[b] != 0xA5) return false;
+        if (p[b] != poison_bits::byte) return false;
       return true;
     }
   }
@@ -128,8 +141,8 @@ void compare_values(const effective_tolerance& tol, const std::vector<double>& o
     }
     if (bad) {
       if (r.rec.mismatches < max_reported)
-        r.rec.first_mismatches.push_back(index_text(flat_index.empty() ? i : flat_index[i], shape) +
-                                         ": got " + num(o) + ", want " + num(w));
+        r.rec.first_mismatches.push_back(
+            mismatch_text(flat_index.empty() ? i : flat_index[i], shape, o, w));
       ++r.rec.mismatches;
     }
   }

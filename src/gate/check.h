@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/evaluation.h"
@@ -20,6 +21,10 @@ effective_tolerance tolerance_for(const comparison& c, dtype t);
 // after the call was not written.
 void poison(dtype t, void* data, uint64_t elements);
 bool is_poison(dtype t, const void* data, uint64_t i);
+
+// "[12,3]" for flat index 12*C+3 of a row-major shape; with values, "[12,3]: got 1.5, want 2".
+std::string index_text(uint64_t flat, const std::vector<int64_t>& shape);
+std::string mismatch_text(uint64_t flat, const std::vector<int64_t>& shape, double got, double want);
 
 enum class verdict : uint8_t { pass, unwritten, nan_or_inf, mismatch };
 

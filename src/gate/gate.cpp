@@ -8,13 +8,16 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <random>
 
 #include "core/hash.h"
 #include "core/target.h"
 #include "gate/check.h"
 #include "gate/device_lock.h"
+#include "gate/device_trial.h"
 #include "gate/host_target.h"
+#include "gate/nvml.h"
 #include "gate/paired.h"
 #include "gate/reference.h"
 #include "gate/screen.h"
@@ -99,7 +102,16 @@ struct opened_object {
 class evaluator {
  public:
   evaluator(const gate_config& cfg, const gate_request& req, evaluation& e)
-      : cfg_(cfg), req_(req), t_(*req.t), e_(e), cuda_(req.t->plat == platform::cuda) {
+      : cfg_(cfg),
+        req_(req),
+        t_(*req.t),
+        e_(e),
+        cuda_(req.t->plat == platform::cuda),
+        dev_trials_(cuda_ && cfg.device_trials && !req.t->gpu_reference.empty() &&
+                    req.t->compare.kind == comparison_kind::elementwise &&
+                    req.t->outputs.size() <= static_cast<size_t>(wire::max_compared)),
+        comparability_(cfg.mode != timing_mode::decision) {
+    if (dev_trials_) e_.trials_on = "device";
     std::random_device rd;
     seed_base_ = cfg.seed_base ? cfg.seed_base : (uint64_t{rd()} << 32 | rd());
     rng_.seed(seed_base_ ^ 0x9e3779b97f4a7c15ull);
@@ -121,6 +133,19 @@ class evaluator {
   }
   std::optional<stop> build_all();
   std::optional<stop> check_all();
+  std::optional<stop> check_all_device(const std::vector<slot_layout>& layouts);
+  std::optional<stop> bench();
+  // Device trials: the inputs of slot k of worker w from `spec`, outputs poisoned (host trials:
+  // staged from `host` and uploaded).
+  std::optional<stop> prepare_slot(worker& w, uint8_t* slot_mem, const slot_layout& l, uint32_t k,
+                                   const trial_spec& spec, const trial_data* host);
+  // Device trials: the oracle's verdict on slot k of `w` (peer `peer` when IPC works, else
+  // staged through `region`); the outputs' checksum for the cached-result check.
+  std::optional<stop> device_verify(worker& w, const shared_region& region, uint32_t peer,
+                                    const slot_layout& l, uint32_t oracle_slot, uint32_t k,
+                                    uint64_t seed, const std::string& where, uint64_t* checksum);
+  std::optional<stop> share_with_oracle(worker& w, uint32_t peer);
+  std::optional<stop> oracle_failed(const worker_result& r, const std::string& when);
   std::optional<stop> check_trial(const slot_layout& l, const trial_data& d, uint8_t* slot,
                                   std::vector<std::vector<uint8_t>>& previous,
                                   const std::string& where);
@@ -128,7 +153,9 @@ class evaluator {
                                          const uint8_t* slot, const std::string& where);
   std::optional<stop> time_all();
   std::optional<stop> idle_check(const worker& w, const std::string& when);
-  result<void> start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
+  // Pair j's process of one side. Device trials give each pair its own inputs (timing_specs_
+  // from j * slots): a candidate process cannot pass off another's outputs as its own.
+  result<void> start_pool(const build_output& obj, const slot_layout& l, uint32_t slots, uint32_t j,
                           const std::vector<trial_data>& data, const std::string& who,
                           std::vector<timing_proc>& pool, std::optional<stop>& failed);
   std::optional<stop> verify_after_timing(const slot_layout& l, uint32_t slots,
@@ -141,8 +168,10 @@ class evaluator {
     e_.baseline_median_seconds = median(s.b_seconds);
     e_.dispersion = relative_mad(s.a_seconds);
   }
+  // `share`: the worker exports its device buffer to the oracle (candidates in device trials).
   result<worker> start_worker(const build_output& obj, const shared_region& region,
-                              std::optional<stop>& failed, const std::string& who);
+                              std::optional<stop>& failed, const std::string& who,
+                              bool share = false);
 
   const gate_config& cfg_;
   const gate_request& req_;
@@ -156,7 +185,17 @@ class evaluator {
   worker cand_worker_;  // the checks' worker
   std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
+  uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
+  uint64_t timing_bytes_ = 0;      // the oracle's timing slots, all pairs
   bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
+  bool dev_trials_ = false;     // inputs, references and comparisons on the device (device_trial.h)
+  bool comparability_ = false;  // cfg_.mode is not decision
+  build_output gpu_ref_obj_;
+  std::optional<oracle> oracle_;
+  bool ipc_ = true;             // the oracle reads kernels' buffers through CUDA IPC
+  std::vector<trial_spec> timing_specs_;  // device trials: what each timing slot holds
+  std::optional<trial_data> last_host_trial_;  // host trials: the last check's data (bench)
+  uint64_t last_seed_ = 0;
   // CUDA: region -> device before a call, device -> region after it (no-ops on CPU).
   std::optional<stop> upload(worker& w, uint32_t first, uint32_t count) {
     if (!cuda_) return std::nullopt;
@@ -173,7 +212,8 @@ class evaluator {
 };
 
 result<worker> evaluator::start_worker(const build_output& obj, const shared_region& region,
-                                       std::optional<stop>& failed, const std::string& who) {
+                                       std::optional<stop>& failed, const std::string& who,
+                                       bool share) {
   opened_object so;
   so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC);
   if (so.fd < 0) return fail(errc::io_error, "cannot open " + obj.object.string());
@@ -186,9 +226,25 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   }
   auto w = worker::spawn(opt, region, so.fd);
   if (!w) return w;
-  worker_result r = w->load(cfg_.call_timeout_s);
+  wire::command load;
+  load.kind = wire::op::load;
+  load.share = share ? 1 : 0;
+  worker_result r = w->request(load, cfg_.call_timeout_s);
   if (!r.ok()) failed = from_worker(r, "loading the " + who);
   return w;
+}
+
+kernel_bundle reference_bundle(const task& t, const fs::path& file, language lang) {
+  kernel_bundle rb;
+  rb.name = lang == language::cuda ? "gpu reference" : "reference";
+  rb.manifest.lang = lang;
+  rb.manifest.entry = file.filename().string();
+  rb.manifest.files = {rb.manifest.entry};
+  std::ifstream in(t.dir / file, std::ios::binary);
+  rb.sources[rb.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {});
+  rb.manifest.flags = {"-O3"};
+  rb.hash = content_hash(rb.name + "\n" + rb.sources[rb.manifest.entry]);
+  return rb;
 }
 
 std::optional<stop> evaluator::build_all() {
@@ -197,36 +253,56 @@ std::optional<stop> evaluator::build_all() {
   auto lock = device_lock::acquire("cpu", device_lock::mode::shared);
   if (!lock) return stop{outcome::compile_error, lock.error().message, {}};
   const fs::path cache = cfg_.cache_dir;
-  auto c = build(req_.candidate, resolved_isa(req_.candidate, cfg_.tgt), cfg_.tools, cache,
-                 build_kind::kernel);
+  // Every object at once, one compiler per core: a cold evaluation waits for the slowest, not
+  // the sum (nvcc takes seconds).
+  auto start = [&](const kernel_bundle& b, const std::string& isa, build_kind kind) {
+    return std::async(std::launch::async, [&b, isa, kind, this, cache] {
+      return build(b, isa, cfg_.tools, cache, kind);
+    });
+  };
+  const kernel_bundle ref_bundle = reference_bundle(t_, t_.reference, language::cpp);
+  kernel_bundle gpu_bundle;
+  if (dev_trials_) gpu_bundle = reference_bundle(t_, t_.gpu_reference, language::cuda);
+  auto c_job = start(req_.candidate, resolved_isa(req_.candidate, cfg_.tgt), build_kind::kernel);
+  std::future<result<build_output>> b_job, g_job;
+  // Comparability mode times the candidate alone: no baseline to build.
+  if (!comparability_)
+    b_job = start(req_.baseline, resolved_isa(req_.baseline, cfg_.tgt), build_kind::kernel);
+  // The CPU reference runs here, on the host, whatever the task's target.
+  const std::string host_arch =
+      cfg_.tgt.plat == platform::cpu ? cfg_.tgt.arch : detect_cpu_target().arch;
+  auto r_job = start(ref_bundle, host_arch, build_kind::reference);
+  if (dev_trials_) g_job = start(gpu_bundle, resolved_isa(gpu_bundle, cfg_.tgt), build_kind::reference);
+  const bool with_baseline = b_job.valid(), with_gpu_ref = g_job.valid();
+  auto c = c_job.get();
+  auto b = with_baseline ? b_job.get() : result<build_output>{};
+  auto r = r_job.get();
+  auto g = with_gpu_ref ? g_job.get() : result<build_output>{};
+
   if (!c) return stop{outcome::compile_error, c.error().message, {}};
   cand_ = *c;
   e_.diagnostics += cand_.log;
   e_.resources = cand_.resources;
   e_.ptx = cand_.ptx;
   if (!cand_.ok) return stop{outcome::compile_error, "the kernel does not compile", {}};
-
-  auto b = build(req_.baseline, resolved_isa(req_.baseline, cfg_.tgt), cfg_.tools, cache,
-                 build_kind::kernel);
-  if (!b || !b->ok)
-    return stop{outcome::compile_error,
-                "the baseline '" + req_.baseline.name + "' does not compile (a task problem)",
-                b ? b->log : b.error().message};
-  base_ = *b;
-
-  kernel_bundle rb;
-  rb.name = "reference";
-  rb.manifest.entry = t_.reference.filename().string();
-  rb.manifest.files = {rb.manifest.entry};
-  std::ifstream in(t_.dir / t_.reference, std::ios::binary);
-  rb.sources[rb.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {});
-  rb.manifest.flags = {"-O3"};
-  rb.hash = content_hash("reference\n" + rb.sources[rb.manifest.entry]);
-  auto r = build(rb, cfg_.tgt.arch, cfg_.tools, cache, build_kind::reference);
+  if (with_baseline) {
+    if (!b || !b->ok)
+      return stop{outcome::compile_error,
+                  "the baseline '" + req_.baseline.name + "' does not compile (a task problem)",
+                  b ? b->log : b.error().message};
+    base_ = *b;
+  }
   if (!r || !r->ok)
     return stop{outcome::compile_error, "the task's reference does not compile (a task problem)",
                 r ? r->log : r.error().message};
   ref_obj_ = *r;
+  if (with_gpu_ref) {
+    if (!g || !g->ok)
+      return stop{outcome::compile_error,
+                  "the task's GPU reference does not compile (a task problem)",
+                  g ? g->log : g.error().message};
+    gpu_ref_obj_ = *g;
+  }
   stage_done("compile", t0);
 
   auto t1 = clock_type::now();
@@ -254,6 +330,33 @@ std::optional<stop> evaluator::idle_check(const worker& w, const std::string& wh
   return std::nullopt;
 }
 
+// The stop a failed output check means (nullopt when it passed).
+std::optional<stop> verdict_stop(const output_check& oc, const std::string& what) {
+  std::string first = oc.rec.first_mismatches.empty() ? "" : "; first: " + oc.rec.first_mismatches[0];
+  switch (oc.v) {
+    case verdict::pass: return std::nullopt;
+    case verdict::unwritten:
+      return stop{outcome::unwritten_output,
+                  std::to_string(oc.rec.mismatches) + " elements never written in " + what + first, {}};
+    case verdict::nan_or_inf:
+      return stop{outcome::nan_or_inf, "NaN or Inf where the reference is finite in " + what + first, {}};
+    case verdict::mismatch: {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " (max abs err %.3g, max rel err %.3g, normalized err %.3g)",
+                    oc.rec.max_abs_err, oc.rec.max_rel_err, oc.rec.norm_err);
+      return stop{outcome::wrong_result,
+                  std::to_string(oc.rec.mismatches) + " elements wrong in " + what + buf + first, {}};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string output_where(const task& t, size_t i, const slot_layout& l, uint64_t seed,
+                         const std::string& where) {
+  return "output '" + t.outputs[i].name + "', shape set '" + l.shapes->name + "', seed " +
+         std::to_string(seed) + where;
+}
+
 std::optional<stop> evaluator::check_slot_outputs(const slot_layout& l, const trial_data& d,
                                                   const uint8_t* slot, const std::string& where) {
   for (size_t i = 0; i < t_.outputs.size(); ++i) {
@@ -263,24 +366,76 @@ std::optional<stop> evaluator::check_slot_outputs(const slot_layout& l, const tr
     oc.rec.seed = d.spec.seed;
     oc.rec.output = t_.outputs[i].name;
     e_.checks.push_back(oc.rec);
-    std::string first = oc.rec.first_mismatches.empty() ? "" : "; first: " + oc.rec.first_mismatches[0];
-    std::string what = "output '" + t_.outputs[i].name + "', shape set '" + l.shapes->name +
-                       "', seed " + std::to_string(d.spec.seed) + where;
-    switch (oc.v) {
-      case verdict::pass: break;
-      case verdict::unwritten:
-        return stop{outcome::unwritten_output,
-                    std::to_string(oc.rec.mismatches) + " elements never written in " + what + first, {}};
-      case verdict::nan_or_inf:
-        return stop{outcome::nan_or_inf, "NaN or Inf where the reference is finite in " + what + first, {}};
-      case verdict::mismatch: {
-        char buf[160];
-        std::snprintf(buf, sizeof buf, " (max abs err %.3g, max rel err %.3g, normalized err %.3g)",
-                      oc.rec.max_abs_err, oc.rec.max_rel_err, oc.rec.norm_err);
-        return stop{outcome::wrong_result,
-                    std::to_string(oc.rec.mismatches) + " elements wrong in " + what + buf + first, {}};
-      }
-    }
+    if (auto s = verdict_stop(oc, output_where(t_, i, l, d.spec.seed, where))) return s;
+  }
+  return std::nullopt;
+}
+
+std::optional<stop> evaluator::oracle_failed(const worker_result& r, const std::string& when) {
+  return stop{outcome::crash, "the task's GPU reference failed (" + when + "; a task problem)",
+              r.end == worker_end::replied ? std::string(r.reply.message) : r.detail};
+}
+
+std::optional<stop> evaluator::share_with_oracle(worker& w, uint32_t peer) {
+  if (!ipc_) return std::nullopt;
+  worker_result r = w.request(share_command(), cfg_.call_timeout_s);
+  if (r.end != worker_end::replied) return from_worker(r, "sharing the device buffer");
+  if (r.ok()) {
+    worker_result a = oracle_->attach(peer, r.reply.ipc_handle);
+    if (a.end != worker_end::replied) return oracle_failed(a, "opening a kernel's buffer");
+    if (a.ok()) return std::nullopt;
+    e_.diagnostics += std::string("CUDA IPC unavailable (") + a.reply.message + "): outputs staged through host memory\n";
+  } else {
+    e_.diagnostics += std::string("CUDA IPC unavailable (") + r.reply.message + "): outputs staged through host memory\n";
+  }
+  ipc_ = false;
+  return std::nullopt;
+}
+
+std::optional<stop> evaluator::prepare_slot(worker& w, uint8_t* slot_mem, const slot_layout& l,
+                                            uint32_t k, const trial_spec& spec,
+                                            const trial_data* host) {
+  if (!dev_trials_) {
+    stage_inputs(t_, l, *host, slot_mem);
+    return upload(w, k, 1);
+  }
+  worker_result r = w.request(fill_command(k, spec), cfg_.call_timeout_s);
+  if (!r.ok()) return from_worker(r, "generating inputs on the device");
+  r = w.request(poison_command(k, 1), cfg_.call_timeout_s);
+  if (!r.ok()) return from_worker(r, "poisoning outputs on the device");
+  return std::nullopt;
+}
+
+std::optional<stop> evaluator::device_verify(worker& w, const shared_region& region, uint32_t peer,
+                                             const slot_layout& l, uint32_t oracle_slot, uint32_t k,
+                                             uint64_t seed, const std::string& where,
+                                             uint64_t* checksum) {
+  worker_result r;
+  if (ipc_) {
+    r = oracle_->compare(oracle_slot, peer, k);
+  } else {
+    if (auto s = download(w, k, 1)) return s;
+    r = oracle_->stage(region.data() + uint64_t{k} * l.slot_bytes, l.slot_bytes);
+    if (!r.ok()) return oracle_failed(r, "staging a kernel's slot");
+    r = oracle_->compare(oracle_slot, 0, 0);
+  }
+  if (!r.ok()) return oracle_failed(r, "comparing");
+  device_verdict v = judge(t_, l, r.reply, seed);
+  if (v.inputs_mutated)
+    return stop{outcome::input_mutated,
+                "the kernel wrote into its inputs (shape set '" + l.shapes->name + "'" + where + ")", {}};
+  if (checksum) {
+    // Cached results: different inputs, byte-identical outputs to the previous trial.
+    if (*checksum != 0 && *checksum == v.checksum)
+      return stop{outcome::cached_output,
+                  "the same output for different inputs (shape set '" + l.shapes->name +
+                      "'): results cached across calls",
+                  {}};
+    *checksum = v.checksum;
+  }
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    e_.checks.push_back(v.outputs[i].rec);
+    if (auto s = verdict_stop(v.outputs[i], output_where(t_, i, l, seed, where))) return s;
   }
   return std::nullopt;
 }
@@ -315,10 +470,16 @@ std::optional<stop> evaluator::check_trial(const slot_layout& l, const trial_dat
 std::optional<stop> evaluator::check_all() {
   auto t0 = clock_type::now();
   progress("check");
-  // Small shape first, so that a bad candidate costs milliseconds; then every set.
-  std::vector<const shape_set*> order{&smallest_shape(t_)};
-  for (const auto& s : t_.shapes)
-    if (&s != order.front()) order.push_back(&s);
+  // Small shape first, so that a bad candidate costs milliseconds; then every set. A
+  // comparability mode does the other harness's work: the timed shape only.
+  std::vector<const shape_set*> order;
+  if (comparability_) {
+    order.push_back(&timing_shape(t_));
+  } else {
+    order.push_back(&smallest_shape(t_));
+    for (const auto& s : t_.shapes)
+      if (&s != order.front()) order.push_back(&s);
+  }
 
   std::vector<slot_layout> layouts;
   uint64_t region_bytes = 0;
@@ -328,23 +489,40 @@ std::optional<stop> evaluator::check_all() {
     region_bytes = std::max(region_bytes, l->slot_bytes);
     layouts.push_back(*l);
   }
-  if (cfg_.time) {
+  if (cfg_.time && !comparability_) {
     auto l = make_layout(t_, timing_shape(t_));
-    // The last-level cache the data must not sit in: the H200's 60 MB L2 for CUDA tasks (until
-    // the target is read from the device), the host's LLC otherwise.
-    const uint64_t llc = cuda_ ? (uint64_t{60} << 20)
+    // The last-level cache the data must not sit in: the GPU's L2 for CUDA tasks (60 MB on an
+    // H200 when the target does not say), the host's LLC otherwise.
+    const uint64_t llc = cuda_ ? (cfg_.tgt.plat == platform::cuda && cfg_.tgt.llc_bytes
+                                      ? cfg_.tgt.llc_bytes
+                                      : uint64_t{60} << 20)
                                : (cfg_.tgt.llc_bytes ? cfg_.tgt.llc_bytes : (uint64_t{32} << 20));
     // Rotate over enough slots that the working set of a block exceeds the LLC twice, so calls
     // do not run from a cache the previous call warmed; capped because each slot needs its own
-    // fp64 reference.
+    // fp64 reference (computed on the host: 4; on the device: 16).
+    const uint64_t cap = dev_trials_ ? 16 : 4;
     timing_slots_ = l->slot_bytes >= llc ? 1
                                          : static_cast<uint32_t>(std::min<uint64_t>(
-                                               4, (2 * llc + l->slot_bytes - 1) / l->slot_bytes));
+                                               cap, (2 * llc + l->slot_bytes - 1) / l->slot_bytes));
+    timing_processes_ = std::max<uint32_t>(cfg_.policy.processes, 1);
+    if (cuda_) {
+      // Three processes per pair (and, with device trials, the oracle's copy) each hold the
+      // slots on the device: stay within half of its memory (141 GB when the target does not
+      // say, as on an H200).
+      const double memory = cfg_.tgt.plat == platform::cuda && cfg_.tgt.memory_bytes
+                                ? static_cast<double>(cfg_.tgt.memory_bytes)
+                                : 141e9;
+      const double per_pair = (dev_trials_ ? 5.0 : 3.0) * static_cast<double>(l->slot_bytes) * timing_slots_;
+      timing_processes_ = std::clamp<uint32_t>(static_cast<uint32_t>(0.5 * memory / per_pair), 1,
+                                               timing_processes_);
+    }
+    timing_bytes_ = l->slot_bytes * timing_slots_ * timing_processes_;
   }
   auto region = shared_region::create(region_bytes);
   if (!region) return stop{outcome::resource_limit, region.error().message, {}};
   region_ = std::move(*region);
 
+  if (dev_trials_) return check_all_device(layouts);  // records its own stages
   std::optional<stop> failed;
   auto w = start_worker(cand_, region_, failed, "kernel");
   if (!w) return stop{outcome::crash, w.error().message, {}};
@@ -366,6 +544,7 @@ std::optional<stop> evaluator::check_all() {
         if (auto s = idle_check(cand_worker_, "first call")) return s;
         first = false;
       }
+      if (comparability_) last_host_trial_ = std::move(*d);
     }
     ++set_index;
   }
@@ -373,43 +552,130 @@ std::optional<stop> evaluator::check_all() {
   return std::nullopt;
 }
 
-result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
-                                   const std::vector<trial_data>& data, const std::string& who,
-                                   std::vector<timing_proc>& pool, std::optional<stop>& failed) {
+std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& layouts) {
+  // The oracle and the kernel's worker start at once: each spends most of its start creating
+  // a CUDA context.
+  auto t0 = clock_type::now();
+  uint64_t oracle_bytes = 0;
+  for (const auto& l : layouts) oracle_bytes = std::max(oracle_bytes, l.slot_bytes);
+  const slot_layout* small = nullptr;
+  std::optional<slot_layout> small_storage;
   {
-    timing_proc p;
-    auto region = shared_region::create(l.slot_bytes * slots);
-    if (!region) return tl::unexpected(region.error());
-    p.region = std::move(*region);
-    auto w = start_worker(obj, p.region, failed, who);
-    if (!w) return tl::unexpected(w.error());
-    p.w = std::move(*w);
-    if (failed) return {};
-    worker_result r = p.w.setup(setup_command(t_, l, slots), cfg_.call_timeout_s);
-    if (!r.ok()) {
-      failed = from_worker(r, "timing setup of the " + who);
-      return {};
+    auto l = make_layout(t_, smallest_shape(t_));
+    if (!l) return stop{outcome::resource_limit, l.error().message, {}};
+    small_storage = *l;
+    small = &*small_storage;
+    uint64_t refs = 0;
+    for (const auto& o : small->outputs) refs += (o.elements * sizeof(double) + 255) / 256 * 256;
+    oracle_bytes = std::max({oracle_bytes, refs, small->slot_bytes, timing_bytes_});
+  }
+  auto o_job = std::async(std::launch::async, [&] {
+    return oracle::start(cfg_.sandbox, gpu_ref_obj_, oracle_bytes, cfg_.call_timeout_s);
+  });
+  std::optional<stop> failed;
+  auto w = start_worker(cand_, region_, failed, "kernel", true);
+  auto o = o_job.get();
+  if (!o) return stop{outcome::crash, "the task's GPU reference could not start (a task problem)", o.error().message};
+  oracle_ = std::move(*o);
+  if (!w) return stop{outcome::crash, w.error().message, {}};
+  cand_worker_ = std::move(*w);
+  if (failed) return failed;
+  stage_done("start", t0);
+
+  // The GPU reference is trusted only as far as it agrees with the CPU reference: on the
+  // smallest set, inputs bit for bit and outputs to 1e-9.
+  {
+    auto t1 = clock_type::now();
+    auto d = make_trial(t_, *small, ref_, trial_for(t_, seed_base_ + 5'000'000, 0));
+    if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
+    std::string disagree = oracle_->cross_check(t_, *small, *d);
+    if (!disagree.empty())
+      return stop{outcome::crash,
+                  "the task's GPU reference disagrees with its CPU reference (a task problem): " + disagree,
+                  {}};
+    stage_done("reference_cross_check", t1);
+  }
+
+  auto t2 = clock_type::now();
+  bool first = true;
+  uint32_t set_index = 0;
+  for (const auto& l : layouts) {
+    worker_result r = cand_worker_.setup(setup_command(t_, l, 1), cfg_.call_timeout_s);
+    if (!r.ok()) return from_worker(r, "setup of shape set '" + l.shapes->name + "'");
+    r = oracle_->setup(t_, l, 1);
+    if (!r.ok()) return oracle_failed(r, "setup of shape set '" + l.shapes->name + "'");
+    if (auto s = share_with_oracle(cand_worker_, 1)) return s;
+    uint64_t checksum = 0;
+    for (uint32_t i = 0; i < std::max<uint32_t>(cfg_.seeds, 3); ++i) {
+      trial_spec spec = trial_for(t_, seed_base_ + 1000ull * set_index, i);
+      r = oracle_->prepare(0, spec);
+      if (!r.ok()) return oracle_failed(r, "shape set '" + l.shapes->name + "'");
+      if (auto s = prepare_slot(cand_worker_, region_.data(), l, 0, spec, nullptr)) return s;
+      r = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
+      if (!r.ok()) return from_worker(r, "shape set '" + l.shapes->name + "'");
+      if (auto s = device_verify(cand_worker_, region_, 1, l, 0, 0, spec.seed, "", &checksum)) return s;
+      if (first) {
+        if (auto s = idle_check(cand_worker_, "first call")) return s;
+        first = false;
+      }
+      last_seed_ = spec.seed;
     }
-    for (uint32_t s = 0; s < slots; ++s) stage_inputs(t_, l, data[s], p.region.data() + s * l.slot_bytes);
-    if (auto s = upload(p.w, 0, slots)) {
+    ++set_index;
+  }
+  stage_done("check", t2);
+  return std::nullopt;
+}
+
+result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
+                                   uint32_t j, const std::vector<trial_data>& data,
+                                   const std::string& who, std::vector<timing_proc>& pool,
+                                   std::optional<stop>& failed) {
+  timing_proc p;
+  // Device trials keep the tensors on the device: the region is only a staging area, sized for
+  // one slot (outputs staged to the oracle when IPC is unavailable).
+  auto region = shared_region::create(l.slot_bytes * slots);
+  if (!region) return tl::unexpected(region.error());
+  p.region = std::move(*region);
+  auto w = start_worker(obj, p.region, failed, who, dev_trials_ && &pool == &cands_);
+  if (!w) return tl::unexpected(w.error());
+  p.w = std::move(*w);
+  if (failed) return {};
+  worker_result r = p.w.setup(setup_command(t_, l, slots), cfg_.call_timeout_s);
+  if (!r.ok()) {
+    failed = from_worker(r, "timing setup of the " + who);
+    return {};
+  }
+  for (uint32_t k = 0; k < slots; ++k) {
+    const trial_spec& spec = dev_trials_ ? timing_specs_[j * slots + k] : data[k].spec;
+    if (auto s = prepare_slot(p.w, p.region.data() + k * l.slot_bytes, l, k, spec,
+                              dev_trials_ ? nullptr : &data[k])) {
       failed = s;
       return {};
     }
-    pool.push_back(std::move(p));
   }
+  pool.push_back(std::move(p));
   return {};
 }
 
 std::optional<stop> evaluator::verify_after_timing(const slot_layout& l, uint32_t slots,
                                                    const std::vector<trial_data>& data) {
-  for (auto& p : cands_) {
+  const std::string where = ", after the timing loop";
+  for (size_t j = 0; j < cands_.size(); ++j) {
+    auto& p = cands_[j];
+    if (dev_trials_) {
+      for (uint32_t k = 0; k < slots; ++k)
+        if (auto s = device_verify(p.w, p.region, static_cast<uint32_t>(2 + j), l,
+                                   static_cast<uint32_t>(j) * slots + k, k,
+                                   timing_specs_[j * slots + k].seed, where, nullptr))
+          return s;
+      continue;
+    }
     if (auto s = download(p.w, 0, slots)) return s;
     for (uint32_t k = 0; k < slots; ++k)
       if (!inputs_intact(l, data[k], p.region.data() + k * l.slot_bytes))
         return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
     for (uint32_t k = 0; k < slots; ++k)
-      if (auto s = check_slot_outputs(l, data[k], p.region.data() + k * l.slot_bytes,
-                                      ", after the timing loop"))
+      if (auto s = check_slot_outputs(l, data[k], p.region.data() + k * l.slot_bytes, where))
         return s;
   }
   for (auto& p : cands_)
@@ -424,11 +690,26 @@ std::optional<stop> evaluator::time_all() {
   e_.timing_shape = ts.name;
   auto l = make_layout(t_, ts);
   const uint32_t S = timing_slots_;
+  const uint32_t processes = timing_processes_;
+  e_.policy.processes = processes;
   std::vector<trial_data> slots;
-  for (uint32_t k = 0; k < S; ++k) {
-    auto d = make_trial(t_, *l, ref_, trial_for(t_, seed_base_ + 7'000'000 + 100ull * k, 0));
+  timing_specs_.clear();
+  // Host trials: one fp64 reference per slot, shared by every process. Device trials: every
+  // pair its own inputs, the oracle one slot per pair and slot.
+  const uint32_t specs = dev_trials_ ? S * processes : S;
+  for (uint32_t k = 0; k < specs; ++k) {
+    const trial_spec spec = trial_for(t_, seed_base_ + 7'000'000 + 100ull * k, 0);
+    timing_specs_.push_back(spec);
+    if (dev_trials_) continue;
+    auto d = make_trial(t_, *l, ref_, spec);
     if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
     slots.push_back(std::move(*d));
+  }
+  if (dev_trials_) {
+    worker_result r = oracle_->setup(t_, *l, specs);
+    if (!r.ok()) return oracle_failed(r, "timing setup");
+    for (uint32_t k = 0; k < specs; ++k)
+      if (r = oracle_->prepare(k, timing_specs_[k]); !r.ok()) return oracle_failed(r, "timing slots");
   }
   // Several fresh processes per side, each with its own memory, all created alike; rounds cycle
   // through the pairs (policy.processes says why). The worker that ran the checks is not timed:
@@ -441,14 +722,17 @@ std::optional<stop> evaluator::time_all() {
   // slower than memory mapped later on this VM (the pool created first lost in 7 of 7
   // naive-vs-naive runs), so no side may get all the early memory, and the A/A pairs must be as
   // far apart in creation as the measured pairs are.
-  for (uint32_t j = 0; j < std::max<uint32_t>(cfg_.policy.processes, 1); ++j) {
+  for (uint32_t j = 0; j < processes; ++j) {
     for (uint32_t k = 0; k < 3; ++k) {
       const uint32_t side = (j + k) % 3;
       if (side == 0) {
-        if (auto r = start_pool(cand_, *l, S, slots, "kernel", cands_, failed); !r)
+        if (auto r = start_pool(cand_, *l, S, j, slots, "kernel", cands_, failed); !r)
           return stop{outcome::resource_limit, r.error().message, {}};
         if (failed) return failed;
-      } else if (auto r = start_pool(base_, *l, S, slots, "baseline", side == 1 ? bases_ : copies_, failed);
+        if (dev_trials_)
+          if (auto s = share_with_oracle(cands_.back().w, 2 + j)) return s;
+      } else if (auto r = start_pool(base_, *l, S, j, slots, "baseline", side == 1 ? bases_ : copies_,
+                                     failed);
                  !r || failed) {
         return stop{outcome::crash, "the baseline failed to start (a task problem)",
                     failed ? failed->message : r.error().message};
@@ -456,30 +740,63 @@ std::optional<stop> evaluator::time_all() {
     }
   }
 
-  auto lock = device_lock::acquire("cpu", device_lock::mode::exclusive);
+  // CPU timings hold the CPU; GPU timings hold the GPU and keep CPU timings (whose load would
+  // jitter the launches) away.
+  auto lock = device_lock::acquire("cpu", cuda_ ? device_lock::mode::shared : device_lock::mode::exclusive);
   if (!lock) return stop{outcome::unstable, lock.error().message, {}};
+  std::optional<device_lock> gpu_lock;
+  if (cuda_) {
+    auto g = device_lock::acquire("cuda0", device_lock::mode::exclusive);
+    if (!g) return stop{outcome::unstable, g.error().message, {}};
+    gpu_lock = std::move(*g);
+  }
   const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
   std::vector<timed_worker> A, B, B2;
-  for (auto& p : cands_) A.push_back({&p.w, "candidate", S, 1});
-  for (auto& p : bases_) B.push_back({&p.w, "baseline", S, 1});
-  for (auto& p : copies_) B2.push_back({&p.w, "baseline", S, 1});
+  auto timed = [&](worker& w, const char* label) {
+    timed_worker tw;
+    tw.w = &w;
+    tw.label = label;
+    tw.rotate = S;
+    tw.cuda = cuda_;
+    return tw;
+  };
+  for (auto& p : cands_) A.push_back(timed(p.w, "candidate"));
+  for (auto& p : bases_) B.push_back(timed(p.w, "baseline"));
+  for (auto& p : copies_) B2.push_back(timed(p.w, "baseline"));
   worker_result cal_fail;
   auto na = calibrate(A.front(), cfg_.policy.block_seconds, timeout, cal_fail);
   if (!na) return from_worker(cal_fail, "timing");
   auto nb = calibrate(B.front(), cfg_.policy.block_seconds, timeout, cal_fail);
   if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
-  for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call;
-  for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call;
-  for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call;
+  // Short CUDA kernels replay their blocks from a graph, each side by its own calibrated time
+  // (a long kernel's launches cost nothing next to it, and what it enqueues outside its stream
+  // stays in its blocks, where the cross-check sees it). Calibration takes the faster of two
+  // blocks: on the H200 one A/A run of 10 read 2.29 when a hiccup during one side's
+  // calibration sent it to launch timing while the other replayed graphs.
+  const bool graph_a = cuda_ && A.front().per_call < graph_below_seconds;
+  const bool graph_b = cuda_ && B.front().per_call < graph_below_seconds;
+  for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call, tw.graph = graph_a;
+  for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
+  for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
 
   // Poison again right before the timed loop and check afterwards: a kernel that stops working
   // once it is being timed fails (PROTOCOL.md).
   auto poison_all = [&]() -> std::optional<stop> {
     for (auto& p : cands_) {
+      if (dev_trials_) {
+        worker_result r = p.w.request(poison_command(0, S), cfg_.call_timeout_s);
+        if (!r.ok()) return from_worker(r, "poisoning outputs on the device");
+        continue;
+      }
       for (uint32_t k = 0; k < S; ++k) poison_outputs(t_, *l, p.region.data() + k * l->slot_bytes);
       if (auto s = upload(p.w, 0, S)) return s;
     }
     return std::nullopt;
+  };
+  auto outside = [](const series_result& r) -> std::optional<stop> {
+    if (r.outside_stream.empty()) return std::nullopt;
+    return stop{outcome::suspicious_speed,
+                "work outside the timed stream: " + r.outside_stream, {}};
   };
   if (auto s = poison_all()) return s;
   series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
@@ -487,6 +804,7 @@ std::optional<stop> evaluator::time_all() {
     return main.failed_a ? from_worker(main.failure, "timing")
                          : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
   if (auto s = verify_after_timing(*l, S, slots)) return s;
+  if (auto s = outside(main)) return s;
   record(main.series);
 
   if (cfg_.aa_control) {
@@ -506,23 +824,44 @@ std::optional<stop> evaluator::time_all() {
   if (floor > 0 && *e_.median_seconds > 0) {
     if (*e_.median_seconds < floor * cfg_.policy.roofline_slack) {
       progress("re-check (below the roofline floor)");
-      auto d = make_trial(t_, *l, ref_, trial_for(t_, seed_base_ + 9'000'000, 0));
-      if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
-      slots[0] = std::move(*d);
+      // Fresh inputs in slot 0 of every pair (device trials: each pair its own).
+      for (uint32_t j = 0; j < processes; ++j) {
+        const uint32_t at = dev_trials_ ? j * S : 0;
+        if (j > 0 && !dev_trials_) break;
+        timing_specs_[at] = trial_for(t_, seed_base_ + 9'000'000 + j, 0);
+        if (dev_trials_) {
+          if (auto r = oracle_->prepare(at, timing_specs_[at]); !r.ok()) return oracle_failed(r, "re-check");
+        } else {
+          auto d = make_trial(t_, *l, ref_, timing_specs_[at]);
+          if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
+          slots[0] = std::move(*d);
+        }
+      }
+      const trial_spec fresh = timing_specs_[0];
       for (auto* pool : {&cands_, &bases_, &copies_})
-        for (auto& p : *pool) {
-          stage_inputs(t_, *l, slots[0], p.region.data());
-          if (auto s = upload(p.w, 0, 1)) return s;
+        for (size_t j = 0; j < pool->size(); ++j) {
+          auto& p = (*pool)[j];
+          const trial_spec& spec = timing_specs_[dev_trials_ ? j * S : 0];
+          if (auto s = prepare_slot(p.w, p.region.data(), *l, 0, spec,
+                                    dev_trials_ ? nullptr : &slots[0]))
+            return s;
         }
       worker_result r = cands_.front().w.run(0, 1, 1, cfg_.call_timeout_s);
       if (!r.ok()) return from_worker(r, "re-check");
-      if (auto s = download(cands_.front().w, 0, 1)) return s;
-      if (auto s = check_slot_outputs(*l, slots[0], cands_.front().region.data(), ", in the re-check"))
-        return s;
+      if (dev_trials_) {
+        if (auto s = device_verify(cands_.front().w, cands_.front().region, 2, *l, 0, 0, fresh.seed,
+                                   ", in the re-check", nullptr))
+          return s;
+      } else {
+        if (auto s = download(cands_.front().w, 0, 1)) return s;
+        if (auto s = check_slot_outputs(*l, slots[0], cands_.front().region.data(), ", in the re-check"))
+          return s;
+      }
       if (auto s = poison_all()) return s;
       series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
       if (!again.ok) return from_worker(again.failure, "re-timing");
       if (auto s = verify_after_timing(*l, S, slots)) return s;
+      if (auto s = outside(again)) return s;
       record(again.series);
     }
     e_.roofline_fraction = floor / *e_.median_seconds;
@@ -545,8 +884,64 @@ std::optional<stop> evaluator::time_all() {
   return std::nullopt;
 }
 
+// Comparability mode: the other harness's timing on the worker that ran the checks (as they
+// time in the process that checked), then the outputs checked once more.
+std::optional<stop> evaluator::bench() {
+  auto t0 = clock_type::now();
+  progress(cfg_.mode == timing_mode::kernelbench ? "time (KernelBench cuda_event protocol)"
+                                                 : "time (do_bench protocol)");
+  if (!cuda_) return stop{outcome::unsupported_target, "comparability modes time CUDA kernels", {}};
+  const shape_set& ts = timing_shape(t_);
+  e_.timing_shape = ts.name;
+  auto l = make_layout(t_, ts);
+  if (!l) return stop{outcome::resource_limit, l.error().message, {}};
+  wire::command c;
+  c.kind = wire::op::bench;
+  c.protocol = cfg_.mode == timing_mode::kernelbench ? wire::bench_protocol::kernelbench
+                                                      : wire::bench_protocol::do_bench;
+  c.warmup = cfg_.bench_warmup;
+  c.trials = cfg_.bench_trials;
+  worker_result r = cand_worker_.request(c, cfg_.call_timeout_s * 10);
+  if (!r.ok()) return from_worker(r, "comparability timing");
+  const wire::bench_stats& b = r.reply.bench;
+  comparability_result cr;
+  cr.protocol = cfg_.mode == timing_mode::kernelbench ? "kernelbench" : "do_bench";
+  cr.warmup = c.warmup;
+  cr.trials = b.trials;
+  cr.mean_seconds = b.mean_s;
+  cr.std_seconds = b.std_s;
+  cr.min_seconds = b.min_s;
+  cr.max_seconds = b.max_s;
+  cr.median_seconds = b.median_s;
+  cr.p20_seconds = b.p20_s;
+  cr.p80_seconds = b.p80_s;
+  cr.host_seconds = r.seconds;
+  e_.comparability = cr;
+  e_.median_seconds = b.median_s;
+  stage_done("time", t0);
+  // The worker's events cannot claim more time than passed on lathe's clock.
+  if (b.mean_s * b.trials > r.seconds * 1.01 + 1e-4)
+    return stop{outcome::suspicious_speed, "the worker's event times exceed lathe's clock", {}};
+  // The outputs of the last timed call, against the last check's reference.
+  auto t1 = clock_type::now();
+  if (dev_trials_) {
+    if (auto s = device_verify(cand_worker_, region_, 1, *l, 0, 0, last_seed_, ", after the timing loop",
+                               nullptr))
+      return s;
+  } else if (last_host_trial_) {
+    if (auto s = download(cand_worker_, 0, 1)) return s;
+    if (auto s = check_slot_outputs(*l, *last_host_trial_, region_.data(), ", after the timing loop"))
+      return s;
+  }
+  stage_done("verify", t1);
+  const double floor = roofline_floor(*l, 1);
+  if (floor > 0 && b.median_s > 0) e_.roofline_fraction = floor / b.median_s;
+  return std::nullopt;
+}
+
 double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
-  if (cuda_) return 0;  // no measured GPU ceilings yet (issue 3): no floor, no fraction
+  // Ceilings of the machine the kernel runs on: a CUDA task needs a measured GPU target.
+  if (cuda_ != (cfg_.tgt.plat == platform::cuda)) return 0;
   const shape_set& ts = *l.shapes;
   auto flops = eval_cost(t_.cost.flops, ts);
   auto bytes = eval_cost(t_.cost.bytes, ts);
@@ -554,8 +949,13 @@ double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
   // Working set of a block: every rotated slot. Within the LLC the data comes from cache.
   const bool in_cache = cfg_.tgt.llc_bytes > 0 && l.slot_bytes * slots <= cfg_.tgt.llc_bytes;
   const double bw = in_cache ? cfg_.tgt.cache_bytes_per_s : cfg_.tgt.copy_bytes_per_s;
+  // Tensor-core rate for 16-bit floating inputs (bf16/fp16 matrix products), else the FMA rate.
+  bool half = false;
+  for (const auto& in : t_.inputs) half = half || in.type == dtype::bf16 || in.type == dtype::f16;
+  const double rate = cuda_ && half && cfg_.tgt.tensor_flops_per_s > 0 ? cfg_.tgt.tensor_flops_per_s
+                                                                       : cfg_.tgt.flops_per_s;
   double floor = 0;
-  if (cfg_.tgt.flops_per_s > 0) floor = std::max(floor, *flops / cfg_.tgt.flops_per_s);
+  if (rate > 0) floor = std::max(floor, *flops / rate);
   if (bw > 0) floor = std::max(floor, *bytes / bw);
   return floor;
 }
@@ -593,9 +993,18 @@ std::optional<stop> evaluator::run() {
                 "the kernel builds for " + isa + "; no CUDA device on this machine to run it", {}};
   }
   if (auto s = check_all()) return s;
-  if (cfg_.time)
-    if (auto s = time_all()) return s;
-  return std::nullopt;
+  if (!cfg_.time) return std::nullopt;
+  // The device's state around the timing: a throttled or hot GPU times slow, and a ratio taken
+  // across a change of clocks says so here.
+  std::unique_ptr<nvml_session> nvml = cuda_ ? nvml_session::open() : nullptr;
+  auto snapshot = [&]() -> std::optional<gpu_snapshot> {
+    if (!nvml) return std::nullopt;
+    return cfg_.tgt.uuid.empty() ? nvml->read(0u) : nvml->read(cfg_.tgt.uuid);
+  };
+  e_.gpu_before = snapshot();
+  std::optional<stop> s = comparability_ ? bench() : time_all();
+  e_.gpu_after = snapshot();
+  return s;
 }
 
 }  // namespace

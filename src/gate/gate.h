@@ -18,6 +18,11 @@
 
 namespace lathe::gate {
 
+// Decision mode is lathe's own protocol (PROTOCOL.md "Timing"): paired, randomized, A/A
+// controlled, all shape sets checked. The comparability modes reproduce another harness's work
+// on the timed shape only, for numbers that can stand next to that harness's (no decision).
+enum class timing_mode : uint8_t { decision, kernelbench, do_bench };
+
 struct gate_config {
   std::filesystem::path cache_dir;  // workspace cache
   toolchain tools;
@@ -28,6 +33,10 @@ struct gate_config {
   uint64_t seed_base = 0;           // 0: a fresh random base per evaluation
   bool time = true;                 // false: stop after the checks
   bool aa_control = true;           // run the A/A control (baseline vs a copy of itself)
+  timing_mode mode = timing_mode::decision;
+  uint32_t bench_warmup = 3;        // comparability: warm-up calls (kernelbench)
+  uint32_t bench_trials = 100;      // comparability: timed calls (kernelbench)
+  bool device_trials = true;        // CUDA tasks with a gpu_reference: trials on the device
   double call_timeout_s = 20;       // watchdog for one call during checks
   std::function<void(const std::string&)> progress;  // stage messages (cli prints them)
 };

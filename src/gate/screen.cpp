@@ -1,5 +1,6 @@
 #include "gate/screen.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -59,6 +60,49 @@ const banned banned_calls[] = {
     {"cudaStreamSetAttribute", "CUDA ABI violation (persistent L2)"},
     {"cudaCtxResetPersistingL2Cache", "CUDA ABI violation (persistent L2)"},
     {"cudaDeviceReset", "CUDA ABI violation (device reset)"},
+    // Other processes' device memory: a legacy IPC handle of another worker's exported buffer
+    // can be forged from a kernel's own by swapping the pid (seen on the H200), so no kernel may
+    // touch IPC at all; lathe's own workers export only to the trusted oracle.
+    {"cudaIpcGetMemHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaIpcOpenMemHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaIpcCloseMemHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaIpcGetEventHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaIpcOpenEventHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaMemPoolImportPointer", "CUDA IPC (other processes' device memory)"},
+    {"cudaMemPoolImportFromShareableHandle", "CUDA IPC (other processes' device memory)"},
+    {"cudaMemPoolExportToShareableHandle", "CUDA IPC (other processes' device memory)"},
+    {"cuIpcGetMemHandle", "CUDA IPC (other processes' device memory)"},
+    {"cuIpcOpenMemHandle", "CUDA IPC (other processes' device memory)"},
+    {"cuIpcOpenMemHandle_v2", "CUDA IPC (other processes' device memory)"},
+    {"cuMemImportFromShareableHandle", "CUDA IPC (other processes' device memory)"},
+    {"cuMemExportToShareableHandle", "CUDA IPC (other processes' device memory)"},
+    // The driver API by name: every function of libcuda (cuCtxSetLimit, cuStreamSetAttribute,
+    // cuMemAlloc…) without importing its symbol, the way dlsym would.
+    {"cudaGetDriverEntryPoint", "dynamic loading"},
+    {"cudaGetDriverEntryPointByVersion", "dynamic loading"},
+    {"cuGetProcAddress", "dynamic loading"},
+    {"cuGetProcAddress_v2", "dynamic loading"},
+};
+
+// Names whose mere use is the violation (a call is not needed: they are passed as values).
+// The per-thread and legacy default streams need no creation, so banning cudaStreamCreate*
+// alone leaves them open as side streams: the worker's stream is non-blocking, so work on them is
+// ordered with nothing the timer records on args->stream. An access-policy window or persisting
+// access property (by stream attribute, launch attribute or graph-node attribute) keeps data in
+// L2 across calls.
+const banned banned_names[] = {
+    {"cudaStreamLegacy", "CUDA ABI violation (default stream)"},
+    {"cudaStreamPerThread", "CUDA ABI violation (default stream)"},
+    {"CU_STREAM_LEGACY", "CUDA ABI violation (default stream)"},
+    {"CU_STREAM_PER_THREAD", "CUDA ABI violation (default stream)"},
+    {"cudaAccessPropertyPersisting", "CUDA ABI violation (persistent L2)"},
+    {"CU_ACCESS_PROPERTY_PERSISTING", "CUDA ABI violation (persistent L2)"},
+    {"cudaStreamAttributeAccessPolicyWindow", "CUDA ABI violation (persistent L2)"},
+    {"cudaLaunchAttributeAccessPolicyWindow", "CUDA ABI violation (persistent L2)"},
+    {"cudaKernelNodeAttributeAccessPolicyWindow", "CUDA ABI violation (persistent L2)"},
+    {"CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW", "CUDA ABI violation (persistent L2)"},
+    {"cudaLimitPersistingL2CacheSize", "CUDA ABI violation (persistent L2)"},
+    {"CU_LIMIT_PERSISTING_L2_CACHE_SIZE", "CUDA ABI violation (persistent L2)"},
 };
 
 // Vendor libraries: a candidate may not delegate the operator to them unless the task allows.
@@ -113,6 +157,40 @@ std::string strip(const std::string& s) {
   return o;
 }
 
+// Kernel launches `k<<<grid, block[, smem[, stream]]>>>` on the default stream: two or three
+// configuration arguments, or a literal null stream. The worker's stream is non-blocking: such a
+// launch runs unordered with the timed stream, so its time escapes the timer's events while its
+// results still reach the checks, which synchronize with it. LLM-written kernels often omit the
+// stream. One argument is a macro (`<<<GRID_>>>`), whose expansion is not visible here, nor is a
+// stream variable that happens to be null: the second line is at run time (the worker
+// synchronizes the whole device at the end of a timed block, and timing.cpp compares lathe's
+// clock with the stream's events).
+void screen_launches(const std::string& path, const std::string& code, std::vector<finding>& out) {
+  static const std::regex null_stream(
+      R"(^\(*(?:\(cudaStream_t\)|(?:static_cast|reinterpret_cast)<cudaStream_t>|cudaStream_t)?[({]*(?:0+[xX]?0*[uUlL]*|nullptr|NULL)?[)}]*$)");
+  for (size_t p = code.find("<<<"); p != std::string::npos; p = code.find("<<<", p + 3)) {
+    const size_t q = code.find(">>>", p + 3);
+    if (q == std::string::npos) break;
+    std::vector<std::string> args(1);
+    int depth = 0;
+    for (size_t i = p + 3; i < q; ++i) {
+      const char c = code[i];
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') --depth;
+      if (c == ',' && depth == 0) args.emplace_back();
+      else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') args.back() += c;
+    }
+    const bool defaulted = args.size() == 2 || args.size() == 3;
+    if (!defaulted && !(args.size() == 4 && std::regex_match(args[3], null_stream))) continue;
+    const auto line = 1 + std::count(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(p), '\n');
+    out.push_back({"CUDA ABI violation (default stream)", path + ":" + std::to_string(line),
+                   std::string(defaulted ? "a launch without a stream argument"
+                                         : "a launch on the null stream") +
+                       " runs on the default stream, which the timer does not see: pass "
+                       "static_cast<cudaStream_t>(args->stream) as the fourth launch parameter"});
+  }
+}
+
 bool flag_ok(const std::string& f, const task& t, std::string& why) {
   static const std::regex ok(R"(-O[0-3s]|-O|-g|-f[a-z0-9][a-z0-9_=.-]*|-m[a-z0-9][a-z0-9_=.,-]*|-std=[a-z0-9+]+|-W(?![lap],)[a-z0-9=,_-]*|-D[A-Za-z_][A-Za-z0-9_]*(=[A-Za-z0-9_.+-]*)?|-U[A-Za-z_][A-Za-z0-9_]*|--use_fast_math|-lineinfo|-Xptxas=-v|--extended-lambda|--expt-relaxed-constexpr)");
   if (!std::regex_match(f, ok)) { why = "not an allowed compiler flag"; return false; }
@@ -151,8 +229,10 @@ std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, scree
     return false;
   }();
   for (const auto& [path, text] : b.sources) {
+    const std::string code = strip(text);
+    if (path.ends_with(".cu") || path.ends_with(".cuh")) screen_launches(path, code, out);
     std::istringstream raw(text);
-    std::istringstream in(strip(text));
+    std::istringstream in(code);
     std::string line, raw_line;
     for (int no = 1; std::getline(in, line) && std::getline(raw, raw_line); ++no) {
       const std::string where = path + ":" + std::to_string(no);
@@ -180,6 +260,8 @@ std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, scree
                            cuda ? "a system-call instruction in inline assembly"
                                 : "inline assembly can make raw system calls"});
         }
+        for (const auto& bn : banned_names)
+          if (id == bn.name) out.push_back({bn.what, where, std::string("uses ") + bn.name});
         for (const auto& bc : banned_calls)
           if (id == bc.name) {
             // `time` and `clock` are common variable names: only a call counts.

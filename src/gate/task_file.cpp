@@ -412,7 +412,7 @@ result<task> load_task(const fs::path& path) {
   const toml::table& root = parsed.table();
   LATHE_TRY(keys, r.check_keys(root,
                                {"name", "operator", "platform", "role", "description", "baseline",
-                                "reference", "allow_libraries", "allow_fast_math", "scalar",
+                                "reference", "gpu_reference", "allow_libraries", "allow_fast_math", "scalar",
                                 "input", "output", "shapes", "perturbations", "comparison", "cost"},
                                ""));
   task t;
@@ -448,6 +448,16 @@ result<task> load_task(const fs::path& path) {
   if (t.reference.is_absolute() || !fs::is_regular_file(t.dir / t.reference, ec))
     return r.err(line_of(*root.get("reference")), "",
                  "reference '" + **ref + "' is not a file in " + t.dir.string());
+  LATHE_TRY(gref, r.str(root, "gpu_reference", "", false));
+  if (*gref) {
+    t.gpu_reference = **gref;
+    if (t.plat != platform::cuda)
+      return r.err(line_of(*root.get("gpu_reference")), "",
+                   "gpu_reference is for CUDA tasks (platform = \"cuda\")");
+    if (t.gpu_reference.is_absolute() || !fs::is_regular_file(t.dir / t.gpu_reference, ec))
+      return r.err(line_of(*root.get("gpu_reference")), "",
+                   "gpu_reference '" + **gref + "' is not a file in " + t.dir.string());
+  }
   LATHE_TRY(libs, r.str_array(root, "allow_libraries", ""));
   t.allow_libraries = *libs;
   LATHE_TRY(fast, r.boolean(root, "allow_fast_math", ""));

@@ -19,7 +19,14 @@ struct timed_worker {
   uint32_t rotate = 1;   // slots to rotate over
   uint64_t calls = 1;    // calls per block (calibrated)
   double per_call = 0;   // seconds per call seen by the calibration
+  bool cuda = false;     // a CUDA worker: its reply carries the event time of the block
+  bool graph = false;    // replay the block from a CUDA graph (short kernels)
+  std::string method;    // how its last block was timed: "wall", "events", "graph"
 };
+
+// CUDA kernels shorter than this per call are timed by CUDA-graph replay: launch overhead
+// (2-5 us a launch) would otherwise be part of their time.
+constexpr double graph_below_seconds = 100e-6;
 
 // The watchdog of one block: the call watchdog plus ten times the block's expected length, so
 // that a slow kernel (a naive gemm takes 0.4 s a call) survives a loaded machine.
@@ -32,7 +39,14 @@ struct series_result {
   bool ok = true;
   worker_result failure;  // when !ok: the request that failed
   bool failed_a = true;   // which side failed
+  // A block whose lathe-side time exceeds the worker's event time of the timed stream by far:
+  // work ran outside that stream (a side stream, the legacy default stream) and was hidden
+  // from the events. Empty when every block agreed.
+  std::string outside_stream;
 };
+
+// One block: `calls` calls rotating over the worker's slots, as graph replay when tw.graph.
+worker_result run_block(timed_worker& tw, double timeout_s);
 
 // Calls per block so that one block lasts about `block_seconds` (at least `rotate`).
 result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,

@@ -72,6 +72,23 @@ wire::command setup_command(const task& t, const slot_layout& l, uint32_t slots)
     d.offset = offset;
     d.bytes = r.bytes;
     d.is_output = out;
+    d.type = static_cast<uint8_t>(spec.type);
+    if (!out) {
+      // What the device generates from (op::fill): rng::element_params as core/rng.cpp sets it.
+      const distribution& dist = spec.dist;
+      d.dist_kind = static_cast<uint8_t>(dist.kind);
+      switch (dist.kind) {
+        case distribution_kind::uniform:
+        case distribution_kind::integers: d.dist_a = dist.low, d.dist_b = dist.high; break;
+        case distribution_kind::normal: d.dist_a = dist.mean, d.dist_b = dist.stddev; break;
+        case distribution_kind::constant: d.dist_a = dist.value, d.dist_b = 0; break;
+      }
+    } else {
+      const effective_tolerance tol = tolerance_for(t.compare, spec.type);
+      d.rtol = tol.rtol;
+      d.atol = tol.atol;
+      d.nerr = tol.nerr;
+    }
   };
   for (size_t i = 0; i < t.inputs.size(); ++i) put(t.inputs[i], l.inputs[i], l.input_offset[i], false);
   for (size_t i = 0; i < t.outputs.size(); ++i)

@@ -116,9 +116,33 @@ result<void> backfill_v2(sqlite3* db) {
   }
 }
 
-constexpr std::array<migration, 2> all = {{
+// Version 3: hardware profiles (the gate's profile stage, gate/profile.h), append-only like
+// evaluations. Bound to the kernel hash and the device; the profiler's raw output is a blob.
+constexpr std::string_view v3_sql = R"sql(
+CREATE TABLE profiles (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  kernel_hash TEXT NOT NULL,
+  task TEXT NOT NULL,
+  shape_set TEXT NOT NULL,
+  target_device TEXT NOT NULL,
+  target_arch TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  tool_version TEXT NOT NULL,
+  raw_blob TEXT NOT NULL REFERENCES blobs(hash),
+  profile_json TEXT NOT NULL
+);
+CREATE INDEX profiles_kernel_hash ON profiles(kernel_hash);
+CREATE TRIGGER profiles_no_update BEFORE UPDATE ON profiles
+BEGIN SELECT RAISE(ABORT, 'append-only: profiles are never changed'); END;
+CREATE TRIGGER profiles_no_delete BEFORE DELETE ON profiles
+BEGIN SELECT RAISE(ABORT, 'append-only: profiles are never deleted'); END;
+)sql";
+
+constexpr std::array<migration, 3> all = {{
     {1, "create the store", v1_sql, nullptr, {}},
     {2, "add provenance, target_arch, measurements and indexes", v2_sql, backfill_v2, v2_sql_after},
+    {3, "add profiles", v3_sql, nullptr, {}},
 }};
 
 }  // namespace

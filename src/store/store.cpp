@@ -318,6 +318,62 @@ result<std::vector<evaluation_summary>> store::list_evaluations(const std::strin
   }
 }
 
+result<int64_t> store::add_profile(const profile& p) {
+  if (p.kernel_hash.empty())
+    return fail(errc::invalid_argument, "add_profile: the profile names no kernel hash");
+  auto tx = sql::transaction::begin(db_.get());
+  if (!tx) return tl::unexpected(tx.error());
+  auto raw = put_blob(p.raw_csv);
+  if (!raw) return tl::unexpected(raw.error());
+  // The raw output lives in its blob only; the JSON holds the parsed figures.
+  profile body = p;
+  body.id = 0;
+  body.created_at.clear();
+  body.raw_csv.clear();
+  auto s = sql::statement::prepare(
+      db_.get(), std::string("INSERT INTO profiles (created_at, kernel_hash, task, shape_set, "
+                             "target_device, target_arch, tool, tool_version, raw_blob, "
+                             "profile_json) VALUES (") +
+                     now_sql + ", ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
+  if (!s) return tl::unexpected(s.error());
+  s->bind(1, p.kernel_hash).bind(2, p.task).bind(3, p.shape_set).bind(4, p.tgt.device);
+  s->bind(5, p.tgt.arch).bind(6, p.tool).bind(7, p.tool_version).bind(8, *raw);
+  s->bind(9, dump(json(body)));
+  if (auto r = s->run(); !r) return tl::unexpected(r.error());
+  const int64_t id = sqlite3_last_insert_rowid(db_.get());
+  if (auto r = tx->commit(); !r) return tl::unexpected(r.error());
+  return id;
+}
+
+result<std::vector<profile>> store::profiles_for(const std::string& kernel_hash) const {
+  auto s = sql::statement::prepare(
+      db_.get(),
+      "SELECT id, created_at, raw_blob, profile_json FROM profiles WHERE kernel_hash = ?1 "
+      "ORDER BY id");
+  if (!s) return tl::unexpected(s.error());
+  s->bind(1, kernel_hash);
+  std::vector<profile> out;
+  for (;;) {
+    auto row = s->step();
+    if (!row) return tl::unexpected(row.error());
+    if (!*row) return out;
+    profile p;
+    try {
+      json::parse(s->text(3)).get_to(p);
+    } catch (const std::exception& ex) {
+      return fail(errc::store_error, db_file(db_.get()) + ": profile " +
+                                         std::to_string(s->int64(0)) +
+                                         " has unreadable JSON: " + ex.what());
+    }
+    p.id = s->int64(0);
+    p.created_at = s->text(1);
+    auto raw = get_blob(s->text(2));
+    if (!raw) return tl::unexpected(raw.error());
+    p.raw_csv = std::move(*raw);
+    out.push_back(std::move(p));
+  }
+}
+
 result<void> store::put_measurement(const std::string& key, const std::string& json_text) {
   if (!json::accept(json_text))
     return fail(errc::invalid_argument, "measurement '" + key + "' is not valid JSON");

@@ -1,6 +1,6 @@
-// The store: SQLite in WAL mode, a versioned schema with migrations, append-only evaluations
-// and samples (triggers refuse UPDATE and DELETE), content-addressed blobs. Safe with several
-// lathe processes on one workspace (busy timeout, immediate transactions).
+// The store: SQLite in WAL mode, a versioned schema with migrations, append-only evaluations,
+// samples and profiles (triggers refuse UPDATE and DELETE), content-addressed blobs. Safe with
+// several lathe processes on one workspace (busy timeout, immediate transactions).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/evaluation.h"
 #include "core/kernel.h"
+#include "core/profile.h"
 
 struct sqlite3;
 
@@ -26,7 +27,7 @@ struct evaluation_summary {
 
 class store {
  public:
-  static constexpr int schema_version = 2;  // bump with a migration in store/migrations.cpp
+  static constexpr int schema_version = 3;  // bump with a migration in store/migrations.cpp
 
   static result<store> open(const std::filesystem::path& db_file);
   store(store&&) noexcept;
@@ -49,6 +50,11 @@ class store {
   // Newest first. An empty task_filter lists every task; limit <= 0 lists them all.
   result<std::vector<evaluation_summary>> list_evaluations(const std::string& task_filter,
                                                            int limit) const;
+
+  // A hardware profile (its raw output as a blob), in one transaction. Returns its id.
+  result<int64_t> add_profile(const profile& p);
+  // Every profile of a kernel, oldest first, each with its raw output and created_at.
+  result<std::vector<profile>> profiles_for(const std::string& kernel_hash) const;
 
   // A small cache of measured values (target ceilings, A/A noise), keyed by text. Not
   // append-only: a measurement may be refreshed.

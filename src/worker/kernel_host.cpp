@@ -1,4 +1,5 @@
 #include "worker/kernel_host.h"
+#include "worker/replies.h"
 
 #ifdef LATHE_WORKER_CUDA
 #include "worker/cuda_device.h"
@@ -19,35 +20,6 @@ namespace {
 
 constexpr uint64_t tensor_alignment = 256;  // the ABI's promise for tensors and the workspace
 
-wire::reply answer(wire::status st, int64_t code, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-wire::reply answer(wire::status st, int64_t code, const char* fmt, ...) {
-  wire::reply r;
-  r.st = st;
-  r.code = code;
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(r.message, sizeof r.message, fmt, ap);
-  va_end(ap);
-  return r;
-}
-
-// Kernel code may throw through its extern "C" entry points (g++ allows it); an exception is a
-// kernel failure with a message, not a reason for the worker to die of std::terminate.
-template <class F>
-bool call_kernel(F&& f, std::string& what) {
-  try {
-    f();
-    return true;
-  } catch (const std::exception& e) {
-    what = std::string("uncaught exception: ") + e.what();
-  } catch (...) {
-    what = "uncaught exception of unknown type";
-  }
-  return false;
-}
-
 bool bytes_of(const wire::tensor_desc& t, uint64_t& bytes) {
   uint64_t elements = 1;
   for (int d = 0; d < t.ndim; ++d) {
@@ -66,8 +38,9 @@ kernel_host::~kernel_host() {
   std::free(workspace_);
 }
 
-wire::reply kernel_host::load() {
+wire::reply kernel_host::load(const wire::command& c) {
   if (handle_) return answer(wire::status::bad_command, 0, "the kernel is already loaded");
+  oracle_ = c.oracle != 0;
   // Through /proc: glibc has no dlopen by descriptor. lathe made sure the worker's user may
   // open it (gate/cpu/worker.cpp, object_for).
   char path[64];
@@ -86,6 +59,12 @@ wire::reply kernel_host::load() {
     return answer(wire::status::abi_mismatch, *tag,
                   "the kernel was built for lathe ABI version %u, this worker speaks %u", *tag,
                   LATHE_ABI_VERSION);
+  if (oracle_) {
+    reference_ = reinterpret_cast<reference_fn>(dlsym(handle_, "lathe_reference"));
+    if (!reference_)
+      return answer(wire::status::no_launch, 0, "the reference exports no lathe_reference");
+    return answer(wire::status::ok, 0, "reference loaded");
+  }
   launch_ = reinterpret_cast<launch_fn>(dlsym(handle_, "lathe_launch"));
   if (!launch_)
     return answer(wire::status::no_launch, 0, "no lathe_launch symbol (extern \"C\" missing?)");
@@ -106,7 +85,8 @@ wire::reply kernel_host::setup(const wire::command& c) {
   std::free(workspace_);
   workspace_ = nullptr;
   workspace_size_ = 0;
-  if (!launch_) return answer(wire::status::bad_command, 0, "setup before a successful load");
+  if (!launch_ && !reference_)
+    return answer(wire::status::bad_command, 0, "setup before a successful load");
   if (c.num_inputs > wire::max_tensors || c.num_outputs > wire::max_tensors ||
       c.num_inputs + c.num_outputs > wire::max_tensors || c.num_scalars > wire::max_scalars ||
       c.num_slots == 0)
@@ -191,31 +171,6 @@ wire::reply kernel_host::setup(const wire::command& c) {
   return r;
 }
 
-#ifdef LATHE_WORKER_CUDA
-// Tensors move to the device: one buffer laid out like the region, so slot s of the region and
-// of the device share offsets and a transfer is one copy.
-wire::reply kernel_host::setup_device(uint64_t workspace_bytes) {
-  const uint64_t bytes = uint64_t{slots_} * layout_.slot_stride;
-  std::string e = dev_->allocate(bytes, workspace_bytes);
-  if (!e.empty()) return answer(wire::status::device_error, 0, "%s", e.c_str());
-  const uint32_t nt = layout_.num_inputs + layout_.num_outputs;
-  for (uint32_t s = 0; s < slots_; ++s) {
-    for (uint32_t i = 0; i < nt; ++i) {
-      DLTensor& t = tensors_[size_t{s} * nt + i];
-      t.data = dev_->base() + uint64_t{s} * layout_.slot_stride + layout_.tensors[i].offset;
-      t.device = DLDevice{kDLCUDA, 0};
-    }
-    args_[s].stream = dev_->stream();
-    args_[s].workspace = dev_->workspace();
-    args_[s].workspace_bytes = workspace_bytes;
-  }
-  workspace_size_ = workspace_bytes;
-  ready_ = true;
-  wire::reply r = answer(wire::status::ok, 0, "ready on the device");
-  r.workspace_bytes = workspace_bytes;
-  return r;
-}
-#endif
 
 wire::reply kernel_host::transfer(const wire::command& c) {
 #ifdef LATHE_WORKER_CUDA
@@ -264,44 +219,5 @@ wire::reply kernel_host::run(const wire::command& c) {
   return r;
 }
 
-#ifdef LATHE_WORKER_CUDA
-// Launches enqueue on the worker's stream; events around them, one synchronization at the end.
-// A launch that returns non-zero stops the loop; a device fault is reported as device_error.
-wire::reply kernel_host::run_device(const wire::command& c) {
-  uint64_t done = 0;
-  int rc = 0;
-  std::string what;
-  bool threw = false;
-  double seconds = 0;
-  std::string e = dev_->timed(
-      [&] {
-        for (; done < c.calls; ++done) {
-          const uint64_t slot = (uint64_t{c.first_slot} + done) % c.rotate;
-          error_[0] = 0;
-          if (!call_kernel([&] { rc = launch_(&args_[slot]); }, what)) {
-            threw = true;
-            return;
-          }
-          if (rc != 0) return;
-        }
-      },
-      seconds);
-  wire::reply r;
-  if (!e.empty()) {
-    r = answer(wire::status::device_error, 0, "%s", e.c_str());
-  } else if (threw) {
-    r = answer(wire::status::kernel_error, -1, "%s", what.c_str());
-  } else if (rc != 0) {
-    error_[sizeof error_ - 1] = 0;
-    r = answer(wire::status::kernel_error, rc, "%s", error_);
-  } else {
-    r = answer(wire::status::ok, 0, "%s", "");
-  }
-  r.calls_done = done;
-  r.device_seconds = seconds;
-  r.workspace_bytes = workspace_size_;
-  return r;
-}
-#endif
 
 }  // namespace lathe::worker

@@ -67,6 +67,7 @@ struct worker_state {
 #ifdef LATHE_WORKER_CUDA
   worker::cuda_device device;
   bool cuda_ready = false;
+  uint64_t region_bytes = 0;
 #endif
 };
 
@@ -82,6 +83,9 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
       if (!s.cuda_ready) {
         std::string e = s.device.init();
         if (!e.empty()) return refuse(wire::status::device_error, "no CUDA device: ", e.c_str());
+        // The device mirror of the whole region, and its IPC handle, before any kernel code.
+        e = s.device.reserve(s.region_bytes, c.share != 0);
+        if (!e.empty()) return refuse(wire::status::device_error, "device memory: ", e.c_str());
         s.cuda_ready = true;
         host.attach(&s.device);
       }
@@ -92,7 +96,7 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
           return refuse(wire::status::init_failed, "sandbox not installed: ", e.c_str());
         s.sandboxed = true;
       }
-      return host.load();
+      return host.load(c);
     }
     case wire::op::setup:
       return host.setup(c);
@@ -101,6 +105,20 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
     case wire::op::upload:
     case wire::op::download:
       return host.transfer(c);
+    case wire::op::fill:
+    case wire::op::poison:
+    case wire::op::share:
+    case wire::op::reference:
+    case wire::op::attach:
+    case wire::op::compare:
+    case wire::op::fetch_ref:
+    case wire::op::stage:
+    case wire::op::bench:
+#ifdef LATHE_WORKER_CUDA
+      return host.device_op(c);
+#else
+      return refuse(wire::status::bad_command, "this worker has no device (not lathe-worker-cuda)", "");
+#endif
     case wire::op::quit:
       return wire::reply{};
   }
@@ -135,6 +153,9 @@ int main(int argc, char** argv) {
     }
   }
 
+#ifdef LATHE_WORKER_CUDA
+  s.region_bytes = region_bytes;
+#endif
   worker::kernel_host host(region, region_bytes);
   for (;;) {
     wire::command c;

@@ -125,6 +125,69 @@ TEST(json, kernel_manifest_and_target) {
   EXPECT_EQ(tb.copy_bytes_per_s, 4.2e12);
 }
 
+TEST(json, gpu_target_and_snapshot_round_trip) {
+  target t;
+  t.plat = platform::cuda;
+  t.arch = "sm_90a";
+  t.device = "NVIDIA H200";
+  t.capabilities = {"bf16", "cp.async", "tma", "wgmma"};
+  t.cores = 132;
+  t.llc_bytes = 52428800;
+  t.copy_bytes_per_s = 4.2e12;
+  t.cache_bytes_per_s = 9.5e12;
+  t.flops_per_s = 5.1e13;
+  t.tensor_flops_per_s = 8.07e14;
+  t.uuid = "GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9";
+  t.cc_major = 9;
+  t.cc_minor = 0;
+  t.memory_bytes = 150754820096;
+  t.smem_optin_bytes = 232448;
+  t.smem_per_sm_bytes = 233472;
+  t.registers_per_sm = 65536;
+  t.sm_clock_mhz = 1980;
+  t.mem_clock_mhz = 3201;
+  t.memory_bus_bits = 6144;
+  t.driver_version = 13000;
+  t.runtime_version = 12080;
+  json j;
+  target back = round_trip(t, &j);
+  EXPECT_EQ(back.uuid, t.uuid);
+  EXPECT_EQ(back.cc_major, 9);
+  EXPECT_EQ(back.memory_bytes, t.memory_bytes);
+  EXPECT_EQ(back.smem_optin_bytes, t.smem_optin_bytes);
+  EXPECT_EQ(back.smem_per_sm_bytes, t.smem_per_sm_bytes);
+  EXPECT_EQ(back.registers_per_sm, 65536u);
+  EXPECT_EQ(back.sm_clock_mhz, 1980u);
+  EXPECT_EQ(back.mem_clock_mhz, 3201u);
+  EXPECT_EQ(back.memory_bus_bits, 6144u);
+  EXPECT_EQ(back.driver_version, 13000);
+  EXPECT_EQ(back.runtime_version, 12080);
+  EXPECT_EQ(back.cache_bytes_per_s, 9.5e12);
+  EXPECT_EQ(back.tensor_flops_per_s, 8.07e14);
+  EXPECT_EQ(j["tensor_flops_per_s"], 8.07e14);
+
+  // A CPU target carries no device fields, but keeps its in-cache ceiling.
+  target cpu;
+  cpu.arch = "x86-64-v3";
+  cpu.cache_bytes_per_s = 2e11;
+  json jc;
+  target cb = round_trip(cpu, &jc);
+  EXPECT_FALSE(jc.contains("uuid"));
+  EXPECT_FALSE(jc.contains("tensor_flops_per_s"));
+  EXPECT_EQ(cb.cache_bytes_per_s, 2e11);
+
+  gpu_snapshot s{1755, 3201, 41, 123.456, 0x44, "2026-11-29T10:15:30.123Z"};
+  json js;
+  gpu_snapshot sb = round_trip(s, &js);
+  EXPECT_EQ(sb.sm_clock_mhz, 1755u);
+  EXPECT_EQ(sb.mem_clock_mhz, 3201u);
+  EXPECT_EQ(sb.temperature_c, 41);
+  EXPECT_EQ(sb.power_w, 123.456);
+  EXPECT_EQ(sb.throttle_reasons, 0x44u);
+  EXPECT_EQ(sb.time, s.time);
+  EXPECT_EQ(js["throttle_reasons"], 0x44);
+}
+
 TEST(json, lineage_side_types) {
   feature f{"gemm_kernel/k", "smem_tiling", {{"tile", "64"}}, detection_method::ptx};
   json j;
@@ -254,6 +317,51 @@ TEST(json, evaluation_round_trips) {
   round_trip(p);
   round_trip(provenance{"llm", "anthropic/x", false});
   round_trip(budget{});
+}
+
+TEST(json, gpu_evaluation_fields_round_trip) {
+  evaluation e;
+  e.trials_on = "device";
+  comparability_result c;
+  c.protocol = "kernelbench";
+  c.warmup = 3;
+  c.trials = 100;
+  c.mean_seconds = 3.1e-3;
+  c.std_seconds = 1e-5;
+  c.min_seconds = 3.0e-3;
+  c.max_seconds = 3.3e-3;
+  c.median_seconds = 3.09e-3;
+  c.p20_seconds = 3.05e-3;
+  c.p80_seconds = 3.12e-3;
+  c.host_seconds = 0.35;
+  e.comparability = c;
+  gpu_snapshot g;
+  g.sm_clock_mhz = 1980;
+  g.power_w = 314.5;
+  g.throttle_reasons = 4;
+  e.gpu_before = g;
+  paired_series p;
+  p.a_method = "graph";
+  p.b_method = "events";
+  e.paired = p;
+  json j = e;
+  EXPECT_EQ(j["trials_on"], "device");
+  EXPECT_TRUE(j["gpu_after"].is_null());
+  evaluation back = json::parse(j.dump()).get<evaluation>();
+  EXPECT_EQ(back.trials_on, "device");
+  ASSERT_TRUE(back.comparability);
+  EXPECT_EQ(back.comparability->protocol, "kernelbench");
+  EXPECT_EQ(back.comparability->trials, 100u);
+  EXPECT_EQ(back.comparability->p80_seconds, 3.12e-3);
+  EXPECT_EQ(back.comparability->host_seconds, 0.35);
+  ASSERT_TRUE(back.gpu_before);
+  EXPECT_EQ(back.gpu_before->sm_clock_mhz, 1980u);
+  EXPECT_EQ(back.gpu_before->throttle_reasons, 4u);
+  EXPECT_FALSE(back.gpu_after);
+  EXPECT_EQ(back.paired->a_method, "graph");
+  EXPECT_EQ(back.paired->b_method, "events");
+  // Records from before device trials read as host trials.
+  EXPECT_EQ(json::parse(R"({"outcome": "ok"})").get<evaluation>().trials_on, "host");
 }
 
 TEST(json, missing_fields_take_defaults) {

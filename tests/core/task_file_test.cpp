@@ -294,6 +294,25 @@ TEST_F(task_file, name_and_directory_and_files) {
   EXPECT_EQ(t.error().code, errc::not_found);
 }
 
+TEST_F(task_file, gpu_reference_is_for_cuda_tasks_and_must_exist) {
+  std::string toml = replace(base_toml, "reference   = \"reference.cpp\"",
+                             "reference   = \"reference.cpp\"\ngpu_reference = \"reference.cu\"");
+  // A CPU task has no use for it.
+  EXPECT_NE(load_error(toml, line_of(toml, "gpu_reference")).find("for CUDA tasks"), std::string::npos);
+  toml = replace(toml, "platform    = \"cpu\"", "platform    = \"cuda\"");
+  EXPECT_NE(load_error(toml, line_of(toml, "gpu_reference")).find("'reference.cu' is not a file"),
+            std::string::npos);
+  auto file = make(toml);
+  test::write_file(file.parent_path() / "reference.cu", "// gpu reference\n");
+  auto t = load_task(file);
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->gpu_reference, "reference.cu");
+  // Optional: without it, nothing is set.
+  t = load_task(make(replace(base_toml, "platform    = \"cpu\"", "platform    = \"cuda\"")));
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_TRUE(t->gpu_reference.empty());
+}
+
 TEST_F(task_file, find_kernel_by_name_only) {
   const auto file = make(base_toml);
   auto t = load_task(file);

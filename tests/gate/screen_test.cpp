@@ -106,3 +106,55 @@ TEST(screen, ptx_inline_assembly_in_cuda_sources_is_allowed_but_not_system_calls
   b.sources["k.cpp"] = "void g() { asm volatile(\"nop\"); }\n";
   EXPECT_TRUE(has(screen_sources(b, fp32_task(), screen_role::candidate), "inline assembly"));
 }
+
+namespace {
+
+kernel_bundle cu_bundle(const std::string& code) {
+  kernel_bundle b = bundle("");
+  b.sources.clear();
+  b.manifest.entry = "k.cu";
+  b.manifest.files = {"k.cu"};
+  b.sources["k.cu"] = code;
+  return b;
+}
+
+std::vector<finding> screen_cu(const std::string& code) {
+  return screen_sources(cu_bundle(code), fp32_task(), screen_role::candidate);
+}
+
+}  // namespace
+
+TEST(screen, cuda_launches_on_the_default_stream) {
+  const std::string def = "CUDA ABI violation (default stream)";
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256>>>(y); }"), def));
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256, 1024>>>(y); }"), def));
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256, 0, 0>>>(y); }"), def));
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256, 0, nullptr>>>(y); }"), def));
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256, 0, (cudaStream_t) 0>>>(y); }"), def));
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, 256, 0, static_cast<cudaStream_t>(NULL)>>>(y); }"), def));
+  // The line of the launch, also when its configuration spans lines.
+  auto f = screen_cu("int a;\nvoid f(float* y) {\n  k<<<dim3(4, 4),\n    dim3(16, 16)>>>(y);\n}\n");
+  ASSERT_EQ(f.size(), 1u) << describe(f);
+  EXPECT_EQ(f[0].where, "k.cu:3");
+  // Launches on args->stream or on a stream variable pass; so does a one-argument macro, whose
+  // expansion the text screen cannot see; comments do not count.
+  EXPECT_TRUE(screen_cu("void f(const lathe_args* a, float* y) {\n"
+                        "  k<<<dim3((n + 255) / 256, 1), 256, 0, static_cast<cudaStream_t>(a->stream)>>>(y);\n"
+                        "  k<<<grid, THREADS, SMEM_BYTES, stream>>>(y);\n  k<<<GRID_>>>(y);\n"
+                        "  // k<<<g, b>>>(y) would be refused\n}\n")
+                  .empty());
+  // The rule is for CUDA sources only.
+  EXPECT_TRUE(screen_sources(bundle("// k<<<g, b>>>\nint x = 1;\n"), fp32_task(), screen_role::candidate).empty());
+}
+
+TEST(screen, cuda_default_streams_persistent_l2_and_the_driver_api_by_name) {
+  EXPECT_TRUE(has(screen_cu("void f(float* y) { k<<<g, b, 0, cudaStreamPerThread>>>(y); }"),
+                  "CUDA ABI violation (default stream)"));
+  EXPECT_TRUE(has(screen_cu("cudaStream_t s = cudaStreamLegacy;"), "CUDA ABI violation (default stream)"));
+  EXPECT_TRUE(has(screen_cu("void f() { cudaLaunchAttribute at[1];\n"
+                            "  at[0].id = cudaLaunchAttributeAccessPolicyWindow; }"),
+                  "CUDA ABI violation (persistent L2)"));
+  EXPECT_TRUE(has(screen_cu("auto p = cudaAccessPropertyPersisting;"), "CUDA ABI violation (persistent L2)"));
+  auto f = screen_cu("void f() { void* fn; cudaGetDriverEntryPoint(\"cuCtxSetLimit\", &fn, 0); }");
+  EXPECT_TRUE(has(f, "dynamic loading")) << describe(f);
+}

@@ -151,3 +151,30 @@ TEST_F(cli, doctor_reports_the_machine) {
   auto h = run_lathe(ws() + " doctor --no-measure");
   EXPECT_NE(h.out.find("no GPU"), std::string::npos) << h.out;
 }
+
+TEST_F(cli, doctor_without_a_gpu_says_so_and_still_lists_the_cuda_tools) {
+  if (fs::exists("/dev/nvidiactl")) GTEST_SKIP() << "this machine has an NVIDIA device";
+  auto r = run_lathe(ws() + " doctor --json --no-measure");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["gpu"].get<bool>());
+  EXPECT_TRUE(j["gpu_target"].is_null());
+  EXPECT_TRUE(j["gpu_snapshot"].is_null());
+  EXPECT_EQ(j["gpu_error"], "");
+  for (const char* tool : {"nvcc", "ncu", "compute-sanitizer", "cuobjdump", "nsys"}) {
+    ASSERT_TRUE(j["cuda_tools"].contains(tool)) << tool;
+    const auto& t = j["cuda_tools"][tool];
+    // Present: where and which version; absent: null.
+    if (!t.is_null()) {
+      EXPECT_TRUE(fs::exists(t["path"].get<std::string>())) << tool;
+      EXPECT_FALSE(t["version"].get<std::string>().empty()) << tool;
+    }
+  }
+  EXPECT_EQ(j["cuda_tools"]["nvcc"].is_null(), j["nvcc"].get<std::string>().empty());
+  auto h = run_lathe(ws() + " doctor --no-measure");
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_NE(h.out.find("gpu        no GPU on this machine"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("nvcc       "), std::string::npos) << h.out;
+  for (const char* tool : {"ncu", "compute-sanitizer", "cuobjdump", "nsys"})
+    EXPECT_NE(h.out.find(std::string(" ") + tool + " "), std::string::npos) << tool << "\n" << h.out;
+}

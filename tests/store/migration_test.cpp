@@ -57,14 +57,14 @@ TEST(migrations, v1_fixture_matches_migration_1) {
   EXPECT_EQ(schema_of(fixture_db.get()), schema_of(migrated.get()));
 }
 
-TEST(migrations, v1_database_opens_as_v2_with_its_data) {
+TEST(migrations, v1_database_opens_at_the_current_version_with_its_data) {
   temp_dir dir;
   const auto file = dir / "lathe.db";
   build_from_fixture(file, "schema_v1.sql");
   auto opened = store::open(file);
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   store& s = *opened;
-  EXPECT_EQ(s.version().value(), 2);
+  EXPECT_EQ(s.version().value(), store::schema_version);
 
   // The kernel and its sources blob survived, and the blob still matches its content hash.
   const std::string kernel_hash = "f00dfeedf00dfeedf00dfeedf00dfeed";
@@ -117,7 +117,67 @@ TEST(migrations, v1_database_opens_as_v2_with_its_data) {
   EXPECT_NE(upd.rc, SQLITE_OK);
   EXPECT_NE(upd.message.find("append-only"), std::string::npos) << upd.message;
 
-  // A fresh v2 database and a migrated one have the same schema.
+  // A fresh database and a migrated one have the same schema.
+  ASSERT_TRUE(store::open(dir / "fresh.db").has_value());
+  auto fresh = testing::open_raw(dir / "fresh.db");
+  EXPECT_EQ(schema_of(raw.get()), schema_of(fresh.get()));
+}
+
+// The fixture is only a test of migration 3 if it is exactly what migrations 1 and 2 leave.
+TEST(migrations, v2_fixture_matches_migrations_1_and_2) {
+  temp_dir dir;
+  build_from_fixture(dir / "fixture.db", "schema_v2.sql");
+  auto migrated = testing::open_raw(dir / "migrated.db");
+  ASSERT_TRUE(migrate(migrated.get(), 2).has_value());
+  auto fixture_db = testing::open_raw(dir / "fixture.db");
+  EXPECT_EQ(testing::query_int(fixture_db.get(), "PRAGMA user_version"), 2);
+  EXPECT_EQ(schema_of(fixture_db.get()), schema_of(migrated.get()));
+}
+
+TEST(migrations, v2_database_gains_profiles_and_keeps_its_data) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  build_from_fixture(file, "schema_v2.sql");
+  auto opened = store::open(file);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  store& s = *opened;
+  EXPECT_EQ(s.version().value(), 3);
+
+  // Everything version 2 wrote is still there, as it was.
+  auto list = s.list_evaluations("", 0).value();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].outcome, "compile_error");
+  evaluation e = s.get_evaluation(1).value();
+  ASSERT_TRUE(e.paired.has_value());
+  EXPECT_EQ(e.paired->a_seconds, (std::vector<double>{2.0e-5, 2.1e-5, 1.9e-5}));
+  EXPECT_EQ(s.get_kernel("f00dfeedf00dfeedf00dfeedf00dfeed").value().name, "vector_add_v1");
+  EXPECT_TRUE(s.get_measurement("ceilings/cpu/Fixture CPU/x86-64-v3/2").value().has_value());
+  auto raw = testing::open_raw(file);
+  EXPECT_EQ(testing::query(raw.get(), "SELECT provenance FROM evaluations WHERE id = 2"),
+            "llm:openai/gpt-4o");
+
+  // v3: profiles, empty at first, then bound to a kernel hash and append-only.
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM profiles"), 0);
+  const std::string kh = "f00dfeedf00dfeedf00dfeedf00dfeed";
+  EXPECT_TRUE(s.profiles_for(kh).value().empty());
+  const int64_t id = s.add_profile(testing::sample_profile(kh)).value();
+  EXPECT_EQ(id, 1);
+  auto got = s.profiles_for(kh).value();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].tgt.device, "NVIDIA H200");
+  EXPECT_EQ(got[0].kernels.size(), 2u);
+  for (const char* sql : {"UPDATE profiles SET task = 'x'", "DELETE FROM profiles"}) {
+    auto r = testing::exec(raw.get(), sql);
+    EXPECT_NE(r.rc, SQLITE_OK) << sql;
+    EXPECT_NE(r.message.find("append-only"), std::string::npos) << r.message;
+  }
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM profiles"), 1);
+  EXPECT_EQ(testing::query_int(raw.get(),
+                               "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                               "name = 'profiles_kernel_hash'"),
+            1);
+
+  // A fresh database and a migrated one have the same schema.
   ASSERT_TRUE(store::open(dir / "fresh.db").has_value());
   auto fresh = testing::open_raw(dir / "fresh.db");
   EXPECT_EQ(schema_of(raw.get()), schema_of(fresh.get()));

@@ -7,6 +7,7 @@
 #include "core/evaluation.h"
 #include "core/hash.h"
 #include "core/kernel.h"
+#include "core/profile.h"
 
 namespace lathe::testing {
 
@@ -80,6 +81,46 @@ inline evaluation sample_evaluation(const std::string& task) {
   e.wall_seconds = 3.5;
   e.stage_seconds = {{"compile", 1.5}, {"check", 0.5}, {"time", 1.5}};
   return e;
+}
+
+// A profile as `lathe profile` stores it: two functions, one with every figure, one with gaps.
+inline profile sample_profile(const std::string& kernel_hash) {
+  profile p;
+  p.task = "reduction_cuda";
+  p.kernel_hash = kernel_hash;
+  p.kernel_name = "expert";
+  p.shape_set = "main";
+  p.tgt.plat = platform::cuda;
+  p.tgt.arch = "sm_90";
+  p.tgt.device = "NVIDIA H200";
+  p.toolchain = "Build cuda_13.0.r13.0/compiler.36424714_0";
+  p.tool_version = "2025.1.1.0 (build 35528883) (public-release)";
+  p.command = {"/usr/local/cuda/bin/ncu", "--clock-control", "none", "lathe", "profile-run"};
+  p.launches = 3;
+  profiled_kernel k;
+  k.name = "rowsum_vec(const float *, float *, int)";
+  k.grid = {8192, 1, 1};
+  k.block = {256, 1, 1};
+  k.launches = 3;
+  k.duration_seconds = 1.52e-4;
+  k.compute_throughput_pct = 21.5;
+  k.memory_throughput_pct = 91.25;
+  k.dram_throughput_pct = 91.0;
+  k.achieved_occupancy_pct = 88.5;
+  k.l2_hit_rate_pct = 0.75;
+  k.cycles_per_issue = 30.5;
+  k.stalls = {{"long_scoreboard", 25.0}, {"selected", 1.0}};
+  k.metrics = {{"gpu__time_duration.sum", 152000.0}, {"lts__t_sector_hit_rate.pct", 0.75}};
+  k.units = {{"gpu__time_duration.sum", "nsecond"}, {"lts__t_sector_hit_rate.pct", "%"}};
+  profiled_kernel gaps;
+  gaps.name = "rowsum_generic(const float *, float *, int)";
+  gaps.grid = {4, 1, 1};
+  gaps.block = {256, 1, 1};
+  gaps.launches = 1;
+  gaps.duration_seconds = 2.0e-6;
+  p.kernels = {k, gaps};
+  p.raw_csv = "\"ID\",\"Kernel Name\"\n\"\",\"\"\n\"0\",\"rowsum_vec\"\n";
+  return p;
 }
 
 }  // namespace lathe::testing

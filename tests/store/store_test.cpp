@@ -35,10 +35,10 @@ TEST(store, fresh_open_is_current_version_in_wal_mode) {
   temp_dir dir;
   store s = open_ok(dir / "lathe.db");
   ASSERT_EQ(s.version().value(), store::schema_version);
-  EXPECT_EQ(store::schema_version, 2);
+  EXPECT_EQ(store::schema_version, 3);
   auto raw = testing::open_raw(dir / "lathe.db");
   EXPECT_EQ(testing::query(raw.get(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 2);
+  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 3);
 }
 
 TEST(store, reopen_is_idempotent) {
@@ -54,7 +54,7 @@ TEST(store, reopen_is_idempotent) {
       testing::query(raw.get(), "SELECT group_concat(sql, ';') FROM sqlite_master");
   for (int i = 0; i < 3; ++i) {
     store s = open_ok(dir / "lathe.db");
-    EXPECT_EQ(s.version().value(), 2);
+    EXPECT_EQ(s.version().value(), store::schema_version);
     EXPECT_EQ(s.get_blob(blob).value(), "kept");
     EXPECT_EQ(s.list_evaluations("", 0).value().size(), 1u);
   }
@@ -67,9 +67,10 @@ TEST(store, append_only_tables_refuse_update_and_delete) {
     store s = open_ok(dir / "lathe.db");
     ASSERT_TRUE(s.put_kernel(testing::sample_kernel()).has_value());
     ASSERT_TRUE(s.add_evaluation(testing::sample_evaluation("t")).has_value());
+    ASSERT_TRUE(s.add_profile(testing::sample_profile(content_hash("k"))).has_value());
   }
   auto raw = testing::open_raw(dir / "lathe.db");
-  for (const char* table : {"blobs", "kernels", "evaluations", "samples"}) {
+  for (const char* table : {"blobs", "kernels", "evaluations", "samples", "profiles"}) {
     SCOPED_TRACE(table);
     long long before = testing::query_int(raw.get(), std::string("SELECT count(*) FROM ") + table);
     ASSERT_GT(before, 0);
@@ -167,6 +168,55 @@ TEST(store, evaluation_round_trip_keeps_fields_and_samples) {
   EXPECT_EQ(missing.error().code, errc::not_found);
 }
 
+// A profile comes back whole, raw output included, bound to its kernel hash; other kernels'
+// profiles stay apart, and a kernel never profiled has none.
+TEST(store, profile_round_trip_by_kernel_hash) {
+  temp_dir dir;
+  store s = open_ok(dir / "lathe.db");
+  const std::string kh = content_hash("kernel a"), other = content_hash("kernel b");
+  profile p = testing::sample_profile(kh);
+  const int64_t first = s.add_profile(p).value();
+  profile q = testing::sample_profile(other);
+  q.raw_csv = "other output";
+  ASSERT_TRUE(s.add_profile(q).has_value());
+  profile again = p;
+  again.launches = 5;
+  const int64_t second = s.add_profile(again).value();
+  EXPECT_GT(second, first);
+
+  auto got = s.profiles_for(kh).value();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].id, first);
+  EXPECT_EQ(got[1].id, second);
+  EXPECT_FALSE(got[0].created_at.empty());
+  EXPECT_EQ(got[0].raw_csv, p.raw_csv);
+  EXPECT_EQ(got[1].launches, 5u);
+  profile expect = p;
+  expect.id = got[0].id;
+  expect.created_at = got[0].created_at;
+  EXPECT_EQ(json(got[0]), json(expect));
+  ASSERT_EQ(got[0].kernels.size(), 2u);
+  EXPECT_FALSE(got[0].kernels[1].achieved_occupancy_pct.has_value());  // gaps stay gaps
+  EXPECT_EQ(got[0].kernels[0].stalls.front().reason, "long_scoreboard");
+  EXPECT_TRUE(s.profiles_for(content_hash("never profiled")).value().empty());
+
+  auto raw = testing::open_raw(dir / "lathe.db");
+  EXPECT_EQ(testing::query(raw.get(), "SELECT target_device FROM profiles WHERE id = " +
+                                          std::to_string(first)),
+            "NVIDIA H200");
+  EXPECT_EQ(testing::query(raw.get(), "SELECT target_arch FROM profiles WHERE id = " +
+                                          std::to_string(first)),
+            "sm_90");
+  // The raw output is a blob, shared by the two profiles that have the same one.
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(DISTINCT raw_blob) FROM profiles"), 2);
+
+  profile unbound = p;
+  unbound.kernel_hash.clear();
+  auto refused = s.add_profile(unbound);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, errc::invalid_argument);
+}
+
 TEST(store, list_evaluations_filters_by_task_newest_first) {
   temp_dir dir;
   store s = open_ok(dir / "lathe.db");
@@ -254,7 +304,8 @@ TEST(store, newer_database_is_refused_and_left_untouched) {
   const auto file = dir / "lathe.db";
   {
     auto raw = testing::open_raw(file);
-    ASSERT_EQ(testing::exec(raw.get(), "CREATE TABLE future (x); PRAGMA user_version = 3").rc,
+    ASSERT_EQ(testing::exec(raw.get(), "CREATE TABLE future (x); PRAGMA user_version = " +
+                                           std::to_string(store::schema_version + 1)).rc,
               SQLITE_OK);
   }
   const std::string before = read_file(file);

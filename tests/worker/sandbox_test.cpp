@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 
+#include "gate/cpu/sandbox.h"
 #include "worker/worker_fixture.h"
 
 namespace lathe::test {
@@ -244,6 +245,71 @@ TEST_F(worker_test, object_unreadable_by_the_worker_user_still_loads) {
   ASSERT_TRUE(w) << w.error().message;
   gate::worker_result res = w->load(5);
   EXPECT_TRUE(res.ok()) << gate::to_string(res.end) << " " << res.detail;
+}
+
+TEST_F(worker_test, under_a_profiler_files_descriptors_and_its_environment_reach_the_worker) {
+  // What `lathe profile-run` allows so that Nsight Compute's library works in its worker
+  // (sandbox.h, profiler_allowances): file writes, descriptors the profiler handed down, the
+  // profiler's values of names the sandbox sets itself. Everything else stays as it was.
+  struct reset {
+    ~reset() { sandbox::allow_for_profiler({}); }
+  } restore;
+  sandbox::profiler_allowances a;
+  a.file_size = RLIM_INFINITY;
+  a.keep_stdout_stderr = true;
+  a.keep_inherited_fds = true;
+  a.exec_through_libc = true;
+  a.inherited_env_wins = true;
+  sandbox::allow_for_profiler(a);
+  const char* home = std::getenv("HOME");
+  const std::string saved_home = home ? home : "";
+  setenv("HOME", "/profiler-home", 1);
+  setenv("NV_TEST_PROFILER", "token", 1);
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  ASSERT_EQ(dup2(p[0], 40), 40);                   // no close-on-exec: what a profiler hands down
+  int cloexec = fcntl(p[1], F_DUPFD_CLOEXEC, 41);  // lathe's own: closed at exec
+  ASSERT_GE(cloexec, 41);
+
+  gate::sandbox_options o = options();
+  o.env_allow = {"HOME", "NV_TEST_PROFILER"};
+  o.seccomp = false;
+  layout l = make_layout({}, {{1, 8, 16384}}, {}, 1);
+  running r = start("env_spy", o, l.region_bytes());
+  gate::worker_result res = run_once(r, l);
+  close(40);
+  close(cloexec);
+  close(p[0]);
+  close(p[1]);
+  if (home)
+    setenv("HOME", saved_home.c_str(), 1);
+  else
+    unsetenv("HOME");
+  unsetenv("NV_TEST_PROFILER");
+  ASSERT_TRUE(res.ok()) << gate::to_string(res.end) << " " << res.detail;
+
+  const uint8_t* out = r.region.data() + l.offsets[0];
+  const auto* head = reinterpret_cast<const int64_t*>(out);
+  if (geteuid() == 0) {
+    EXPECT_EQ(head[2], 65534) << "the privilege drop stays";
+  }
+  EXPECT_EQ(static_cast<uint64_t>(head[7]), static_cast<uint64_t>(RLIM_INFINITY)) << "RLIMIT_FSIZE";
+  const auto mask = static_cast<uint64_t>(head[6]);
+  EXPECT_EQ(mask & 0x7f, 0x7fu) << "0..6 as always";
+  EXPECT_TRUE(mask & (uint64_t{1} << 40)) << "the inherited descriptor";
+  EXPECT_FALSE(mask & (uint64_t{1} << cloexec)) << "a close-on-exec descriptor leaked";
+  std::set<std::string> env;
+  const char* e = reinterpret_cast<const char*>(out + 8192);
+  for (int64_t at = 0; at < head[4];) {
+    std::string kv(e + at);
+    at += static_cast<int64_t>(kv.size()) + 1;
+    env.insert(kv);
+  }
+  EXPECT_TRUE(env.count("HOME=/profiler-home"));
+  EXPECT_FALSE(env.count("HOME=/nonexistent"));
+  EXPECT_TRUE(env.count("NV_TEST_PROFILER=token"));
+  EXPECT_TRUE(env.count("PATH=/usr/bin:/bin"));  // not allowed: the sandbox's own
+  EXPECT_TRUE(env.count("OMP_NUM_THREADS=2"));
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ enum stage : int32_t {
   st_exec,
 };
 
+// Written before any fork (allow_for_profiler), read in the forked child: plain data.
+profiler_allowances profiler;
+
 [[noreturn]] void die(int fd, int32_t stage) {
   child_failure f{stage, errno};
   // Best effort: the parent sees EOF and a 127 exit if this write fails too.
@@ -89,17 +92,32 @@ void exec_child(const child_plan& p) {
 
   // Copy every source above the targets first: a source may sit on a target number (lathe's
   // fd 4 may be the reply pipe that must become 5), and dup2 onto it would lose it.
-  int high[7];
-  const int src[7] = {p.devnull, p.fds[0], p.fds[1], p.fds[2], p.fds[3], p.error_fd, p.exe_fd};
-  for (int i = 0; i < (p.exe_fd >= 0 ? 7 : 6); ++i) {
+  // Under a profiler, stdout and stderr stay lathe's (where ncu reads them); a closed one is
+  // /dev/null as usual.
+  const bool keep_out = profiler.keep_stdout_stderr && fcntl(1, F_GETFD) >= 0;
+  const bool keep_err = profiler.keep_stdout_stderr && fcntl(2, F_GETFD) >= 0;
+  int high[9];
+  const int src[9] = {p.devnull,
+                      p.fds[0],
+                      p.fds[1],
+                      p.fds[2],
+                      p.fds[3],
+                      p.error_fd,
+                      p.exe_fd,
+                      keep_out ? 1 : p.devnull,
+                      keep_err ? 2 : p.devnull};
+  for (int i = 0; i < 9; ++i) {
+    if (i == 6 && p.exe_fd < 0) {
+      high[i] = -1;
+      continue;
+    }
     high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
     if (high[i] < 0) die(err, st_fds);
   }
   err = high[5];
   // dup2 clears close-on-exec on the target; fd 7 (the error pipe) keeps it so that a
   // successful exec closes it and lathe reads EOF.
-  for (int t = 0; t <= 2; ++t)
-    if (dup2(high[0], t) < 0) die(err, st_fds);
+  if (dup2(high[0], 0) < 0 || dup2(high[7], 1) < 0 || dup2(high[8], 2) < 0) die(err, st_fds);
   for (int i = 0; i < 4; ++i)
     if (dup2(high[1 + i], 3 + i) < 0) die(err, st_fds);
   if (dup3(high[5], 7, O_CLOEXEC) < 0) die(err, st_fds);
@@ -111,7 +129,9 @@ void exec_child(const child_plan& p) {
     exe_fd = 8;
   }
   // Exactly 0..6 (and 7, 8 until exec): nothing else lathe had open leaks into hostile code.
-  if (syscall(SYS_close_range, 9u, ~0u, 0u) != 0) {
+  // Under a profiler, what lathe inherited without close-on-exec (the profiler's own channels)
+  // stays; lathe opens everything of its own close-on-exec, so exec closes those (and 16+).
+  if (!profiler.keep_inherited_fds && syscall(SYS_close_range, 9u, ~0u, 0u) != 0) {
     if (errno != ENOSYS) die(err, st_close);
     long max = sysconf(_SC_OPEN_MAX);
     for (long fd = 9; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
@@ -122,7 +142,8 @@ void exec_child(const child_plan& p) {
              p.cpu_seconds == RLIM_INFINITY ? RLIM_INFINITY : p.cpu_seconds + 1) ||
       !limit(RLIMIT_AS, p.address_space, p.address_space) ||  //
       !limit(RLIMIT_CORE, 0, 0) ||                            // no core files
-      !limit(RLIMIT_FSIZE, 0, 0))                             // no bytes into any regular file
+      // No bytes into any regular file (a profiler's library writes temporary files).
+      !limit(RLIMIT_FSIZE, profiler.file_size, profiler.file_size))
     die(err, st_rlimit);
 
   if (p.drop) {
@@ -145,6 +166,12 @@ void exec_child(const child_plan& p) {
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die(err, st_no_new_privs);
   if (chdir("/") != 0) die(err, st_chdir);
 
+  // Under a profiler, through libc's execve: Nsight's tree launcher follows children by
+  // interposing the exec family (putting its libraries back into the child's LD_PRELOAD), and a
+  // raw system call would go around it. /proc/self/fd/8 is the opened binary, so `nobody` still
+  // needs no search permission on its directories (glibc's fexecve does the same). Should that
+  // fail (no /proc), the system call below still starts the worker.
+  if (exe_fd >= 0 && profiler.exec_through_libc) execve("/proc/self/fd/8", p.argv, p.envp);
   if (exe_fd >= 0)
     syscall(SYS_execveat, exe_fd, "", p.argv, p.envp, AT_EMPTY_PATH);
   else
@@ -164,22 +191,28 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& allo
       "OPENBLAS_NUM_THREADS=" + n, "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4",
       "GOMP_SPINCOUNT=0",
   };
-  auto is_own = [&](const std::string& name) {
-    return std::any_of(own.begin(), own.end(), [&](const std::string& kv) {
+  auto has = [](const std::vector<std::string>& list, const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const std::string& kv) {
       return kv.compare(0, name.size() + 1, name + "=") == 0;
     });
   };
   std::vector<std::string> env;
   for (const std::string& name : allow) {
-    if (name.empty() || name.find('=') != std::string::npos || is_own(name)) continue;
-    bool seen = std::any_of(env.begin(), env.end(), [&](const std::string& kv) {
-      return kv.compare(0, name.size() + 1, name + "=") == 0;
-    });
-    if (seen) continue;
+    if (name.empty() || name.find('=') != std::string::npos || has(env, name)) continue;
+    if (has(own, name) && !profiler.inherited_env_wins) continue;
     if (const char* v = std::getenv(name.c_str())) env.push_back(name + "=" + v);
   }
-  env.insert(env.end(), own.begin(), own.end());
+  for (const std::string& kv : own)
+    if (!has(env, kv.substr(0, kv.find('=')))) env.push_back(kv);
   return env;
+}
+
+void allow_for_profiler(const profiler_allowances& a) {
+  profiler = a;
+}
+
+const profiler_allowances& allowed_for_profiler() {
+  return profiler;
 }
 
 uint32_t online_cpus() {

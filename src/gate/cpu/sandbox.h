@@ -53,9 +53,32 @@ const char* stage_name(int32_t stage);
 [[noreturn]] void exec_child(const child_plan& plan);
 
 // The worker's whole environment ("NAME=value"): allow-listed names copied from lathe's, then
-// the thread settings (threads == 0: every CPU lathe may run on), PATH and HOME.
+// the thread settings (threads == 0: every CPU lathe may run on), PATH and HOME. Under a
+// profiler (profiler_allowances.inherited_env_wins), an allow-listed name that lathe has wins
+// over the sandbox's own value of it.
 std::vector<std::string> worker_environment(const std::vector<std::string>& allow,
                                             uint32_t threads);
+
+// ---- a worker under a profiler ------------------------------------------------------------------
+// `lathe profile-run` runs under Nsight Compute, whose library must live in the worker too: it
+// comes in through LD_PRELOAD / CUDA_INJECTION64_PATH, hooks the exec family to follow children,
+// talks to the ncu front end through inherited descriptors, sockets and temporary files, and
+// prints its ==PROF== / ==ERROR== lines on the worker's stdout and stderr. Each field relaxes one
+// part of the sandbox for that; all off (the default) is the sandbox the gate uses.
+//
+// Process-wide, because the worker's start (gate/cpu/worker.cpp) builds the child_plan from
+// sandbox_options and exec_child runs after fork, where only plain data may be read. Set only by
+// the profile-run child (gate/profile_run.cpp), a process that starts one worker and exits;
+// never in a process that gates.
+struct profiler_allowances {
+  rlim_t file_size = 0;             // RLIMIT_FSIZE; 0 = no byte into any regular file
+  bool keep_stdout_stderr = false;  // 1 and 2 stay lathe's instead of /dev/null
+  bool keep_inherited_fds = false;  // descriptors above 8 without close-on-exec stay open
+  bool exec_through_libc = false;   // execve() through the PLT (an LD_PRELOAD hook sees it)
+  bool inherited_env_wins = false;  // see worker_environment
+};
+void allow_for_profiler(const profiler_allowances& a);
+const profiler_allowances& allowed_for_profiler();
 
 // CPUs in lathe's affinity mask (what `nproc` prints).
 uint32_t online_cpus();

@@ -22,13 +22,40 @@ enum class op : uint32_t {
   quit = 4,
   upload = 5,    // CUDA: copy slots [first_slot, first_slot + rotate) region -> device
   download = 6,  // CUDA: copy slots [first_slot, first_slot + rotate) device -> region
+  // Device trials (CUDA workers; src/gate/device_trial.h): inputs generated on the device with
+  // the shared counter-based RNG, outputs poisoned there, checked by a trusted oracle worker.
+  fill = 7,       // inputs of slot first_slot from seed/scale/shift (tensor_desc dist_*)
+  poison = 8,     // outputs of slots [first_slot, first_slot + rotate)
+  share = 9,      // export the device buffer (CUDA IPC handle in the reply)
+  // Oracle workers only (loaded with `oracle` = 1: the object exports lathe_reference):
+  reference = 10, // fp64 reference outputs of slot first_slot into the oracle's own buffers
+  attach = 11,    // open a peer's IPC handle as peer `peer` (0 = the oracle's staging buffer)
+  compare = 12,   // peer `peer`'s slot `peer_slot` against slot first_slot's inputs and refs
+  fetch_ref = 13, // reference outputs of slot first_slot -> region (from offset 0), for the
+                  // cross-check of the GPU reference against the CPU reference
+  stage = 14,     // region [0, slot_stride) -> the staging buffer (peer 0), when IPC is absent
+  bench = 15,     // comparability mode: per-call event timing (KernelBench / do_bench protocols)
+};
+
+// Comparability protocols of op::bench.
+enum class bench_protocol : uint32_t {
+  kernelbench = 1,  // KernelBench's cuda_event: `warmup` calls, then `trials` calls each between
+                    // two events with a device synchronize after each
+  do_bench = 2,     // Triton's do_bench: L2 flushed (256 MB memset) before each call; warm-up and
+                    // repetitions sized from an estimate to `warmup_ms` / `rep_ms`
 };
 
 struct tensor_desc {
   uint8_t code = 0, bits = 0, ndim = 0, is_output = 0;
+  uint8_t type = 0;  // lathe::dtype (DLPack's code and bits do not tell bool from uint8)
   int64_t shape[max_dims] = {};
   uint64_t offset = 0;  // from the start of the slot
   uint64_t bytes = 0;
+  // Inputs: the distribution their elements are drawn from (rng::element_params; op::fill).
+  uint8_t dist_kind = 0;
+  double dist_a = 0, dist_b = 0;
+  // Outputs: the tolerances of the comparison (op::compare; gate/check.h effective_tolerance).
+  double rtol = 0, atol = 0, nerr = 0;
 };
 
 struct command {
@@ -44,6 +71,35 @@ struct command {
   uint32_t first_slot = 0;
   uint32_t rotate = 1;                  // call i uses slot (first_slot + i) % rotate
   uint64_t calls = 0;
+  uint32_t graph = 0;                   // run: 1 = capture the calls into a CUDA graph, replay it
+  // load
+  uint32_t oracle = 0;                  // 1: a trusted oracle (lathe_reference, no lathe_launch)
+  uint32_t share = 0;                   // 1: export the device mirror to the oracle (CUDA IPC)
+  // fill
+  uint64_t seed = 0;
+  double scale = 1.0, shift = 0.0;
+  // attach / compare
+  uint32_t peer = 0, peer_slot = 0;
+  uint8_t ipc_handle[64] = {};
+  // bench
+  bench_protocol protocol = bench_protocol::kernelbench;
+  uint32_t warmup = 3, trials = 100;
+  double warmup_ms = 25, rep_ms = 100;
+};
+
+// What op::compare found for one output (gate/check.h verdicts, computed on the device).
+struct output_stats {
+  uint64_t unwritten = 0, mismatches = 0, nonfinite = 0;
+  uint64_t first_unwritten = ~uint64_t{0}, first_bad = ~uint64_t{0};
+  double got = 0, want = 0;            // at first_bad
+  double max_abs = 0, max_rel = 0, sum_d = 0, sum_r = 0;
+  uint64_t checksum = 0;               // of the output's bytes (cached-result detection)
+};
+constexpr int max_compared = 4;        // outputs per compare reply
+
+struct bench_stats {
+  uint32_t trials = 0;
+  double mean_s = 0, std_s = 0, min_s = 0, max_s = 0, median_s = 0, p20_s = 0, p80_s = 0;
 };
 
 enum class status : int32_t {
@@ -56,7 +112,8 @@ enum class status : int32_t {
   init_failed = 6,      // lathe_init returned non-zero
   workspace_too_large = 7,
   bad_command = 8,
-  device_error = 9,     // CUDA reported an error (sticky or not); message has its name
+  device_error = 9,     // CUDA reported an error (sticky or not); message has its name.
+                        // The last status: gate/cpu/worker.cpp refuses anything beyond it
 };
 
 struct reply {
@@ -67,6 +124,14 @@ struct reply {
   uint64_t workspace_bytes = 0;
   double device_seconds = 0;  // CUDA: event time of the run's launches (advisory; lathe times
                               // the request itself)
+  uint32_t graph_used = 0;    // run: 1 when the calls were replayed from a CUDA graph
+  uint32_t graph_nodes = 0;   // nodes in the captured graph
+  uint32_t graph_captured = 0;  // 1 when this request captured the graph (its host time
+                                // includes capture and instantiation, which events do not see)
+  uint64_t input_differences = 0;  // compare: bytes of the peer's inputs unlike the oracle's
+  output_stats outputs[max_compared];
+  bench_stats bench;
+  uint8_t ipc_handle[64] = {};     // share
   char message[message_bytes] = {};
 };
 

@@ -85,6 +85,8 @@ class worker {
   worker_result run(uint32_t first_slot, uint32_t rotate, uint64_t calls, double timeout_s);
   // CUDA workers: copy `count` slots from the region to the device (upload) or back.
   worker_result transfer(wire::op direction, uint32_t first_slot, uint32_t count, double timeout_s);
+  // Any other command (device trials, comparability timing: wire.h).
+  worker_result request(const wire::command& cmd, double timeout_s);
 
   // CPU seconds the worker used (all threads) while idle over `window_s` after a request:
   // a kernel that leaves threads spinning shows here (PROTOCOL.md: resource_limit).
@@ -95,7 +97,6 @@ class worker {
   bool alive() const { return pid_ > 0 && !dead_; }
 
  private:
-  worker_result request(const wire::command& cmd, double timeout_s);
   pid_t pid_ = -1;
   int cmd_fd_ = -1, reply_fd_ = -1;
   bool dead_ = false;  // set once the process is reaped: never signal a pid that may be reused
