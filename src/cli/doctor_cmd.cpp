@@ -14,6 +14,7 @@
 #include "gate/nvml.h"
 #include "gate/process.h"
 #include "gate/profile.h"
+#include "llm/config.h"
 
 namespace fs = std::filesystem;
 
@@ -108,6 +109,144 @@ void print_gpu(const target& g, const std::optional<gpu_snapshot>& now) {
   }
 }
 
+// --- model: lathe.toml (llm/config.h) -------------------------------------------------------
+
+// What the doctor says about the model: the file found (or none), its settings, and whether the
+// key variable is set. The key's value is never read into the report.
+struct model_report {
+  std::vector<fs::path> searched;
+  std::optional<llm::config> cfg;
+  std::string error;  // the file's error, as load_config words it
+  bool key_set = false;
+};
+
+model_report read_model(const workspace& ws) {
+  model_report m;
+  const auto env = llm::process_env();
+  m.searched = llm::config_candidates(ws.root, env);
+  auto found = llm::find_config(ws.root, env);
+  if (!found) {
+    m.error = found.error().message;
+    return m;
+  }
+  m.cfg = found->cfg;
+  if (m.cfg && !m.cfg->key_env.empty()) {
+    auto v = env(m.cfg->key_env);
+    m.key_set = v && !v->empty();
+  }
+  return m;
+}
+
+// Something to fix: a broken file, or a key variable that is named but unset.
+bool model_needs_fixing(const model_report& m) {
+  return !m.error.empty() || (m.cfg && !m.cfg->key_env.empty() && !m.key_set);
+}
+
+json limits_json(const llm::limits& l) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  return json{{"steps", opt(l.run.steps)},   {"evals", opt(l.run.evals)},
+              {"calls", opt(l.calls)},       {"tokens", opt(l.run.tokens)},
+              {"usd", opt(l.run.usd)},       {"seconds", opt(l.run.seconds)}};
+}
+
+json model_json(const model_report& m) {
+  json searched = json::array();
+  for (const auto& p : m.searched) searched.push_back(p.string());
+  json j{{"config", m.cfg ? json(m.cfg->file.string()) : json(nullptr)},
+         {"searched", searched},
+         {"error", m.error.empty() ? json(nullptr) : json(m.error)},
+         {"offline", !m.cfg}};
+  if (!m.cfg) return j;
+  const llm::config& c = *m.cfg;
+  j["provider"] = llm::to_string(c.provider);
+  j["model"] = c.model;
+  j["base_url"] = c.base_url;
+  j["key_env"] = c.key_env;
+  j["key_set"] = m.key_set;
+  auto p = c.model_price();
+  j["price"] = p ? json{{"input_per_million", p->input_per_million},
+                        {"output_per_million", p->output_per_million}}
+                 : json(nullptr);
+  j["limits"] = limits_json(c.caps);
+  j["concurrency"] = c.concurrency;
+  j["timeouts"] = {{"connect_seconds", c.timeout.connect_seconds},
+                   {"total_seconds", c.timeout.total_seconds}};
+  j["retries"] = {{"max_attempts", c.retry.max_attempts},
+                  {"initial_backoff_seconds", c.retry.initial_backoff_seconds},
+                  {"max_backoff_seconds", c.retry.max_backoff_seconds}};
+  j["command"] = c.provider == llm::provider_kind::command
+                     ? json{{"argv", c.command.argv},
+                            {"env", c.command.env},
+                            {"timeout_seconds", c.command.timeout_seconds}}
+                     : json(nullptr);
+  j["cassettes"] = c.cassettes == llm::cassette_mode::off
+                       ? json(nullptr)
+                       : json{{"mode", llm::to_string(c.cassettes)},
+                              {"dir", c.cassette_dir.string()}};
+  return j;
+}
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+void print_model(const model_report& m) {
+  if (!m.error.empty()) {
+    std::printf("model      lathe.toml has an error, so no model is used: %s\n", m.error.c_str());
+    return;
+  }
+  if (!m.cfg) {
+    std::vector<std::string> where;
+    for (const auto& p : m.searched) where.push_back(p.string());
+    std::printf("model      none: rules engine only (offline); lathe.toml looked for in %s\n",
+                join(where, ", ").c_str());
+    return;
+  }
+  const llm::config& c = *m.cfg;
+  std::printf("model      %s from %s\n", c.provenance_detail().c_str(), c.file.c_str());
+  const char* pad = "           ";
+  if (c.provider == llm::provider_kind::command) {
+    std::printf("%sruns %s (timeout %s s); it sees only %s\n", pad, join(c.command.argv, " ").c_str(),
+                number_text(c.command.timeout_seconds).c_str(),
+                c.command.env.empty() ? "an empty environment" : join(c.command.env, " ").c_str());
+  } else if (c.provider != llm::provider_kind::replay) {
+    std::string key;
+    if (c.key_env.empty())
+      key = "no key (key_env = \"\")";
+    else if (m.key_set)
+      key = "key $" + c.key_env + " is set (not shown)";
+    else
+      key = "key $" + c.key_env + " is NOT SET: export it before a run";
+    std::printf("%sbase URL %s; %s\n", pad, c.base_url.c_str(), key.c_str());
+  }
+  if (auto p = c.model_price())
+    std::printf("%sprice $%s in, $%s out per million tokens\n", pad,
+                number_text(p->input_per_million).c_str(), number_text(p->output_per_million).c_str());
+  else if (c.provider == llm::provider_kind::openai || c.provider == llm::provider_kind::anthropic)
+    std::printf("%sprice none for %s in [prices]: costs are stored as unknown\n", pad, c.model.c_str());
+  std::vector<std::string> lim;
+  const auto& l = c.caps;
+  if (l.run.steps) lim.push_back("steps " + std::to_string(*l.run.steps));
+  if (l.run.evals) lim.push_back("evals " + std::to_string(*l.run.evals));
+  if (l.calls) lim.push_back("calls " + std::to_string(*l.calls));
+  if (l.run.tokens) lim.push_back("tokens " + std::to_string(*l.run.tokens));
+  if (l.run.usd) lim.push_back("usd $" + number_text(*l.run.usd));
+  if (l.run.seconds) lim.push_back("seconds " + number_text(*l.run.seconds));
+  std::printf("%slimits %s\n", pad, lim.empty() ? "none (a run's --budget may set them)" : join(lim, ", ").c_str());
+  if (c.provider == llm::provider_kind::openai || c.provider == llm::provider_kind::anthropic)
+    std::printf("%s%d call%s at once; up to %d attempts of %s s (connect %s s), backoff %s-%s s\n", pad,
+                c.concurrency, c.concurrency == 1 ? "" : "s", c.retry.max_attempts,
+                number_text(c.timeout.total_seconds).c_str(), number_text(c.timeout.connect_seconds).c_str(),
+                number_text(c.retry.initial_backoff_seconds).c_str(),
+                number_text(c.retry.max_backoff_seconds).c_str());
+  if (c.cassettes != llm::cassette_mode::off)
+    std::printf("%scassettes %s %s\n", pad,
+                c.cassettes == llm::cassette_mode::record ? "recorded into" : "replayed from",
+                c.cassette_dir.c_str());
+}
+
 int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
@@ -126,8 +265,10 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   if (ctx->gpu) now = gate::read_gpu_snapshot(ctx->gpu->uuid);
   std::vector<gate::cuda_tool> tools;
   for (const char* name : cuda_tool_names) tools.push_back(find_tool(name));
-  // A device lathe cannot read is something to fix (no ceilings, no roofline floor).
-  const int code = openmp && (!gpu_node || ctx->gpu) ? 0 : 1;
+  const model_report model = read_model(ctx->ws);
+  // A device lathe cannot read is something to fix (no ceilings, no roofline floor); so is a
+  // lathe.toml that does not load, or one whose key variable is unset.
+  const int code = openmp && (!gpu_node || ctx->gpu) && !model_needs_fixing(model) ? 0 : 1;
   if (as_json) {
     json cuda_tools = json::object();
     cuda_tools["nvcc"] = ctx->tools.nvcc.empty() ? json(nullptr)
@@ -149,7 +290,8 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
            {"isolation", isolation},
            {"workspace", ctx->ws.root.string()},
            {"include_dir", ctx->where.include_dir.string()},
-           {"tasks_dir", ctx->where.tasks_dir.string()}};
+           {"tasks_dir", ctx->where.tasks_dir.string()},
+           {"model", model_json(model)}};
     std::printf("%s\n", j.dump(2).c_str());
     return code;
   }
@@ -185,6 +327,7 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::printf("isolation  %s\n", isolation.c_str());
   std::printf("workspace  %s\n", ctx->ws.root.c_str());
   std::printf("tasks      %s\n", ctx->where.tasks_dir.c_str());
+  print_model(model);
   return code;
 }
 
@@ -194,7 +337,7 @@ void add_doctor(CLI::App& app, const common_options& common, int& exit_code) {
   auto as_json = std::make_shared<bool>(false);
   auto measure = std::make_shared<bool>(true);
   auto refresh = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("doctor", "toolchain, ISA, cores, OpenMP, GPU: what lathe can use here");
+  CLI::App* sub = app.add_subcommand("doctor", "toolchain, ISA, cores, OpenMP, GPU, model: what lathe can use here");
   sub->add_flag("--json", *as_json, "print as JSON (schema lathe.doctor/1)");
   sub->add_flag("!--no-measure", *measure, "do not measure bandwidth, FMA and GEMM peaks (when not cached)");
   sub->add_flag("--remeasure", *refresh, "measure the ceilings again (kept: the higher of old and new)");

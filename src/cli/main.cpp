@@ -1,11 +1,16 @@
 // lathe: the only layer that prints. Verbs register themselves on the CLI11 app; exit codes:
 // 0 success, 1 the gate said no (or a verb's own failure), 2 bad usage or configuration.
+#include <sys/prctl.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "cli/verbs.h"
 
 int main(int argc, char** argv) {
+  // Not dumpable: an agent CLI (llm/command) or a kernel worker running as this user must not
+  // read lathe's environment (API keys) or memory through /proc/<pid>/environ or /proc/<pid>/mem.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   CLI::App app{"lathe: verified, conditional optimization skills from expert kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "lathe 0.1.0");

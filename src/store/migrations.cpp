@@ -139,10 +139,45 @@ CREATE TRIGGER profiles_no_delete BEFORE DELETE ON profiles
 BEGIN SELECT RAISE(ABORT, 'append-only: profiles are never deleted'); END;
 )sql";
 
-constexpr std::array<migration, 3> all = {{
+// Version 4: every model call (llm/call_log.h), append-only, so that a run can be audited and
+// replayed. run_id is NULL for a call outside any run (`lathe doctor`); runs have no table yet,
+// so it is plain text rather than a reference. cost_usd is NULL when no price was configured for
+// the model: 0 would claim the call was free. The prompt is the rendered request as JSON, never
+// its headers; reply_blob is NULL when no reply came (a timeout, a refused key).
+constexpr std::string_view v4_sql = R"sql(
+CREATE TABLE llm_calls (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  run_id TEXT,
+  provider TEXT NOT NULL,
+  model TEXT NOT NULL,
+  template_id TEXT NOT NULL,
+  template_version INTEGER NOT NULL,
+  fields_hash TEXT NOT NULL,
+  prompt_blob TEXT NOT NULL REFERENCES blobs(hash),
+  reply_blob TEXT REFERENCES blobs(hash),
+  tokens_in INTEGER NOT NULL CHECK (tokens_in >= 0),
+  tokens_out INTEGER NOT NULL CHECK (tokens_out >= 0),
+  cost_usd REAL CHECK (cost_usd >= 0),
+  latency_seconds REAL NOT NULL,
+  finish_reason TEXT NOT NULL,
+  error_kind TEXT NOT NULL,
+  error_message TEXT NOT NULL,
+  attempts INTEGER NOT NULL CHECK (attempts >= 0),
+  request_id TEXT NOT NULL
+);
+CREATE INDEX llm_calls_run_id ON llm_calls(run_id);
+CREATE TRIGGER llm_calls_no_update BEFORE UPDATE ON llm_calls
+BEGIN SELECT RAISE(ABORT, 'append-only: model calls are never changed'); END;
+CREATE TRIGGER llm_calls_no_delete BEFORE DELETE ON llm_calls
+BEGIN SELECT RAISE(ABORT, 'append-only: model calls are never deleted, failures included'); END;
+)sql";
+
+constexpr std::array<migration, 4> all = {{
     {1, "create the store", v1_sql, nullptr, {}},
     {2, "add provenance, target_arch, measurements and indexes", v2_sql, backfill_v2, v2_sql_after},
     {3, "add profiles", v3_sql, nullptr, {}},
+    {4, "add llm_calls", v4_sql, nullptr, {}},
 }};
 
 }  // namespace

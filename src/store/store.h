@@ -1,5 +1,5 @@
 // The store: SQLite in WAL mode, a versioned schema with migrations, append-only evaluations,
-// samples and profiles (triggers refuse UPDATE and DELETE), content-addressed blobs. Safe with
+// samples, profiles and model calls (triggers refuse UPDATE and DELETE), content-addressed blobs. Safe with
 // several lathe processes on one workspace (busy timeout, immediate transactions).
 #pragma once
 
@@ -14,6 +14,7 @@
 #include "core/evaluation.h"
 #include "core/kernel.h"
 #include "core/profile.h"
+#include "store/llm_call.h"
 
 struct sqlite3;
 
@@ -27,7 +28,7 @@ struct evaluation_summary {
 
 class store {
  public:
-  static constexpr int schema_version = 3;  // bump with a migration in store/migrations.cpp
+  static constexpr int schema_version = 4;  // bump with a migration in store/migrations.cpp
 
   static result<store> open(const std::filesystem::path& db_file);
   store(store&&) noexcept;
@@ -55,6 +56,14 @@ class store {
   result<int64_t> add_profile(const profile& p);
   // Every profile of a kernel, oldest first, each with its raw output and created_at.
   result<std::vector<profile>> profiles_for(const std::string& kernel_hash) const;
+
+  // One model call (its prompt and reply as blobs), in one transaction. Returns its id. The
+  // record is refused when it names no provider, no template id or no prompt, or carries a
+  // negative count: an audit trail with holes is worse than an error.
+  result<int64_t> add_llm_call(const llm_call& c);
+  // The calls of one run, or every call when `run_id` is nullopt; oldest first, with their
+  // prompts and replies.
+  result<std::vector<llm_call>> llm_calls(const std::optional<std::string>& run_id) const;
 
   // A small cache of measured values (target ceilings, A/A noise), keyed by text. Not
   // append-only: a measurement may be refreshed.

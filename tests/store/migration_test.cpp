@@ -141,7 +141,7 @@ TEST(migrations, v2_database_gains_profiles_and_keeps_its_data) {
   auto opened = store::open(file);
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   store& s = *opened;
-  EXPECT_EQ(s.version().value(), 3);
+  EXPECT_EQ(s.version().value(), store::schema_version);
 
   // Everything version 2 wrote is still there, as it was.
   auto list = s.list_evaluations("", 0).value();
@@ -176,6 +176,77 @@ TEST(migrations, v2_database_gains_profiles_and_keeps_its_data) {
                                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                                "name = 'profiles_kernel_hash'"),
             1);
+
+  // A fresh database and a migrated one have the same schema.
+  ASSERT_TRUE(store::open(dir / "fresh.db").has_value());
+  auto fresh = testing::open_raw(dir / "fresh.db");
+  EXPECT_EQ(schema_of(raw.get()), schema_of(fresh.get()));
+}
+
+// The fixture is only a test of migration 4 if it is exactly what migrations 1 to 3 leave.
+TEST(migrations, v3_fixture_matches_migrations_1_to_3) {
+  temp_dir dir;
+  build_from_fixture(dir / "fixture.db", "schema_v3.sql");
+  auto migrated = testing::open_raw(dir / "migrated.db");
+  ASSERT_TRUE(migrate(migrated.get(), 3).has_value());
+  auto fixture_db = testing::open_raw(dir / "fixture.db");
+  EXPECT_EQ(testing::query_int(fixture_db.get(), "PRAGMA user_version"), 3);
+  EXPECT_EQ(schema_of(fixture_db.get()), schema_of(migrated.get()));
+}
+
+TEST(migrations, v3_database_gains_llm_calls_and_keeps_its_data) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  build_from_fixture(file, "schema_v3.sql");
+  auto opened = store::open(file);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  store& s = *opened;
+  EXPECT_EQ(s.version().value(), 4);
+
+  // Everything version 3 wrote is still there, as it was: evaluations, kernel, measurement and
+  // the profile with its raw output blob (which must still match its hash).
+  auto list = s.list_evaluations("", 0).value();
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].outcome, "compile_error");
+  evaluation e = s.get_evaluation(1).value();
+  ASSERT_TRUE(e.paired.has_value());
+  EXPECT_EQ(e.paired->b_seconds, (std::vector<double>{3.0e-5, 3.1e-5, 2.9e-5}));
+  const std::string kh = "f00dfeedf00dfeedf00dfeedf00dfeed";
+  EXPECT_EQ(s.get_kernel(kh).value().name, "vector_add_v1");
+  EXPECT_TRUE(s.get_measurement("ceilings/cpu/Fixture CPU/x86-64-v3/2").value().has_value());
+  auto profiles = s.profiles_for(kh).value();
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].created_at, "2025-01-02T03:10:00.000Z");
+  EXPECT_EQ(profiles[0].tgt.device, "NVIDIA H200");
+  EXPECT_EQ(profiles[0].kernels.size(), 2u);
+  EXPECT_EQ(profiles[0].raw_csv, testing::sample_profile(kh).raw_csv);
+
+  // v4: llm_calls, empty at first, then filled, selected by run, append-only and indexed.
+  auto raw = testing::open_raw(file);
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM llm_calls"), 0);
+  EXPECT_TRUE(s.llm_calls(std::nullopt).value().empty());
+  EXPECT_EQ(s.add_llm_call(testing::sample_llm_call("run-1")).value(), 1);
+  EXPECT_EQ(s.add_llm_call(testing::sample_llm_call(std::nullopt)).value(), 2);
+  EXPECT_EQ(s.llm_calls("run-1").value().size(), 1u);
+  EXPECT_EQ(s.llm_calls(std::nullopt).value().size(), 2u);
+  for (const char* sql : {"UPDATE llm_calls SET model = 'x'", "DELETE FROM llm_calls"}) {
+    auto r = testing::exec(raw.get(), sql);
+    EXPECT_NE(r.rc, SQLITE_OK) << sql;
+    EXPECT_NE(r.message.find("append-only"), std::string::npos) << r.message;
+  }
+  EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM llm_calls"), 2);
+  EXPECT_EQ(testing::query_int(raw.get(),
+                               "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                               "name = 'llm_calls_run_id'"),
+            1);
+  // A prompt blob must exist: the foreign key holds for new rows.
+  auto orphan = testing::exec(
+      raw.get(),
+      "PRAGMA foreign_keys = ON; INSERT INTO llm_calls (created_at, provider, model, template_id, "
+      "template_version, fields_hash, prompt_blob, tokens_in, tokens_out, latency_seconds, "
+      "finish_reason, error_kind, error_message, attempts, request_id) VALUES ('t', 'p', 'm', "
+      "'t', 1, 'h', 'no-such-blob', 0, 0, 0, 'stop', 'none', '', 1, '')");
+  EXPECT_NE(orphan.rc, SQLITE_OK);
 
   // A fresh database and a migrated one have the same schema.
   ASSERT_TRUE(store::open(dir / "fresh.db").has_value());

@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "core/kernel.h"
 #include "core/profile.h"
+#include "store/llm_call.h"
 
 namespace lathe::testing {
 
@@ -121,6 +122,27 @@ inline profile sample_profile(const std::string& kernel_hash) {
   p.kernels = {k, gaps};
   p.raw_csv = "\"ID\",\"Kernel Name\"\n\"\",\"\"\n\"0\",\"rowsum_vec\"\n";
   return p;
+}
+
+// A model call as llm/call_log.cpp stores it, with every field set.
+inline llm_call sample_llm_call(const std::optional<std::string>& run_id) {
+  llm_call c;
+  c.run_id = run_id;
+  c.provider = "openai";
+  c.model = "gpt-4o-2024-08-06";
+  c.template_id = "propose_backward";
+  c.template_version = 3;
+  c.fields_hash = content_hash("fields");
+  c.prompt = R"({"max_tokens":4096,"messages":[{"content":"Remove one optimization.","role":"user"}],"system":"You are a kernel engineer.","temperature":0.0})";
+  c.reply = R"({"action":"unvectorize","locus":"kernel/i"})";
+  c.tokens_in = 1234;
+  c.tokens_out = 321;
+  c.cost_usd = 0.006295;
+  c.latency_seconds = 2.75;
+  c.finish_reason = "stop";
+  c.attempts = 2;
+  c.request_id = "req_abc123";
+  return c;
 }
 
 }  // namespace lathe::testing

@@ -35,10 +35,10 @@ TEST(store, fresh_open_is_current_version_in_wal_mode) {
   temp_dir dir;
   store s = open_ok(dir / "lathe.db");
   ASSERT_EQ(s.version().value(), store::schema_version);
-  EXPECT_EQ(store::schema_version, 3);
+  EXPECT_EQ(store::schema_version, 4);
   auto raw = testing::open_raw(dir / "lathe.db");
   EXPECT_EQ(testing::query(raw.get(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 3);
+  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 4);
 }
 
 TEST(store, reopen_is_idempotent) {
@@ -68,9 +68,11 @@ TEST(store, append_only_tables_refuse_update_and_delete) {
     ASSERT_TRUE(s.put_kernel(testing::sample_kernel()).has_value());
     ASSERT_TRUE(s.add_evaluation(testing::sample_evaluation("t")).has_value());
     ASSERT_TRUE(s.add_profile(testing::sample_profile(content_hash("k"))).has_value());
+    ASSERT_TRUE(s.add_llm_call(testing::sample_llm_call("run-1")).has_value());
   }
   auto raw = testing::open_raw(dir / "lathe.db");
-  for (const char* table : {"blobs", "kernels", "evaluations", "samples", "profiles"}) {
+  for (const char* table :
+       {"blobs", "kernels", "evaluations", "samples", "profiles", "llm_calls"}) {
     SCOPED_TRACE(table);
     long long before = testing::query_int(raw.get(), std::string("SELECT count(*) FROM ") + table);
     ASSERT_GT(before, 0);

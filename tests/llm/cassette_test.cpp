@@ -1,0 +1,204 @@
+// Cassettes (llm/cassette.h): record/replay round trip byte for byte, repeated calls, missing and
+// stale cassettes that name the nearest recording, keys never written.
+#include "llm/cassette.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "core/test_util.h"
+
+namespace lathe::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A model that answers with scripted replies, one per call, and counts its calls.
+class scripted_provider final : public provider {
+ public:
+  explicit scripted_provider(std::vector<std::string> replies) : replies_(std::move(replies)) {}
+  std::string name() const override { return "scripted/test"; }
+  call_result call(const request& r, const cancel_token*) override {
+    if (calls_ >= replies_.size()) {
+      call_failure f;
+      f.kind = call_error::server;
+      f.message = "out of replies";
+      return tl::unexpected(f);
+    }
+    response resp;
+    resp.text = replies_[calls_++];
+    resp.tokens_in = static_cast<int64_t>(r.system.size());
+    resp.tokens_out = static_cast<int64_t>(resp.text.size());
+    resp.finish = finish_reason::length;
+    resp.latency_seconds = 1.25;
+    resp.request_id = "req-" + std::to_string(calls_);
+    resp.model = "scripted-1";
+    resp.attempts = 2;
+    return resp;
+  }
+  size_t calls() const { return calls_; }
+
+ private:
+  std::vector<std::string> replies_;
+  size_t calls_ = 0;
+};
+
+request templated(const std::string& id, int32_t version, const std::string& fields_hash,
+                  const std::string& user = "Kernel: ...") {
+  request r;
+  r.system = "You optimize kernels.";
+  r.messages.push_back({"user", user});
+  r.template_id = id;
+  r.template_version = version;
+  r.fields_hash = fields_hash;
+  return r;
+}
+
+const std::string h1 = "0123456789abcdef0123456789abcdef";
+const std::string h2 = "fedcba9876543210fedcba9876543210";
+
+TEST(cassette, record_then_replay_is_byte_for_byte) {
+  test::temp_dir tmp;
+  // Unicode, CRLF, trailing blanks, a NUL and bytes that are not UTF-8 (stored as base64).
+  const std::string tricky = "Résumé → ok\r\n  trailing  \n\t{\"json\": true}\n";
+  const std::string binary = std::string("a\0b\xff\xfe", 5) + "tail";
+  auto inner = std::make_unique<scripted_provider>(std::vector<std::string>{tricky, binary});
+  record_provider rec(std::move(inner), tmp / "c");
+  EXPECT_EQ(rec.name(), "scripted/test");
+  auto live1 = rec.call(templated("propose_backward", 1, h1));
+  auto live2 = rec.call(templated("propose_backward", 1, h2));
+  ASSERT_TRUE(live1.has_value() && live2.has_value());
+  EXPECT_TRUE(fs::exists(tmp / "c/propose_backward/v1" / (h1 + ".0.json")));
+
+  replay_provider rep(tmp / "c");
+  auto back2 = rep.call(templated("propose_backward", 1, h2));  // order across keys is free
+  auto back1 = rep.call(templated("propose_backward", 1, h1));
+  ASSERT_TRUE(back1.has_value()) << back1.error().message;
+  ASSERT_TRUE(back2.has_value()) << back2.error().message;
+  EXPECT_EQ(back1->text, tricky);
+  EXPECT_EQ(back2->text, binary);
+  EXPECT_EQ(back1->tokens_in, live1->tokens_in);
+  EXPECT_EQ(back1->tokens_out, live1->tokens_out);
+  EXPECT_EQ(back1->finish, finish_reason::length);
+  EXPECT_EQ(back1->model, "scripted-1");
+  EXPECT_EQ(back1->request_id, "req-1");
+  EXPECT_EQ(back1->attempts, 2);
+  EXPECT_DOUBLE_EQ(back1->latency_seconds, 1.25);
+}
+
+TEST(cassette, repeated_identical_calls_replay_in_order_then_fail) {
+  test::temp_dir tmp;
+  {
+    record_provider rec(
+        std::make_unique<scripted_provider>(std::vector<std::string>{"first", "second"}),
+        tmp / "c");
+    ASSERT_TRUE(rec.call(templated("mutate", 2, h1)).has_value());
+    ASSERT_TRUE(rec.call(templated("mutate", 2, h1)).has_value());
+  }
+  replay_provider rep(tmp / "c");
+  EXPECT_EQ(rep.call(templated("mutate", 2, h1))->text, "first");
+  EXPECT_EQ(rep.call(templated("mutate", 2, h1))->text, "second");
+  auto third = rep.call(templated("mutate", 2, h1));
+  ASSERT_FALSE(third.has_value());
+  EXPECT_EQ(third.error().kind, call_error::missing_cassette);
+  EXPECT_TRUE(has(third.error().message, "recorded 2 time(s)")) << third.error().message;
+}
+
+TEST(cassette, missing_cassette_names_the_nearest_recording) {
+  test::temp_dir tmp;
+  {
+    record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"a", "b"}),
+                        tmp / "c");
+    ASSERT_TRUE(rec.call(templated("propose_backward", 1, h1)).has_value());
+    ASSERT_TRUE(rec.call(templated("repair", 3, h1)).has_value());
+  }
+  replay_provider rep(tmp / "c");
+  // Same template and version, other fields.
+  auto other_fields = rep.call(templated("propose_backward", 1, h2));
+  ASSERT_FALSE(other_fields.has_value());
+  EXPECT_EQ(other_fields.error().kind, call_error::missing_cassette);
+  EXPECT_TRUE(has(other_fields.error().message, "same template version with other fields"));
+  EXPECT_TRUE(has(other_fields.error().message, h1 + ".0.json")) << other_fields.error().message;
+  // Other version.
+  auto other_version = rep.call(templated("propose_backward", 2, h1));
+  ASSERT_FALSE(other_version.has_value());
+  EXPECT_TRUE(has(other_version.error().message, "other versions (v1)"))
+      << other_version.error().message;
+  // Unknown template: the recorded ones are listed.
+  auto unknown = rep.call(templated("mutate", 1, h1));
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_TRUE(has(unknown.error().message, "propose_backward")) << unknown.error().message;
+  EXPECT_TRUE(has(unknown.error().message, "repair"));
+  // An empty directory says so.
+  replay_provider empty(tmp / "nothing");
+  auto none = empty.call(templated("mutate", 1, h1));
+  ASSERT_FALSE(none.has_value());
+  EXPECT_TRUE(has(none.error().message, "holds no cassettes"));
+}
+
+TEST(cassette, a_changed_prompt_under_the_same_key_is_stale) {
+  test::temp_dir tmp;
+  record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"x"}),
+                      tmp / "c");
+  ASSERT_TRUE(rec.call(templated("repair", 1, h1, "Fix this.")).has_value());
+  replay_provider rep(tmp / "c");
+  auto stale = rep.call(templated("repair", 1, h1, "Fix this, please."));
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_EQ(stale.error().kind, call_error::missing_cassette);
+  EXPECT_TRUE(has(stale.error().message, "stale cassette")) << stale.error().message;
+}
+
+TEST(cassette, untemplated_requests_are_keyed_by_their_prompt) {
+  test::temp_dir tmp;
+  request q;
+  q.messages.push_back({"user", "ping"});
+  record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"pong"}),
+                      tmp / "c");
+  ASSERT_TRUE(rec.call(q).has_value());
+  EXPECT_TRUE(fs::exists(tmp / "c/_raw/v0" / (prompt_hash(q) + ".0.json")));
+  replay_provider rep(tmp / "c");
+  EXPECT_EQ(rep.call(q)->text, "pong");
+  q.messages[0].content = "ping!";
+  EXPECT_FALSE(rep.call(q).has_value());
+}
+
+TEST(cassette, keys_never_reach_a_cassette) {
+  test::temp_dir tmp;
+  const std::string key = "sk-test-0123456789abcdef";
+  setenv("OPENAI_API_KEY", key.c_str(), 1);
+  record_provider rec(std::make_unique<scripted_provider>(
+                          std::vector<std::string>{"the key is " + key + ", twice: " + key}),
+                      tmp / "c");
+  auto live = rec.call(templated("repair", 1, h1));
+  unsetenv("OPENAI_API_KEY");
+  ASSERT_TRUE(live.has_value());
+  const std::string file = test::read_text(tmp / "c/repair/v1" / (h1 + ".0.json"));
+  ASSERT_FALSE(file.empty());
+  EXPECT_FALSE(has(file, key));
+  EXPECT_TRUE(has(file, "[redacted:OPENAI_API_KEY], twice: [redacted:OPENAI_API_KEY]"));
+  EXPECT_TRUE(has(file, "\"schema\": \"lathe.cassette/1\""));
+  EXPECT_FALSE(has(file, "Kernel: ..."));  // a summary of the request, not its text
+}
+
+TEST(cassette, failed_calls_are_not_recorded) {
+  test::temp_dir tmp;
+  record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{}), tmp / "c");
+  auto r = rec.call(templated("repair", 1, h1));
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().kind, call_error::server);
+  EXPECT_FALSE(fs::exists(tmp / "c/repair"));
+}
+
+TEST(cassette, keys_that_cannot_name_files_are_refused) {
+  EXPECT_FALSE(key_of(templated("../x", 1, h1)).has_value());
+  EXPECT_FALSE(key_of(templated("repair", 1, "../../etc")).has_value());
+  EXPECT_TRUE(key_of(templated("repair", 1, h1)).has_value());
+}
+
+}  // namespace
+}  // namespace lathe::llm
