@@ -15,6 +15,7 @@
 #include "gate/process.h"
 #include "gate/profile.h"
 #include "llm/config.h"
+#include "llm/factory.h"
 
 namespace fs = std::filesystem;
 
@@ -247,7 +248,44 @@ void print_model(const model_report& m) {
                 c.cassette_dir.c_str());
 }
 
-int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh) {
+// One tiny call to the configured model (`--llm-ping`): 8 tokens at most, so that a user sees
+// that the key, the URL and the model name work before a run spends a budget on them.
+struct ping_report {
+  bool tried = false, ok = false;
+  std::string text;  // the reply (trimmed) or why it failed
+  double seconds = 0;
+  int64_t tokens_in = 0, tokens_out = 0;
+};
+
+ping_report ping_model(const model_report& m) {
+  ping_report p;
+  if (!m.cfg) return p;
+  p.tried = true;
+  auto prov = llm::make_provider(*m.cfg);
+  if (!prov) {
+    p.text = prov.error().message;
+    return p;
+  }
+  llm::request r;
+  r.messages = {{"user", "Reply with the single word: pong"}};
+  r.max_tokens = 8;
+  r.template_id = "doctor_ping";
+  r.template_version = 1;
+  auto c = (*prov)->call(r);
+  if (!c) {
+    p.text = std::string(llm::to_string(c.error().kind)) + ": " + c.error().message;
+    return p;
+  }
+  p.ok = true;
+  p.text = c->text.substr(0, 60);
+  while (!p.text.empty() && (p.text.back() == '\n' || p.text.back() == ' ')) p.text.pop_back();
+  p.seconds = c->latency_seconds;
+  p.tokens_in = c->tokens_in;
+  p.tokens_out = c->tokens_out;
+  return p;
+}
+
+int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh, bool ping) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, measure || refresh, refresh);
@@ -268,7 +306,9 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   const model_report model = read_model(ctx->ws);
   // A device lathe cannot read is something to fix (no ceilings, no roofline floor); so is a
   // lathe.toml that does not load, or one whose key variable is unset.
-  const int code = openmp && (!gpu_node || ctx->gpu) && !model_needs_fixing(model) ? 0 : 1;
+  const ping_report pinged = ping ? ping_model(model) : ping_report{};
+  const int code =
+      openmp && (!gpu_node || ctx->gpu) && !model_needs_fixing(model) && (!pinged.tried || pinged.ok) ? 0 : 1;
   if (as_json) {
     json cuda_tools = json::object();
     cuda_tools["nvcc"] = ctx->tools.nvcc.empty() ? json(nullptr)
@@ -292,6 +332,12 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
            {"include_dir", ctx->where.include_dir.string()},
            {"tasks_dir", ctx->where.tasks_dir.string()},
            {"model", model_json(model)}};
+    if (ping)
+      j["ping"] = !pinged.tried ? json(nullptr)
+                                : json{{"ok", pinged.ok}, {"reply", pinged.ok ? json(pinged.text) : json(nullptr)},
+                                       {"error", pinged.ok ? json(nullptr) : json(pinged.text)},
+                                       {"seconds", pinged.seconds}, {"tokens_in", pinged.tokens_in},
+                                       {"tokens_out", pinged.tokens_out}};
     std::printf("%s\n", j.dump(2).c_str());
     return code;
   }
@@ -328,6 +374,16 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::printf("workspace  %s\n", ctx->ws.root.c_str());
   std::printf("tasks      %s\n", ctx->where.tasks_dir.c_str());
   print_model(model);
+  if (ping) {
+    if (!pinged.tried)
+      std::printf("ping       nothing to ping: no model is configured\n");
+    else if (pinged.ok)
+      std::printf("ping       ok in %.2f s (%lld tokens in, %lld out): \"%s\"\n", pinged.seconds,
+                  static_cast<long long>(pinged.tokens_in), static_cast<long long>(pinged.tokens_out),
+                  pinged.text.c_str());
+    else
+      std::printf("ping       FAILED: %s\n", pinged.text.c_str());
+  }
   return code;
 }
 
@@ -337,12 +393,15 @@ void add_doctor(CLI::App& app, const common_options& common, int& exit_code) {
   auto as_json = std::make_shared<bool>(false);
   auto measure = std::make_shared<bool>(true);
   auto refresh = std::make_shared<bool>(false);
+  auto ping = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand("doctor", "toolchain, ISA, cores, OpenMP, GPU, model: what lathe can use here");
   sub->add_flag("--json", *as_json, "print as JSON (schema lathe.doctor/1)");
   sub->add_flag("!--no-measure", *measure, "do not measure bandwidth, FMA and GEMM peaks (when not cached)");
   sub->add_flag("--remeasure", *refresh, "measure the ceilings again (kept: the higher of old and new)");
-  sub->callback([as_json, measure, refresh, &common, &exit_code] {
-    exit_code = run_doctor(common, *as_json, *measure, *refresh);
+  sub->add_flag("--llm-ping", *ping,
+                "make one tiny call (at most 8 tokens) to the model lathe.toml configures");
+  sub->callback([as_json, measure, refresh, ping, &common, &exit_code] {
+    exit_code = run_doctor(common, *as_json, *measure, *refresh, *ping);
   });
 }
 

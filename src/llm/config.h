@@ -45,7 +45,7 @@ struct retries {
 };
 
 // An agent CLI (`codex exec`, `claude -p`): the prompt on stdin, the reply on stdout.
-struct command_config {
+struct command_settings {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // names of the variables it may see; all others are removed
   double timeout_seconds = 600;
@@ -63,7 +63,7 @@ struct config {
   int32_t concurrency = 1;              // model calls in flight at once
   timeouts timeout;
   retries retry;
-  command_config command;  // provider = "command" only
+  command_settings command;  // provider = "command" only (llm/command.h runs it)
   cassette_mode cassettes = cassette_mode::off;
   std::filesystem::path cassette_dir;  // absolute; relative in the file = from its directory
 

@@ -164,3 +164,36 @@ TEST_F(doctor_model, a_broken_lathe_toml_is_reported_with_file_line_and_field) {
 }
 
 }  // namespace
+
+TEST_F(doctor_model, llm_ping_makes_one_tiny_call_and_reports_what_came_back) {
+  // An agent CLI that answers "pong" after reading its prompt: the ping goes through the same
+  // provider a run would use.
+  const fs::path agent = dir_ / "agent.sh";
+  std::ofstream(agent) << "#!/bin/sh\ncat > /dev/null\necho pong\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  write_config(project() / ".lathe/lathe.toml",
+               "provider = \"command\"\nmodel = \"shell\"\n[command]\nargv = [\"" + agent.string() +
+                   "\"]\n");
+  auto ok = doctor("--llm-ping");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("ping       ok in"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("\"pong\""), std::string::npos) << ok.out;
+  auto j = nlohmann::json::parse(doctor("--llm-ping --json", "", false).out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["ping"]["ok"], true);
+  EXPECT_EQ(j["ping"]["reply"], "pong");
+
+  // A server that is not there: the ping fails, says why, and the doctor exits 1.
+  write_config(project() / ".lathe/lathe.toml",
+               "provider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n"
+               "key_env = \"\"\n[retries]\nmax_attempts = 1\n");
+  auto down = doctor("--llm-ping");
+  EXPECT_EQ(down.code, 1) << down.out;
+  EXPECT_NE(down.out.find("ping       FAILED: network"), std::string::npos) << down.out;
+
+  // Without a model there is nothing to ping, and nothing fails.
+  fs::remove(project() / ".lathe/lathe.toml");
+  auto none = doctor("--llm-ping");
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("ping       nothing to ping"), std::string::npos) << none.out;
+}
