@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json.h"
+#include "gate/bundle.h"
 #include "gate/gpu_target.h"
 #include "gate/host_target.h"
+#include "gate/task_file.h"
 
 namespace fs = std::filesystem;
 
@@ -31,6 +33,14 @@ paths locate() {
       break;
     }
   return p;
+}
+
+result<kernel_bundle> find_task_kernel(const task& t, const std::string& arg) {
+  std::error_code ec;
+  if (fs::exists(arg, ec)) return load_bundle(arg);
+  if (auto p = find_kernel(t, arg)) return load_bundle(*p);
+  return fail(errc::not_found, "no kernel '" + arg + "': not a path, and task '" + t.name +
+                                   "' has no kernels/" + arg);
 }
 
 result<fs::path> find_task_path(const std::string& arg, const paths& where) {

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/kernel.h"
 #include "core/target.h"
+#include "core/task.h"
 #include "gate/build.h"
 #include "store/store.h"
 #include "store/workspace.h"
@@ -52,6 +54,10 @@ std::string single_gpu_identity();
 // from the store.
 result<target> cached_gpu_target_probed(store& db, const std::filesystem::path& probe,
                                         bool measure, bool refresh);
+
+// A kernel argument: a bundle path (directory or bare file), or the name of one of the task's
+// kernels (kernels/<name>).
+result<kernel_bundle> find_task_kernel(const task& t, const std::string& arg);
 
 // A task argument: a directory, a task.toml, or the name of a shipped task.
 result<std::filesystem::path> find_task_path(const std::string& arg, const paths& where);

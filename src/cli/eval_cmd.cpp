@@ -33,14 +33,6 @@ struct eval_options {
   bool host_trials = false;
 };
 
-result<kernel_bundle> find_bundle(const task& t, const std::string& arg) {
-  std::error_code ec;
-  if (fs::exists(arg, ec)) return load_bundle(arg);
-  if (auto p = find_kernel(t, arg)) return load_bundle(*p);
-  return fail(errc::not_found, "no kernel '" + arg + "': not a path, and task '" + t.name +
-                                   "' has no kernels/" + arg);
-}
-
 std::string fmt_time(double s) {
   char b[32];
   if (s >= 1) std::snprintf(b, sizeof b, "%.3f s", s);
@@ -141,12 +133,12 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
     return 2;
   }
-  auto cand = find_bundle(*t, o.kernel);
+  auto cand = find_task_kernel(*t, o.kernel);
   if (!cand) {
     std::fprintf(stderr, "lathe: %s\n", cand.error().message.c_str());
     return 2;
   }
-  auto base = find_bundle(*t, o.baseline.empty() ? t->baseline : o.baseline);
+  auto base = find_task_kernel(*t, o.baseline.empty() ? t->baseline : o.baseline);
   if (!base) {
     std::fprintf(stderr, "lathe: baseline: %s\n", base.error().message.c_str());
     return 2;

@@ -36,14 +36,6 @@ struct profile_options {
   std::string lock_dir;  // profile-run: the parent's device-lock directory
 };
 
-result<kernel_bundle> find_bundle(const task& t, const std::string& arg) {
-  std::error_code ec;
-  if (fs::exists(arg, ec)) return load_bundle(arg);
-  if (auto p = find_kernel(t, arg)) return load_bundle(*p);
-  return fail(errc::not_found, "no kernel '" + arg + "': not a path, and task '" + t.name +
-                                   "' has no kernels/" + arg);
-}
-
 std::string opt_pct(const std::optional<double>& v) {
   if (!v) return "n/a";
   char b[32];
@@ -168,7 +160,7 @@ int run_profile(const common_options& common, const profile_options& o) {
                  t->name.c_str(), to_string(t->plat));
     return 2;
   }
-  auto k = find_bundle(*t, o.kernel);
+  auto k = find_task_kernel(*t, o.kernel);
   if (!k) {
     std::fprintf(stderr, "lathe: %s\n", k.error().message.c_str());
     return 2;
@@ -247,7 +239,7 @@ int run_profile(const common_options& common, const profile_options& o) {
   if (o.trust_kernel) app.push_back("--trust-kernel");
   if (o.verbose) app.push_back("--verbose");
   const std::vector<std::string> cmd =
-      gate::ncu_command(*ncu, gate::profile_isa(*k, ctx->tgt), app);
+      gate::ncu_command(*ncu, gate::resolved_isa(*k, ctx->tgt), app);
   if (!o.json) std::fprintf(stderr, "… profile (Nsight Compute %s)\n", version.c_str());
   if (o.verbose)
     std::fprintf(stderr, "lathe: running (as uid %d): %s\n", static_cast<int>(geteuid()),

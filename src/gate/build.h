@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/evaluation.h"
 #include "core/kernel.h"
+#include "core/target.h"
+#include "core/task.h"
 
 namespace lathe::gate {
 
@@ -48,6 +50,15 @@ enum class build_kind : uint8_t {
 // wrote over it.
 result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
                            const std::filesystem::path& cache_dir, build_kind kind);
+
+// The ISA a bundle is built for: its manifest's, else the host's level for C++ and the reference
+// machine's (an H200: sm_90a) for CUDA. The gate and the profile stage resolve alike, so both
+// find one object in the cache.
+std::string resolved_isa(const kernel_bundle& b, const target& host);
+
+// A task's trusted reference as a bundle (`file`: task.reference, or task.gpu_reference with
+// language::cuda), hashed by its name and source, for build(…, build_kind::reference).
+kernel_bundle reference_bundle(const task& t, const std::filesystem::path& file, language lang);
 
 // The compiler command for `b` (without the source paths' directory), for display and tests.
 std::vector<std::string> compile_command(const kernel_bundle& b, const std::string& isa,

@@ -39,11 +39,6 @@ struct stop {
   std::string diagnostics;
 };
 
-std::string resolved_isa(const kernel_bundle& b, const target& host) {
-  if (!b.manifest.isa.empty()) return b.manifest.isa;
-  // A CUDA bundle that names no architecture is built for the reference machine's (an H200).
-  return b.manifest.lang == language::cuda ? "sm_90a" : host.arch;
-}
 
 
 
@@ -234,18 +229,6 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   return w;
 }
 
-kernel_bundle reference_bundle(const task& t, const fs::path& file, language lang) {
-  kernel_bundle rb;
-  rb.name = lang == language::cuda ? "gpu reference" : "reference";
-  rb.manifest.lang = lang;
-  rb.manifest.entry = file.filename().string();
-  rb.manifest.files = {rb.manifest.entry};
-  std::ifstream in(t.dir / file, std::ios::binary);
-  rb.sources[rb.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {});
-  rb.manifest.flags = {"-O3"};
-  rb.hash = content_hash(rb.name + "\n" + rb.sources[rb.manifest.entry]);
-  return rb;
-}
 
 std::optional<stop> evaluator::build_all() {
   auto t0 = clock_type::now();

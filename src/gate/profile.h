@@ -126,10 +126,6 @@ struct profile_run_config {
 // The shape set named `name` (the timed one when empty); nullptr when the task has none such.
 const shape_set* profile_shape(const task& t, const std::string& name);
 
-// The ISA a kernel is built for: its manifest's, else sm_90a for CUDA (as the gate builds it,
-// so that the profiled object is the evaluated one).
-std::string profile_isa(const kernel_bundle& k, const target& host);
-
 // Builds the kernel and the task's reference through the cache. `lathe profile` calls it before
 // starting ncu (compile errors are reported without a profiler, and the cache is warm); the child
 // calls it again and finds both cached.

@@ -73,19 +73,6 @@ std::string describe(const worker_result& r, const std::string& when) {
   return s;
 }
 
-// The task's reference as the gate builds it (gate.cpp build_all): same bundle, same hash, so
-// that both find one object in the cache.
-kernel_bundle reference_bundle(const task& t) {
-  kernel_bundle rb;
-  rb.name = "reference";
-  rb.manifest.entry = t.reference.filename().string();
-  rb.manifest.files = {rb.manifest.entry};
-  std::ifstream in(t.dir / t.reference, std::ios::binary);
-  rb.sources[rb.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {});
-  rb.manifest.flags = {"-O3"};
-  rb.hash = content_hash("reference\n" + rb.sources[rb.manifest.entry]);
-  return rb;
-}
 
 // ---- diagnostics (profile_run_config::diagnostic) --------------------------------------------
 // What decides whether ncu's library reaches the worker and reports back: who runs, what
@@ -217,12 +204,6 @@ const shape_set* profile_shape(const task& t, const std::string& name) {
   return nullptr;
 }
 
-std::string profile_isa(const kernel_bundle& k, const target& host) {
-  if (!k.manifest.isa.empty()) return k.manifest.isa;
-  // As the gate resolves it (gate.cpp resolved_isa): CUDA bundles without an architecture are
-  // built for the reference machine's H200.
-  return k.manifest.lang == language::cuda ? "sm_90a" : host.arch;
-}
 
 std::vector<std::string> profiler_environment(const char* const* envp) {
   std::vector<std::string> names;
@@ -258,12 +239,12 @@ result<profile_objects> build_for_profile(const profile_run_config& cfg) {
   auto lock = device_lock::acquire("cpu", device_lock::mode::shared);
   if (!lock) return tl::unexpected(lock.error());
   profile_objects o;
-  auto k = build(cfg.kernel, profile_isa(cfg.kernel, cfg.host), cfg.tools, cfg.cache_dir,
+  auto k = build(cfg.kernel, resolved_isa(cfg.kernel, cfg.host), cfg.tools, cfg.cache_dir,
                  build_kind::kernel);
   if (!k) return tl::unexpected(k.error());
   if (!k->ok) return fail(errc::invalid_argument, "the kernel does not compile:\n" + k->log);
   o.kernel = *k;
-  auto r = build(reference_bundle(*cfg.t), cfg.host.arch, cfg.tools, cfg.cache_dir,
+  auto r = build(reference_bundle(*cfg.t, cfg.t->reference, language::cpp), cfg.host.arch, cfg.tools, cfg.cache_dir,
                  build_kind::reference);
   if (!r) return tl::unexpected(r.error());
   if (!r->ok)
