@@ -12,14 +12,18 @@ Not a test: it prints numbers for the closing note and writes them as JSON.
      mean/std/min/max in ms (std as numpy's, ddof = 0). The working set (6 GiB in, 6 GiB out) is
      ~200x the L2, so flushing L2 between trials (newer KernelBench timing) changes nothing here;
      --flush-l2 does it anyway (a 256 MiB write before each trial, outside the events).
+  3. The same protocol on lathe's own built kernel objects (the evaluated kernel, and those of
+     --also), loaded with ctypes and called on torch's tensors and stream through lathe's ABI:
+     the same machine code timed outside lathe's worker, a check that the worker's environment
+     (sandbox, the oracle's context beside it) does not change a kernel's time.
 
 PROTOCOL.md measured the KernelBench harness itself on this problem: 132-137 s cold, 69 s with a
 warm build cache for one trivial candidate (compile + 5 checks + 100 timings).
 
 Usage: bench/kernelbench_relu.py --lathe build/lathe [--task tasks/relu_cuda] [--kernel trivial]
-                                 [--no-torch] [--flush-l2] [--out FILE.json]
+                                 [--also expert,naive] [--no-torch] [--flush-l2] [--out FILE.json]
 """
-import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 B, D = 4096, 393216  # KernelBench level1/19_ReLU.py: batch_size, dim
 
@@ -61,19 +65,12 @@ def show(label, r):
         print(f"  {r['message']}")
 
 
-def torch_reference(flush_l2):
-    try:
-        import torch
-    except Exception as ex:  # not installed, or broken
-        return {"skipped": f"import torch failed: {ex}"}
-    if not torch.cuda.is_available():
-        return {"skipped": "torch sees no CUDA device"}
-    dev = torch.device("cuda")
-    x = torch.rand(B, D, device=dev)  # KernelBench: torch.rand(batch_size, dim), fp32
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev) if flush_l2 else None
-    for _ in range(3):  # warm-up
-        torch.relu(x)
-    torch.cuda.synchronize(dev)
+def kb_protocol(torch, call, flush):
+    """KernelBench's cuda_event protocol around `call`: 3 warm-up calls, then 100 trials, each
+    between two events and followed by a device synchronize; statistics in ms."""
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
     times = []
     for _ in range(100):
         if flush is not None:
@@ -81,18 +78,107 @@ def torch_reference(flush_l2):
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        torch.relu(x)
+        call()
         end.record()
-        torch.cuda.synchronize(dev)
+        torch.cuda.synchronize()
         times.append(start.elapsed_time(end))  # ms
-    r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev), "shape": [B, D],
-         "warmup": 3, "trials": len(times), "flush_l2": flush_l2,
+    r = {"warmup": 3, "trials": len(times), "flush_l2": flush is not None,
          "mean_ms": statistics.mean(times), "std_ms": statistics.pstdev(times),
          "min_ms": min(times), "max_ms": max(times), "median_ms": statistics.median(times)}
     r["bytes_per_s_at_mean"] = 8.0 * B * D / (r["mean_ms"] * 1e-3)
-    del x, flush
+    return r
+
+
+def abi_call(torch, so_path, x, y):
+    """A callable that runs lathe's built kernel object (include/lathe/abi.h, ABI v1) on torch
+    tensors x -> y on torch's current stream: the same machine code lathe timed, outside lathe's
+    worker, so that the two measurements can be compared."""
+    import ctypes as C
+
+    class DLDevice(C.Structure):
+        _fields_ = [("device_type", C.c_int32), ("device_id", C.c_int32)]
+
+    class DLDataType(C.Structure):
+        _fields_ = [("code", C.c_uint8), ("bits", C.c_uint8), ("lanes", C.c_uint16)]
+
+    class DLTensor(C.Structure):
+        _fields_ = [("data", C.c_void_p), ("device", DLDevice), ("ndim", C.c_int32),
+                    ("dtype", DLDataType), ("shape", C.POINTER(C.c_int64)),
+                    ("strides", C.POINTER(C.c_int64)), ("byte_offset", C.c_uint64)]
+
+    class Args(C.Structure):
+        _fields_ = [("abi_version", C.c_uint32), ("inputs", C.POINTER(DLTensor)),
+                    ("num_inputs", C.c_int32), ("outputs", C.POINTER(DLTensor)),
+                    ("num_outputs", C.c_int32), ("scalars", C.POINTER(C.c_double)),
+                    ("num_scalars", C.c_int32), ("workspace", C.c_void_p),
+                    ("workspace_bytes", C.c_size_t), ("stream", C.c_void_p),
+                    ("error", C.c_char_p), ("error_bytes", C.c_size_t)]
+
+    lib = C.CDLL(so_path)
+    lib.lathe_launch.argtypes = [C.POINTER(Args)]
+    lib.lathe_launch.restype = C.c_int
+    shape = (C.c_int64 * 2)(B, D)
+    f32 = DLDataType(2, 32, 1)  # kDLFloat
+    dev = DLDevice(2, torch.cuda.current_device())  # kDLCUDA
+    ins = (DLTensor * 1)(DLTensor(x.data_ptr(), dev, 2, f32, shape, None, 0))
+    outs = (DLTensor * 1)(DLTensor(y.data_ptr(), dev, 2, f32, shape, None, 0))
+    err = C.create_string_buffer(256)
+    args = Args(1, ins, 1, outs, 1, None, 0, None, 0, torch.cuda.current_stream().cuda_stream,
+                C.cast(err, C.c_char_p), 256)
+    keep = (lib, shape, ins, outs, err)  # alive as long as the callable
+
+    def call():
+        if lib.lathe_launch(C.byref(args)) != 0:
+            raise RuntimeError(f"lathe_launch failed: {err.value.decode(errors='replace')}")
+        return keep
+
+    return call
+
+
+def torch_reference(flush_l2, kernel_objects):
+    """torch.relu under KernelBench's protocol, and each of lathe's built kernel objects
+    (name -> path) called on the same tensors the same way."""
+    try:
+        import torch
+    except Exception as ex:  # not installed, or broken
+        return {"skipped": f"import torch failed: {ex}"}
+    if not torch.cuda.is_available():
+        return {"skipped": "torch sees no CUDA device"}
+    dev = torch.device("cuda")
+    x = torch.rand(B, D, device=dev) - 0.5  # KernelBench: torch.rand(batch_size, dim); shifted so ReLU is not the identity
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev) if flush_l2 else None
+    r = {"torch": torch.__version__, "device": torch.cuda.get_device_name(dev), "shape": [B, D]}
+    r.update(kb_protocol(torch, lambda: torch.relu(x), flush))
+    objects = {}
+    want = torch.relu(x)
+    for name, path in kernel_objects.items():
+        y = torch.full_like(x, float("nan"))
+        try:
+            call = abi_call(torch, path, x, y)
+            o = kb_protocol(torch, call, flush)
+            o["correct"] = bool(torch.equal(y, want))
+        except Exception as ex:
+            o = {"skipped": str(ex)}
+        o["object"] = path
+        objects[name] = o
+        del y
+    r["lathe_objects"] = objects
+    del x, flush, want
     torch.cuda.empty_cache()
     return r
+
+
+def launch_objects(ws):
+    """The kernel objects (exporting lathe_launch, not lathe_reference) in a workspace's build
+    cache."""
+    found = []
+    for root, _, files in os.walk(ws):
+        if "kernel.so" in files:
+            path = os.path.join(root, "kernel.so")
+            syms = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout
+            if re.search(r"\blathe_launch\b", syms):
+                found.append(path)
+    return found
 
 
 def main():
@@ -101,6 +187,7 @@ def main():
     ap.add_argument("--task", default="relu_cuda", help="task name or directory (default relu_cuda)")
     ap.add_argument("--kernel", default="trivial")
     ap.add_argument("--lathe-arg", action="append", default=[], help="extra argument for lathe eval")
+    ap.add_argument("--also", default="", help="more kernels to evaluate the same way, comma-separated")
     ap.add_argument("--no-torch", action="store_true", help="skip the torch.relu reference point")
     ap.add_argument("--flush-l2", action="store_true", help="torch: write 256 MiB before each trial")
     ap.add_argument("--timeout", type=float, default=3600)
@@ -109,21 +196,36 @@ def main():
     a = ap.parse_args()
 
     ws = tempfile.mkdtemp(prefix="lathe-kb-relu-")
+    keep = tempfile.mkdtemp(prefix="lathe-kb-objects-")  # the built objects, past the workspace
     results = {"schema": "lathe.bench.kernelbench_relu/1", "date": time.strftime("%Y-%m-%d %H:%M"),
                "task": a.task, "kernel": a.kernel, "shape": [B, D]}
+    objects = {}
+
+    def keep_new_object(name, seen):
+        new = [p for p in launch_objects(ws) if p not in seen]
+        if len(new) == 1:
+            objects[name] = shutil.copy(new[0], os.path.join(keep, f"{name}.so"))
+        return seen | set(new)
+
     try:
         e, wall = lathe_eval(a.lathe, ws, a.task, a.kernel, a.lathe_arg, a.timeout)
         results["cold"] = summarize(e, wall)
         show("cold (empty workspace)", results["cold"])
+        seen = keep_new_object(a.kernel, set())
         e, wall = lathe_eval(a.lathe, ws, a.task, a.kernel, a.lathe_arg, a.timeout)
         results["cached"] = summarize(e, wall)
         show("cached (same workspace)", results["cached"])
         results["target"] = e.get("target")
+        for k in [k for k in a.also.split(",") if k]:
+            e, wall = lathe_eval(a.lathe, ws, a.task, k, a.lathe_arg, a.timeout)
+            results.setdefault("also", {})[k] = summarize(e, wall)
+            show(f"{k} (same workspace)", results["also"][k])
+            seen = keep_new_object(k, seen)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
 
     if not a.no_torch:
-        t = torch_reference(a.flush_l2)
+        t = torch_reference(a.flush_l2, objects)
         results["torch_relu"] = t
         if "skipped" in t:
             print(f"torch.relu: skipped ({t['skipped']})")
@@ -134,6 +236,16 @@ def main():
             kb = (results.get("cached") or {}).get("kernelbench")
             if kb and kb.get("mean_ms"):
                 print(f"  trivial / torch.relu (means): {kb['mean_ms'] / t['mean_ms']:.3f}")
+            for name, o in t["lathe_objects"].items():
+                if "skipped" in o:
+                    print(f"lathe's {name} object under torch: skipped ({o['skipped']})")
+                    continue
+                inside = (results.get("cached") if name == a.kernel else results.get("also", {}).get(name)) or {}
+                kb = inside.get("kernelbench") or {}
+                print(f"lathe's {name} object called from torch, same protocol: mean {o['mean_ms']:.3f} ms "
+                      f"(correct: {o['correct']}); inside lathe's worker: "
+                      f"{kb.get('mean_ms') or float('nan'):.3f} ms")
+    shutil.rmtree(keep, ignore_errors=True)
 
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     with open(a.out, "w") as f:
