@@ -32,6 +32,11 @@ paths locate() {
       p.tasks_dir = fs::weakly_canonical(t, ec);
       break;
     }
+  for (const fs::path& d : {p.exe_dir / "../share/lathe/prompts", fs::path(LATHE_SOURCE_DIR) / "prompts"})
+    if (fs::is_directory(d, ec)) {
+      p.prompts_dir = fs::weakly_canonical(d, ec);
+      break;
+    }
   return p;
 }
 

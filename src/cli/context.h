@@ -20,6 +20,7 @@ struct paths {
   std::filesystem::path exe_dir;      // where lathe and lathe-worker live
   std::filesystem::path include_dir;  // lathe/abi.h
   std::filesystem::path tasks_dir;    // the shipped tasks
+  std::filesystem::path prompts_dir;  // the proposer's prompt templates (agent/prompt.h)
 };
 paths locate();
 

@@ -6,7 +6,10 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -283,6 +286,14 @@ process_result run_process(const std::vector<string>& argv, const std::vector<st
     dup2(in_p[0], 0);
     dup2(out_p[1], 1);
     dup2(err_p[1], 2);
+    // What the agent may not inherit: lathe's other descriptors (the store, locks, a worker's
+    // pipes), a way to gain privileges (setuid programs), core files holding its memory. lathe
+    // itself is not dumpable (cli/main.cpp), so the agent cannot read /proc/<lathe>/environ.
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+      for (int fd = 3; fd < 4096; ++fd) close(fd);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    const struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
     if (chdir(cwd.c_str()) != 0) _exit(126);
     execve(args[0], args.data(), envp.data());
     dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));

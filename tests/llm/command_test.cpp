@@ -3,7 +3,9 @@
 // environment, timeouts that also end what the agent left running, cancellation.
 #include "llm/command.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -108,6 +110,23 @@ TEST_F(command, environment_holds_only_the_listed_variables) {
   EXPECT_TRUE(has(clean->text, "openai=[] anthropic=[] home=[] path=[")) << clean->text;
   EXPECT_FALSE(has(clean->text, "path=[]"));  // PATH was listed: it is there
   EXPECT_TRUE(has(listed->text, "openai=[sk-test-not-for-agents] anthropic=[]")) << listed->text;
+}
+
+TEST_F(command, the_agent_inherits_no_descriptor_privilege_or_core_file) {
+  // A descriptor lathe holds open without close-on-exec (as a store or a lock may be).
+  const int leaked = open(tmp_.path().c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(leaked, 3);
+  auto r = agent(
+               "echo fds=$(ls /proc/self/fd | sort -n | tr '\\n' ' ')\n"
+               "grep NoNewPrivs /proc/self/status\n"
+               "echo core=$(ulimit -c)\n")
+               .call(prompt());
+  close(leaked);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  // 0, 1, 2 and the one `ls` opens to read the directory: nothing of lathe's.
+  EXPECT_TRUE(has(r->text, "fds=0 1 2 3\n")) << r->text;
+  EXPECT_TRUE(has(r->text, "NoNewPrivs:\t1")) << r->text;
+  EXPECT_TRUE(has(r->text, "core=0")) << r->text;
 }
 
 TEST_F(command, links_binaries_and_replaced_files_follow_the_edit_rules) {

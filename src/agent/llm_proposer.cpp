@@ -1,0 +1,307 @@
+// The LLM proposer's operations (agent/llm_proposer.h): fields in, checked reply out.
+#include "agent/llm_proposer.h"
+
+#include "agent/audit.h"
+#include "agent/kernel_text.h"
+#include "core/feature_registry.h"
+#include "gate/bundle.h"
+
+namespace lathe::agent {
+namespace {
+
+using nlohmann::json;
+
+failure fail_with(failure_kind k, std::string message, int32_t calls = 0) {
+  return failure{k, std::move(message), calls};
+}
+
+std::string or_none(const std::string& s) {
+  return s.empty() ? std::string(none_text) : s;
+}
+
+// The fields every template has.
+prompt_fields base_fields(const task& t, const std::string& target) {
+  return {{"task", task_text(t)}, {"target", or_none(target)}};
+}
+
+// Every request names its task; one without is a caller's mistake, said rather than crashed on.
+tl::unexpected<failure> no_task() {
+  return tl::unexpected(fail_with(failure_kind::unsupported, "the request has no task"));
+}
+
+std::string reply_string(const json& v, const char* key) {
+  return v.contains(key) ? v.at(key).get<std::string>() : std::string();
+}
+
+}  // namespace
+
+kernel_bundle seed_bundle(const task& t) {
+  kernel_bundle b;
+  b.name = "seed";
+  b.manifest.lang = t.plat == platform::cuda ? language::cuda : language::cpp;
+  b.manifest.entry = t.plat == platform::cuda ? "kernel.cu" : "kernel.cpp";
+  b.manifest.files = {b.manifest.entry};
+  b.manifest.flags = {"-O3"};
+  b.sources[b.manifest.entry] = seed_placeholder;
+  b.hash = bundle_hash(b);
+  return b;
+}
+
+llm_proposer::llm_proposer(llm::provider& model, const prompt_library& prompts, llm_options options)
+    : model_(model), prompts_(prompts), options_(options) {}
+
+provenance llm_proposer::origin() const {
+  return provenance{"llm", model_.name(), false};
+}
+
+std::vector<std::string> llm_proposer::field_names(operation op) {
+  switch (op) {
+    case operation::propose_backward:
+      return {"task", "target", "kernel", "features", "action_prior", "rejected"};
+    case operation::rederive_forward:
+      return {"task", "target", "kernel", "restore", "action", "rejected"};
+    case operation::audit_features:
+      return {"task", "target", "kernel", "features"};
+    case operation::abstract_card:
+      return {"task", "target", "step", "diff", "before", "after", "registry"};
+    case operation::materialize:
+      return {"task", "target", "kernel", "features", "cards", "rejected"};
+    case operation::repair:
+      return {"task", "target", "kernel", "goal", "outcome", "diagnostics"};
+    case operation::seed_baseline:
+      return {"task", "target", "reference", "entry_features", "entry_file"};
+    case operation::rank_paths:
+      return {"task", "target", "kernel", "features", "paths"};
+    case operation::mutate:
+      return {"task", "target", "kernel", "inspirations", "direction", "rejected", "registry"};
+  }
+  return {};
+}
+
+op_result<llm_proposer::answer> llm_proposer::ask(operation op, const prompt_fields& fields,
+                                                  const kernel_bundle* base,
+                                                  const reply_check& extra) {
+  auto tmpl = prompts_.find(to_string(op));
+  if (!tmpl) return tl::unexpected(fail_with(failure_kind::unsupported, tmpl.error().message));
+  auto rendered = render(**tmpl, fields);
+  if (!rendered)
+    return tl::unexpected(fail_with(failure_kind::unsupported, rendered.error().message));
+  llm::request req = to_request(*rendered);
+  req.temperature = options_.temperature;
+  req.top_p = options_.top_p;
+  req.max_tokens = options_.max_tokens;
+
+  // The edits of the reply the check accepted last: the one ask_json returns.
+  std::optional<applied_edits> edited;
+  ask_options o;
+  o.max_repairs = options_.max_repairs;
+  o.bundle = base;
+  o.cancel = options_.cancel;
+  o.check = [&](const json& value, const std::string& text) -> std::optional<reply_problem> {
+    if (auto bad = unregistered_names(value))
+      return reply_problem{feedback_kind::invalid_reply, *bad};
+    if (extra)
+      if (auto bad = extra(value, text)) return bad;
+    // A declined step (docs/proposer.md "Replies"): action "none" and no edit anywhere. It is
+    // an answer, not a broken reply: no repair round is spent on it.
+    if (writes_code(op) && value.contains("action") && reply_string(value, "action") == "none" &&
+        reply_string(value, "edits").empty() && !has_edit_blocks(text))
+      return std::nullopt;
+    if (writes_code(op) && base) {
+      auto applied = apply_reply_edits(*base, reply_string(value, "edits"), text);
+      if (!applied) return reply_problem{feedback_kind::edit_not_applied, applied.error().message};
+      edited = std::move(*applied);
+    }
+    return std::nullopt;
+  };
+  auto got = ask_json(model_, std::move(req), reply_schema(op), o);
+  if (!got) {
+    const ask_failure& f = got.error();
+    switch (f.what) {
+      case ask_failure::kind::call:
+        return tl::unexpected(fail_with(
+            f.call.kind == llm::call_error::budget ? failure_kind::budget : failure_kind::call,
+            std::string(llm::to_string(f.call.kind)) + ": " + f.call.message, f.attempts));
+      case ask_failure::kind::edit_not_applied:
+        return tl::unexpected(fail_with(failure_kind::edit_not_applied,
+                                        "the edits never applied: " + f.last_error, f.attempts));
+      case ask_failure::kind::invalid:
+        return tl::unexpected(
+            fail_with(failure_kind::invalid_reply, "no valid reply: " + f.last_error, f.attempts));
+    }
+  }
+  return answer{std::move(got->value), static_cast<int32_t>(got->calls.size()), std::move(edited)};
+}
+
+op_result<proposal> llm_proposer::write_code(operation op, const prompt_fields& fields,
+                                             const kernel_bundle& base) {
+  auto a = ask(op, fields, &base, {});
+  if (!a) return tl::unexpected(a.error());
+  if (!a->edited)
+    return tl::unexpected(fail_with(failure_kind::refused,
+                                    "the proposer declined: " + reply_string(a->value, "rationale"),
+                                    a->calls));
+  proposal p;
+  p.kernel = std::move(a->edited->kernel);
+  p.edits = std::move(a->edited->edits);
+  p.action = reply_string(a->value, "action");
+  p.locus = reply_string(a->value, "locus");
+  p.features_removed = string_list(a->value, "removes");
+  p.features_added = string_list(a->value, "adds");
+  p.rationale = reply_string(a->value, "rationale");
+  if (const std::string d = reply_string(a->value, "diagnosis"); !d.empty())
+    p.rationale = "diagnosis: " + d + "\n" + p.rationale;
+  if (op == operation::repair) p.action = "repair";
+  if (op == operation::seed_baseline) p.action = "seed";
+  p.prov = origin();
+  p.calls = a->calls;
+  return p;
+}
+
+// ---- the operations -------------------------------------------------------------------------
+
+op_result<proposal> llm_proposer::propose_backward(const backward_request& r) {
+  if (!r.t) return no_task();
+  if (r.features.empty())
+    return tl::unexpected(
+        fail_with(failure_kind::refused, "the kernel has no verified feature to remove"));
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.kernel);
+  f["features"] = features_text(r.features);
+  f["action_prior"] = list_text(r.action_prior);
+  f["rejected"] = notes_text(r.rejected);
+  return write_code(operation::propose_backward, f, r.kernel);
+}
+
+op_result<proposal> llm_proposer::rederive_forward(const forward_request& r) {
+  if (!r.t) return no_task();
+  if (!find_feature(r.restore.name))
+    return tl::unexpected(fail_with(failure_kind::unsupported,
+                                    "'" + r.restore.name + "' is not a registered feature name"));
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.predecessor);
+  f["restore"] = feature_text(r.restore) + "\ndefinition: " + definition_text(r.restore.name);
+  f["action"] = or_none(r.action);
+  f["rejected"] = notes_text(r.rejected);
+  return write_code(operation::rederive_forward, f, r.predecessor);
+}
+
+op_result<audit_result> llm_proposer::audit_features(const audit_request& r) {
+  if (!r.t) return no_task();
+  std::vector<std::string> defs;
+  for (const auto& name : r.features) {
+    if (!find_feature(name))
+      return tl::unexpected(
+          fail_with(failure_kind::unsupported, "'" + name + "' is not a registered feature name"));
+    defs.push_back(definition_text(name));
+  }
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.kernel, true);
+  f["features"] = list_text(defs);
+  auto a = ask(operation::audit_features, f, &r.kernel, {});
+  if (!a) return tl::unexpected(a.error());
+  audit_result out = verify_audit(r.kernel, r.features, verdicts_of(a->value));
+  out.calls = a->calls;
+  out.prov = origin();
+  return out;
+}
+
+op_result<skill_card> llm_proposer::abstract_card(const card_request& r) {
+  if (!r.t) return no_task();
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["step"] = step_text(r.step);
+  f["diff"] = or_none(r.step.edit);
+  f["before"] = kernel_text(r.before);
+  f["after"] = kernel_text(r.after);
+  f["registry"] = registry_text(r.t->plat);
+  auto a = ask(operation::abstract_card, f, &r.after, {});
+  if (!a) return tl::unexpected(a.error());
+  return card_of(a->value, carrier_key(r.after.manifest.lang, r.t->plat));
+}
+
+op_result<proposal> llm_proposer::materialize(const materialize_request& r) {
+  if (!r.t) return no_task();
+  if (r.cards.empty()) return tl::unexpected(fail_with(failure_kind::refused, "no card to apply"));
+  std::string cards;
+  for (size_t i = 0; i < r.cards.size(); ++i)
+    cards += (i ? "\n\n" : "") + std::string("--- card ") + std::to_string(i + 1) + " of " +
+             std::to_string(r.cards.size()) +
+             (r.cards[i].id.empty() ? "" : " (" + r.cards[i].id + ")") + " ---\n" +
+             card_text(r.cards[i], r.kernel.manifest.lang);
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.kernel);
+  f["features"] = features_text(r.features);
+  f["cards"] = cards;
+  f["rejected"] = notes_text(r.rejected);
+  return write_code(operation::materialize, f, r.kernel);
+}
+
+op_result<proposal> llm_proposer::repair(const repair_request& r) {
+  if (!r.t) return no_task();
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.failed);
+  f["goal"] = or_none(r.goal);
+  f["outcome"] = std::string(to_string(r.verdict));
+  f["diagnostics"] = or_none(clipped(r.diagnostics, options_.max_diagnostics_bytes));
+  return write_code(operation::repair, f, r.failed);
+}
+
+op_result<proposal> llm_proposer::seed_baseline(const seed_request& r) {
+  if (!r.t) return no_task();
+  const kernel_bundle start = seed_bundle(*r.t);
+  std::vector<std::string> defs;
+  for (const auto& name : r.entry_features) defs.push_back(definition_text(name));
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["reference"] = or_none(r.reference_source);
+  f["entry_features"] = list_text(defs);
+  f["entry_file"] = start.manifest.entry;
+  return write_code(operation::seed_baseline, f, start);
+}
+
+op_result<ranking> llm_proposer::rank_paths(const rank_request& r) {
+  if (!r.t) return no_task();
+  // Nothing to choose between: no call is spent on it.
+  if (r.paths.size() < 2) {
+    ranking out;
+    for (const auto& p : r.paths) out.order.push_back(p.id), out.reasons.push_back("the only path");
+    out.prov = origin();
+    return out;
+  }
+  std::vector<std::string> lines;
+  for (const auto& p : r.paths) lines.push_back(p.id + ": " + p.summary);
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.kernel);
+  f["features"] = features_text(r.features);
+  std::string paths;
+  for (const auto& l : lines) paths += (paths.empty() ? "" : "\n") + l;
+  f["paths"] = paths;
+  const auto& given = r.paths;
+  auto check = [&given](const json& value, const std::string&) -> std::optional<reply_problem> {
+    if (auto bad = ranking_problem(value, given))
+      return reply_problem{feedback_kind::invalid_reply, *bad};
+    return std::nullopt;
+  };
+  auto a = ask(operation::rank_paths, f, &r.kernel, check);
+  if (!a) return tl::unexpected(a.error());
+  ranking out = ranking_of(a->value);
+  out.calls = a->calls;
+  out.prov = origin();
+  return out;
+}
+
+op_result<proposal> llm_proposer::mutate(const mutate_request& r) {
+  if (!r.t) return no_task();
+  std::string inspirations;
+  for (size_t i = 0; i < r.inspirations.size(); ++i)
+    inspirations += (i ? "\n\n" : "") + std::string("--- inspiration ") + std::to_string(i + 1) +
+                    " ---\n" + kernel_text(r.inspirations[i]);
+  prompt_fields f = base_fields(*r.t, r.target);
+  f["kernel"] = kernel_text(r.parent);
+  f["inspirations"] = or_none(inspirations);
+  f["direction"] = or_none(r.direction);
+  f["rejected"] = notes_text(r.rejected);
+  f["registry"] = registry_text(r.t->plat);
+  return write_code(operation::mutate, f, r.parent);
+}
+
+}  // namespace lathe::agent
