@@ -72,13 +72,13 @@ series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>
     // Lathe's clock decides; the worker's events must agree with it. Pipe and synchronization
     // overhead is tens of microseconds on a block of ~20 ms.
     const double dev = r.reply.device_seconds;
-    if (tw.cuda && dev > 0 && !r.reply.graph_captured && r.seconds > 2 * dev + 2e-3 &&
-        out.outside_stream.empty()) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "%s: a block took %.3g ms by lathe's clock but %.3g ms on its stream's events",
-                    tw.label.c_str(), r.seconds * 1e3, dev * 1e3);
-      out.outside_stream = buf;
+    if (tw.cuda && dev > 0 && !r.reply.graph_captured) {
+      ++tw.blocks;
+      if (r.seconds > 2 * dev + 2e-3) {
+        ++tw.outside_blocks;
+        if (r.seconds - dev > tw.worst_host - tw.worst_device)
+          tw.worst_host = r.seconds, tw.worst_device = dev;
+      }
     }
     dst.push_back(r.seconds / static_cast<double>(tw.calls));
     return true;
@@ -117,6 +117,21 @@ series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>
       break;
     }
   }
+  // Work hidden outside the timed stream is in every call, so it shows in most blocks; one block
+  // that disagrees is the host's doing (the worker descheduled, a page-cache flush), not the
+  // kernel's: on the H200 a trusted baseline's block once took 54 ms by lathe's clock and 20 ms
+  // on its events, once in a whole series.
+  for (auto* side : {&a, &b})
+    for (const auto& tw : *side)
+      if (out.outside_stream.empty() && tw.outside_blocks >= 3 && 2 * tw.outside_blocks > tw.blocks) {
+        char buf[240];
+        std::snprintf(buf, sizeof buf,
+                      "%s: %u of %u blocks took far longer by lathe's clock than on their stream's "
+                      "events (worst %.3g ms against %.3g ms)",
+                      tw.label.c_str(), tw.outside_blocks, tw.blocks, tw.worst_host * 1e3,
+                      tw.worst_device * 1e3);
+        out.outside_stream = buf;
+      }
   out.series.a_method = a.front().method;
   out.series.b_method = b.front().method;
   ratio_estimate e = estimate();

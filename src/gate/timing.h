@@ -22,6 +22,10 @@ struct timed_worker {
   bool cuda = false;     // a CUDA worker: its reply carries the event time of the block
   bool graph = false;    // replay the block from a CUDA graph (short kernels)
   std::string method;    // how its last block was timed: "wall", "events", "graph"
+  // The cross-check of lathe's clock against the worker's events (run_paired): blocks seen, and
+  // blocks whose lathe-side time exceeded their event time by far, with the worst of them.
+  uint32_t blocks = 0, outside_blocks = 0;
+  double worst_host = 0, worst_device = 0;
 };
 
 // CUDA kernels shorter than this per call are timed by CUDA-graph replay: launch overhead
@@ -39,9 +43,9 @@ struct series_result {
   bool ok = true;
   worker_result failure;  // when !ok: the request that failed
   bool failed_a = true;   // which side failed
-  // A block whose lathe-side time exceeds the worker's event time of the timed stream by far:
-  // work ran outside that stream (a side stream, the legacy default stream) and was hidden
-  // from the events. Empty when every block agreed.
+  // A worker whose blocks' lathe-side times exceed their event times of the timed stream by far,
+  // block after block: work ran outside that stream (a side stream, the legacy default stream)
+  // and was hidden from the events. Empty when the clocks agreed (see run_paired for the rule).
   std::string outside_stream;
 };
 
