@@ -11,6 +11,7 @@
 #include "core/target.h"
 #include "core/task.h"
 #include "gate/build.h"
+#include "gate/gate.h"
 #include "store/store.h"
 #include "store/workspace.h"
 
@@ -55,6 +56,30 @@ std::string single_gpu_identity();
 // from the store.
 result<target> cached_gpu_target_probed(store& db, const std::filesystem::path& probe,
                                         bool measure, bool refresh);
+
+// How a verb asks the gate to measure (`lathe eval`'s options): one place, so that every verb that
+// gates a kernel (eval, rules apply, later decompose and optimize) measures it the same way and
+// its stored policy means the same thing.
+struct gate_settings {
+  bool time = true;         // false: stop after the correctness checks (--no-time)
+  bool aa_control = true;   // the A/A control (--no-aa)
+  uint32_t seeds = 3;       // correctness trials per shape set; at least 3
+  double max_time = 3.0;    // longest paired series, seconds (--max-time)
+  std::optional<double> target_rse;  // default: the platform's (below)
+  uint64_t seed = 0;        // input seed base; 0: random per evaluation
+  std::string mode = "decision";     // decision | kernelbench | do_bench
+  uint32_t warmup = 3, trials = 100; // kernelbench mode
+  bool host_trials = false;          // CUDA: inputs and references on the host
+  bool progress = true;              // stage messages on stderr ("… compile")
+};
+
+// The gate's configuration for one task in this context: the workspace cache, the toolchain, the
+// task's target (the GPU for a CUDA task), the worker, and the settings.
+gate::gate_config make_gate_config(const context& ctx, const task& t, const gate_settings& s);
+
+// Stores a gated kernel and its evaluation (its PTX as a blob) in the context's store; sets and
+// returns the evaluation's id.
+result<int64_t> store_evaluation(context& ctx, const kernel_bundle& k, evaluation& e);
 
 // A kernel argument: a bundle path (directory or bare file), or the name of one of the task's
 // kernels (kernels/<name>).

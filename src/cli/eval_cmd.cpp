@@ -143,29 +143,19 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: baseline: %s\n", base.error().message.c_str());
     return 2;
   }
-  gate::gate_config cfg;
-  cfg.cache_dir = ctx->ws.cache();
-  cfg.tools = ctx->tools;
-  cfg.tgt = ctx->tgt;
-  // A CUDA task runs on the GPU: its ceilings, cache and memory are the device's.
-  if (t->plat == platform::cuda && ctx->gpu) cfg.tgt = *ctx->gpu;
-  if (o.mode == "kernelbench") cfg.mode = gate::timing_mode::kernelbench;
-  else if (o.mode == "do_bench") cfg.mode = gate::timing_mode::do_bench;
-  cfg.bench_warmup = o.warmup;
-  cfg.bench_trials = std::max<uint32_t>(o.trials, 1);
-  cfg.device_trials = !o.host_trials;
-  cfg.seeds = std::max<uint32_t>(o.seeds, 3);
-  cfg.seed_base = o.seed;
-  cfg.time = !o.no_time;
-  cfg.aa_control = !o.no_aa;
-  cfg.policy.max_seconds = o.max_time;
-  // GPU timing is quiet enough to ask more of the noise criterion for the same seconds: on the
-  // H200, ten evaluations of one ratio spread 0.65-0.83% when series stopped at 0.5% (CPU: the
-  // default). The value is part of the stored policy.
-  if (t->plat == platform::cuda) cfg.policy.target_rse = 0.0015;
-  if (o.target_rse) cfg.policy.target_rse = *o.target_rse;
-  cfg.sandbox.worker_exe = ctx->where.exe_dir / "lathe-worker";
-  if (!o.json) cfg.progress = [](const std::string& s) { std::fprintf(stderr, "… %s\n", s.c_str()); };
+  gate_settings gs;
+  gs.time = !o.no_time;
+  gs.aa_control = !o.no_aa;
+  gs.seeds = o.seeds;
+  gs.max_time = o.max_time;
+  gs.target_rse = o.target_rse;
+  gs.seed = o.seed;
+  gs.mode = o.mode;
+  gs.warmup = o.warmup;
+  gs.trials = o.trials;
+  gs.host_trials = o.host_trials;
+  gs.progress = !o.json;
+  const gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
   gate::gate_request req;
   req.t = &*t;
   req.candidate = *cand;
@@ -174,13 +164,9 @@ int run_eval(const common_options& common, const eval_options& o) {
   if (cand->hash == base->hash) req.role = gate::screen_role::baseline;
   evaluation e = gate::evaluate(cfg, req);
 
-  (void)ctx->db->put_kernel(*cand);
-  if (!e.ptx.empty())
-    if (auto h = ctx->db->put_blob(e.ptx)) e.ptx_blob = *h;
   int64_t id = 0;
-  if (auto stored = ctx->db->add_evaluation(e)) id = *stored;
+  if (auto stored = store_evaluation(*ctx, *cand, e)) id = *stored;
   else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", stored.error().message.c_str());
-  e.id = id;
   if (o.json) {
     json j = e;
     j["schema"] = "lathe.eval/1";

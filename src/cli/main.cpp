@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   lathe::cli::add_eval(app, common, code);
   lathe::cli::add_doctor(app, common, code);
   lathe::cli::add_profile(app, common, code);
+  lathe::cli::add_rules(app, common, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -16,5 +16,6 @@ struct common_options {
 void add_eval(CLI::App& app, const common_options& common, int& exit_code);
 void add_doctor(CLI::App& app, const common_options& common, int& exit_code);
 void add_profile(CLI::App& app, const common_options& common, int& exit_code);
+void add_rules(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

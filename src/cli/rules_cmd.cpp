@@ -1,0 +1,306 @@
+// lathe rules list | apply TASK KERNEL: the offline rule engine on its own (docs/rules.md
+// "Verbs"), so that it can be used and judged without a lineage around it. Every result of
+// `apply` is gated against the kernel it was made from (the baseline), so the paired ratio is the
+// effect of that one step, and stored like any evaluation with provenance rules:<rule>.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "agent/rules/catalog.h"
+#include "agent/rules/detect.h"
+#include "cli/context.h"
+#include "cli/verbs.h"
+#include "core/json.h"
+#include "gate/task_file.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::cli {
+namespace {
+
+namespace rules = agent::rules;
+
+// Rule results show that the machinery works, not that anything was learned (DESIGN.md).
+constexpr const char* kLabel =
+    "rule-engine results (mechanical rewrites): they show the machinery works, not what a model would find";
+
+struct apply_options {
+  std::string task, kernel;
+  bool backward = false, forward = false, json = false, no_time = false, no_aa = false;
+  std::vector<std::string> rules;
+  double max_time = 3.0;
+  uint32_t seeds = 3;
+};
+
+struct row {
+  rules::rule_invocation inv;
+  std::string locus, feature;
+  std::vector<std::string> removes, adds, assumed;
+  std::string note, outcome, message;
+  std::optional<paired_series> paired;
+  int64_t evaluation_id = 0;
+};
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+int run_list(bool as_json) {
+  if (as_json) {
+    json j{{"schema", "lathe.rules_list/1"}, {"rules", json::array()}};
+    for (const rules::rule* r : rules::catalog())
+      j["rules"].push_back({{"name", r->name()},
+                            {"direction", rules::to_string(r->direction())},
+                            {"feature", r->feature().empty() ? json(nullptr) : json(r->feature())},
+                            {"description", r->description()},
+                            {"preconditions", r->preconditions()},
+                            {"assumed", r->assumed()}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  size_t w = 0;
+  for (const rules::rule* r : rules::catalog()) w = std::max(w, r->name().size());
+  for (const rules::rule* r : rules::catalog()) {
+    const std::string feat = r->feature().empty() ? "(no feature)" : std::string(r->feature());
+    std::printf("%-*s  %-8s  %-15s  %s\n", static_cast<int>(w), std::string(r->name()).c_str(),
+                rules::to_string(r->direction()), feat.c_str(), std::string(r->description()).c_str());
+    std::printf("%*s  requires: %s\n", static_cast<int>(w), "", std::string(r->preconditions()).c_str());
+    if (auto a = r->assumed(); !a.empty())
+      std::printf("%*s  assumes: %s\n", static_cast<int>(w), "", join(a, "; ").c_str());
+  }
+  std::printf("\n%zu rules. Forward fast-math rules run only where the task allows approximate math.\n",
+              rules::catalog().size());
+  return 0;
+}
+
+// The anchor as a user tells sites apart: sites one anchor cannot separate carry identity
+// parameters (`pointer=x4`, `directive=2`), shown with it; options (allow_fast_math) are not.
+std::string site_text(const rules::rule_invocation& inv) {
+  std::string s = inv.anchor;
+  for (const auto& [k, v] : inv.params)
+    if (k != "allow_fast_math") s += " " + k + "=" + v;
+  return s;
+}
+
+std::string ratio_text(const row& r) {
+  if (!r.paired) return "-";
+  char b[96];
+  std::snprintf(b, sizeof b, "%.3f [%.3f, %.3f]", r.paired->ratio, r.paired->ci_low, r.paired->ci_high);
+  return b;
+}
+
+void print_table(const std::vector<row>& rows) {
+  size_t wr = 4, wa = 6, wo = 7;
+  for (const auto& r : rows) {
+    wr = std::max(wr, r.inv.rule.size());
+    wa = std::max(wa, site_text(r.inv).size());
+    wo = std::max(wo, r.outcome.size());
+  }
+  std::printf("%-*s  %-*s  %-*s  %s\n", int(wr), "rule", int(wa), "anchor", int(wo), "outcome",
+              "ratio [95% CI]");
+  for (const auto& r : rows) {
+    std::printf("%-*s  %-*s  %-*s  %s\n", int(wr), r.inv.rule.c_str(), int(wa), site_text(r.inv).c_str(),
+                int(wo), r.outcome.c_str(), ratio_text(r).c_str());
+    if (r.outcome != "ok" && !r.message.empty())
+      std::printf("%*s  %s\n", int(wr), "", r.message.substr(0, 200).c_str());
+  }
+}
+
+json row_json(const row& r) {
+  json j{{"rule", r.inv.rule},          {"anchor", r.inv.anchor},   {"locus", r.locus},
+         {"feature", r.feature},        {"carrier", r.inv},         {"removes", r.removes},
+         {"adds", r.adds},              {"assumed", r.assumed},     {"note", r.note},
+         {"provenance", to_string(provenance{"rules", r.inv.rule, true})},
+         {"outcome", r.outcome},        {"message", r.message},
+         {"evaluation", r.evaluation_id ? json(r.evaluation_id) : json(nullptr)}};
+  j["ratio"] = r.paired ? json(r.paired->ratio) : json(nullptr);
+  j["ci"] = r.paired ? json::array({r.paired->ci_low, r.paired->ci_high}) : json(nullptr);
+  return j;
+}
+
+// The directions to run: the flag's, else those of the named rules, else both.
+std::vector<rules::rule_direction> directions(const apply_options& o) {
+  using d = rules::rule_direction;
+  if (o.backward) return {d::backward};
+  if (o.forward) return {d::forward};
+  if (o.rules.empty()) return {d::backward, d::forward};
+  std::vector<d> out;
+  for (const auto& n : o.rules)
+    if (auto dir = rules::find_rule(n)->direction(); std::find(out.begin(), out.end(), dir) == out.end())
+      out.push_back(dir);
+  return out;
+}
+
+int run_apply(const common_options& common, const apply_options& o) {
+  // Usage first: a misspelt rule is an error before anything is opened or built.
+  for (const auto& n : o.rules) {
+    const rules::rule* r = rules::find_rule(n);
+    if (!r) {
+      std::fprintf(stderr, "lathe: no rule named '%s' in the catalog (`lathe rules list` shows them)\n", n.c_str());
+      return 2;
+    }
+    if ((o.backward && r->direction() != rules::rule_direction::backward) ||
+        (o.forward && r->direction() != rules::rule_direction::forward)) {
+      std::fprintf(stderr, "lathe: rule '%s' is a %s rule; it does not run with %s\n", n.c_str(),
+                   rules::to_string(r->direction()), o.backward ? "--backward" : "--forward");
+      return 2;
+    }
+  }
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, !o.no_time);
+  if (!ctx) {
+    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
+    return 2;
+  }
+  auto tp = find_task_path(o.task, ctx->where);
+  if (!tp) {
+    std::fprintf(stderr, "lathe: %s\n", tp.error().message.c_str());
+    return 2;
+  }
+  auto t = load_task(*tp);
+  if (!t) {
+    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
+    return 2;
+  }
+  auto k = find_task_kernel(*t, o.kernel);
+  if (!k) {
+    std::fprintf(stderr, "lathe: %s\n", k.error().message.c_str());
+    return 2;
+  }
+  rules::catalog_options copts;
+  copts.allow_fast_math = t->allow_fast_math;  // the task's tolerance, never the rule's choice
+  std::vector<rules::applicable_site> sites;
+  for (auto dir : directions(o))
+    for (auto& s : rules::applicable(*k, dir, copts))
+      if (o.rules.empty() || std::find(o.rules.begin(), o.rules.end(), s.what->name()) != o.rules.end())
+        sites.push_back(std::move(s));
+
+  gate_settings gs;
+  gs.time = !o.no_time;
+  gs.aa_control = !o.no_aa;
+  gs.max_time = o.max_time;
+  gs.seeds = o.seeds;
+  gs.progress = false;
+  gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
+  std::vector<row> rows;
+  for (const auto& s : sites) {
+    row r;
+    r.inv = s.invocation;
+    r.feature = std::string(s.what->feature());
+    r.locus = s.site.locus;
+    if (!o.json) std::fprintf(stderr, "… %s at %s\n", r.inv.rule.c_str(), site_text(r.inv).c_str());
+    auto res = s.what->apply(*k, s.invocation);
+    if (!res) {
+      // The site is listed but the rule declined it on a closer look: no kernel to gate.
+      r.outcome = "not_applied";
+      r.message = res.error().message;
+      rows.push_back(std::move(r));
+      continue;
+    }
+    r.removes = res->removes;
+    r.adds = res->adds;
+    r.assumed = res->assumed;
+    r.note = res->note;
+    r.locus = res->locus;
+    gate::gate_request req;
+    req.t = &*t;
+    req.candidate = res->kernel;
+    req.baseline = *k;  // the original: the paired ratio is this step's effect
+    req.prov = {"rules", r.inv.rule, true};
+    evaluation e = gate::evaluate(cfg, req);
+    r.outcome = std::string(to_string(e.result));
+    r.message = e.message;
+    r.paired = e.paired;
+    if (auto id = store_evaluation(*ctx, res->kernel, e)) r.evaluation_id = *id;
+    else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", id.error().message.c_str());
+    rows.push_back(std::move(r));
+  }
+
+  // What the engine could not touch: the kernel's detected features that no gated result moved.
+  std::set<std::string> touched;
+  for (const auto& r : rows)
+    if (r.outcome == "ok" || r.outcome == "unstable") {  // correct; only the timing undecided
+      touched.insert(r.removes.begin(), r.removes.end());
+      touched.insert(r.adds.begin(), r.adds.end());
+    }
+  std::vector<std::string> untouched;  // "simd @ exp_ps, hmax": one entry per name, its loci
+  json untouched_json = json::array();
+  for (const auto& d : rules::detect_source(*k))
+    if (!touched.count(d.what.name)) {
+      untouched_json.push_back({{"name", d.what.name}, {"locus", d.what.locus}});
+      const std::string head = d.what.name + " @ ";
+      auto it = std::find_if(untouched.begin(), untouched.end(),
+                             [&](const std::string& u) { return u.rfind(head, 0) == 0; });
+      if (it == untouched.end()) untouched.push_back(head + d.what.locus);
+      else *it += ", " + d.what.locus;
+    }
+
+  if (o.json) {
+    json j{{"schema", "lathe.rules_apply/1"},
+           {"task", t->name},
+           {"kernel", {{"name", k->name}, {"hash", k->hash}}},
+           {"label", kLabel},
+           {"timed", !o.no_time},
+           {"results", json::array()},
+           {"untouched", untouched_json}};
+    for (const auto& r : rows) j["results"].push_back(row_json(r));
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("task      %s (%s)\n", t->name.c_str(), to_string(t->plat));
+  std::printf("kernel    %s  [%.12s]\n", k->name.c_str(), k->hash.c_str());
+  std::printf("engine    %s\n", kLabel);
+  std::printf("baseline  each result is gated against this kernel: ratio = its time / the result's "
+              "(> 1: the step made it faster)\n\n");
+  if (rows.empty()) std::printf("no rule applies here\n");
+  else print_table(rows);
+  std::printf("\nuntouched %s\n", untouched.empty() ? "(none: every detected feature was moved by a rule)"
+                                                    : join(untouched, "; ").c_str());
+  int64_t first = 0, last = 0;
+  for (const auto& r : rows)
+    if (r.evaluation_id) {
+      if (!first) first = r.evaluation_id;
+      last = r.evaluation_id;
+    }
+  if (first)
+    std::printf("stored    evaluations #%lld-#%lld in %s (provenance rules:<rule>)\n",
+                static_cast<long long>(first), static_cast<long long>(last), ctx->ws.db().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_rules(CLI::App& app, const common_options& common, int& exit_code) {
+  CLI::App* sub = app.add_subcommand("rules", "the offline rule engine: its catalog, and every result on a kernel gated");
+  sub->require_subcommand(1);
+
+  auto list_json = std::make_shared<bool>(false);
+  CLI::App* list = sub->add_subcommand("list", "the catalog: each rule's direction, feature, preconditions and assumptions");
+  list->add_flag("--json", *list_json, "print the catalog as JSON (schema lathe.rules_list/1)");
+  list->callback([list_json, &exit_code] { exit_code = run_list(*list_json); });
+
+  auto o = std::make_shared<apply_options>();
+  CLI::App* apply = sub->add_subcommand(
+      "apply", "every applicable site of the selected rules on a kernel, each result gated against it");
+  apply->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task")->required();
+  apply->add_option("kernel", o->kernel, "kernel bundle or a kernel name of the task")->required();
+  auto* back = apply->add_flag("--backward", o->backward, "only backward rules (remove a mechanism)");
+  auto* fwd = apply->add_flag("--forward", o->forward, "only forward rules (add a mechanism)");
+  back->excludes(fwd);
+  apply->add_option("--rule", o->rules, "only this rule (repeatable; `lathe rules list` names them)");
+  apply->add_flag("--json", o->json, "print the results as JSON (schema lathe.rules_apply/1)");
+  apply->add_flag("--no-time", o->no_time, "stop each evaluation after the correctness checks");
+  apply->add_flag("--no-aa", o->no_aa, "skip the A/A control of each evaluation");
+  apply->add_option("--max-time", o->max_time, "longest paired timing series per result, seconds")
+      ->capture_default_str();
+  apply->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
+  apply->footer("Exit code 0 when it ran, whatever the outcomes; 2 for bad usage (an unknown rule).");
+  apply->callback([o, &common, &exit_code] { exit_code = run_apply(common, *o); });
+}
+
+}  // namespace lathe::cli
