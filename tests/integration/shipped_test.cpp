@@ -3,6 +3,8 @@
 // baselines and forbidden as candidates.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "core/outcome.h"
 #include "gate_fixture.h"
 
@@ -34,7 +36,16 @@ class expert : public lathe::testing::gate_env, public ::testing::WithParamInter
 TEST_P(expert, is_correct_and_faster_than_naive) {
   task t = load(task_dir(GetParam()));
   cfg_.policy.max_seconds = 2.0;
-  evaluation e = eval(t, kernel(*find_kernel(t, "expert")), true, "naive");
+  // `unstable` is the gate refusing to decide on a noisy machine (its A/A interval too wide), not
+  // a verdict on the kernel: on a 2-core CI machine an OpenMP kernel meets that now and then (one
+  // CI run read an A/A interval of [0.75, 1.73]). Ask again, at most twice; any other outcome
+  // counts at once.
+  evaluation e;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    e = eval(t, kernel(*find_kernel(t, "expert")), true, "naive");
+    if (e.result != outcome::unstable) break;
+    std::printf("attempt %d: unstable (%s); asking again\n", attempt + 1, e.message.c_str());
+  }
   ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
   ASSERT_TRUE(e.paired);
   EXPECT_GT(e.paired->ci_low, 1.0) << "expert/naive speedup " << e.paired->ratio << " ["
