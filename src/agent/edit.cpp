@@ -110,6 +110,16 @@ class parser {
       } else if (word == "DELETE") {
         out.files.push_back({arg, file_edit_kind::remove, {}, {}, no});
         ++i_;
+      } else if (word == "ISA") {
+        if (arg.empty())
+          return tl::unexpected(
+              err("", 0, at_line(no) + ": '@@@ ISA' needs a level ('@@@ ISA x86-64-v2')"));
+        if (out.isa)
+          return tl::unexpected(err("", 0,
+                                    at_line(no) + ": a second '@@@ ISA' line (the first says " +
+                                        clip(*out.isa) + "); a kernel has one target ISA"));
+        out.isa = arg;
+        ++i_;
       } else if (word == "FLAGS" && arg.empty()) {
         auto fl = flags_block(no);
         if (!fl) return tl::unexpected(fl.error());
@@ -124,15 +134,15 @@ class parser {
             err("", 0,
                 at_line(no) + ": unknown marker '" + clip(line) +
                     "' (markers: @@@ FILE path, @@@ WHOLE path, @@@ DELETE path, @@@ FLAGS, "
-                    "@@@ END)"));
+                    "@@@ ISA level, @@@ END)"));
       }
     }
     if (out.empty())
       return tl::unexpected(
           err("", 0,
               "the reply contains no edit: write each change as a '@@@ FILE path' block of "
-              "SEARCH/REPLACE blocks, a '@@@ WHOLE path' block, a '@@@ DELETE path' line or a "
-              "'@@@ FLAGS' block (docs/edits.md)"));
+              "SEARCH/REPLACE blocks, a '@@@ WHOLE path' block, a '@@@ DELETE path' line, a "
+              "'@@@ FLAGS' block or an '@@@ ISA level' line (docs/edits.md)"));
     return out;
   }
 
@@ -272,7 +282,8 @@ edit_result<string> bundle_path(const string& path, const kernel_bundle& b) {
   if (rel == "kernel.toml")
     return bad(
         "kernel.toml is the manifest, not a source; change compiler flags with a FLAGS "
-        "block ('@@@ FLAGS', then '+ -flag' or '- -flag' lines, then '@@@ END')");
+        "block ('@@@ FLAGS', then '+ -flag' or '- -flag' lines, then '@@@ END') and the target "
+        "ISA with a line '@@@ ISA level' ('@@@ ISA x86-64-v2')");
   if (b.sources.count(rel)) return rel;
   // A new file: the rules load_bundle and the build can live with.
   for (const auto& part : norm)
@@ -463,6 +474,28 @@ edit_result<void> apply_flag(std::vector<string>& flags, const flag_edit& f) {
   return {};
 }
 
+// Syntax only, like apply_flag: which level the kernel may have is the gate's decision
+// (unsupported_target above the host). The characters keep the level one token of the compile
+// command (-march=LEVEL, -gencode=arch=compute_N,code=sm_N): nothing else can ride along.
+edit_result<void> apply_isa(kernel_manifest& m, const string& level) {
+  const string current = m.isa.empty() ? "none: the host's level" : m.isa;
+  const auto bad = [&](const string& why) {
+    return tl::unexpected(err("kernel.toml", 0, "ISA '" + clip(level) + "': " + why));
+  };
+  const bool ok =
+      !level.empty() && level.size() <= 64 && std::all_of(level.begin(), level.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.';
+      });
+  if (!ok)
+    return bad(
+        "a level is letters, digits and _ - . only, like x86-64-v3 or sm_90a (current isa: " +
+        current + ")");
+  if (level == m.isa) return bad("the manifest's isa is already " + level + ": not a change");
+  m.isa = level;
+  return {};
+}
+
 }  // namespace
 
 edit_result<edit_set> parse_edits(std::string_view reply) {
@@ -531,6 +564,8 @@ edit_result<kernel_bundle> apply(const kernel_bundle& bundle, const edit_set& ed
     auto ok = apply_flag(out.manifest.flags, f);
     if (!ok) return tl::unexpected(ok.error());
   }
+  if (edits.isa)
+    if (auto ok = apply_isa(out.manifest, *edits.isa); !ok) return tl::unexpected(ok.error());
   uint64_t total = 0;
   for (const auto& [rel, text] : out.sources) total += text.size();
   if (total > max_bundle_bytes)
@@ -539,7 +574,8 @@ edit_result<kernel_bundle> apply(const kernel_bundle& bundle, const edit_set& ed
                                   " bytes; a bundle holds at most 64 MiB"));
   out.manifest.files.clear();
   for (const auto& [rel, text] : out.sources) out.manifest.files.push_back(rel);
-  out.bare = bundle.bare && out.sources.size() == 1 && out.manifest.flags == bundle.manifest.flags;
+  out.bare = bundle.bare && out.sources.size() == 1 &&
+             out.manifest.flags == bundle.manifest.flags && out.manifest.isa == bundle.manifest.isa;
   out.origin.clear();
   out.hash = bundle_hash(out);
   if (out.hash == bundle.hash)
@@ -592,6 +628,7 @@ std::string render_edits(const edit_set& edits) {
       out.append(f.add ? "+ " : "- ").append(f.flag).push_back('\n');
     out.append(marker_end).push_back('\n');
   }
+  if (edits.isa) out.append(marker_isa).append(*edits.isa).push_back('\n');  // one line, no END
   return out;
 }
 

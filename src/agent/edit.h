@@ -1,11 +1,13 @@
 // Edits a proposer returns (DESIGN.md contracts, "Edits"): per-file SEARCH/REPLACE blocks or
-// whole-file contents, deletions, plus compiler-flag changes, in the text format of docs/edits.md.
+// whole-file contents, deletions, plus compiler-flag and target-ISA changes, in the text format of
+// docs/edits.md.
 // Edits apply exactly or not at all: an edit that does not apply is outcome::edit_not_applied,
 // with a message written for the model (what failed, where, and what the file really holds), fed
 // back to it. Nothing is fuzzed: no whitespace-insensitive matching, no "closest match" applied.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tl/expected.hpp>
@@ -18,12 +20,14 @@ namespace lathe::agent {
 
 // Markers of the format, each alone on its line (docs/edits.md). llm/command.cpp writes the same
 // WHOLE / DELETE / INVALID lines for an agent CLI's working-directory changes; the command test
-// parses its output with parse_edits, so the two cannot drift apart unnoticed.
+// parses its output with parse_edits, so the two cannot drift apart unnoticed. (FLAGS and ISA are
+// never written there: an agent changes them by printing the block on stdout.)
 inline constexpr std::string_view marker_file = "@@@ FILE ";
 inline constexpr std::string_view marker_whole = "@@@ WHOLE ";
 inline constexpr std::string_view marker_delete = "@@@ DELETE ";
 inline constexpr std::string_view marker_invalid = "@@@ INVALID ";
 inline constexpr std::string_view marker_flags = "@@@ FLAGS";
+inline constexpr std::string_view marker_isa = "@@@ ISA ";  // one line: "@@@ ISA x86-64-v2"
 inline constexpr std::string_view marker_end = "@@@ END";
 inline constexpr std::string_view marker_search = "<<<<<<< SEARCH";
 inline constexpr std::string_view marker_divider = "=======";
@@ -68,7 +72,10 @@ struct flag_edit {
 struct edit_set {
   std::vector<file_edit> files;  // in reply order
   std::vector<flag_edit> flags;  // in reply order
-  bool empty() const { return files.empty() && flags.empty(); }
+  // The manifest's new `isa` ("@@@ ISA x86-64-v2"); at most one per reply. Which level is
+  // allowed is the gate's decision (unsupported_target above the host), not apply's.
+  std::optional<std::string> isa;
+  bool empty() const { return files.empty() && flags.empty() && !isa; }
 };
 
 struct edit_error {
@@ -87,7 +94,8 @@ edit_result<edit_set> parse_edits(std::string_view reply);
 
 // Applies `edits` to the bundle's own files, in order. Fails when any edit does not apply exactly
 // (SEARCH found zero or several times, a path outside the bundle, a new file of a kind a bundle
-// must not hold, a size cap, a flag that is not there to remove, a result identical to the input).
+// must not hold, a size cap, a flag that is not there to remove, an ISA that is not a level or is
+// the manifest's already, a result identical to the input).
 // The result has its file list, hash and `bare` updated and no origin (it lies nowhere yet).
 edit_result<kernel_bundle> apply(const kernel_bundle& bundle, const edit_set& edits);
 

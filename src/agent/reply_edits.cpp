@@ -36,6 +36,7 @@ edit_set without_repeats(edit_set outside, const kernel_bundle& now) {
     const bool present = std::find(flags.begin(), flags.end(), f.flag) != flags.end();
     return f.add == present;
   });
+  if (outside.isa && *outside.isa == now.manifest.isa) outside.isa.reset();
   return outside;
 }
 

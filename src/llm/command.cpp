@@ -445,6 +445,9 @@ call_result command_provider::run(const request& r, const kernel_bundle* bundle,
     if (auto w = write_bundle(*bundle, dir.path()); !w)
       return tl::unexpected(failure(call_error::bad_request,
                                     name() + ": cannot copy the kernel: " + w.error().message));
+    // The manifest is compared like a source: an agent that edits it (its flags, its `isa`) gets
+    // a WHOLE kernel.toml edit, which apply refuses with the hint to print a FLAGS block or an
+    // '@@@ ISA level' line instead (agent/edit.cpp); lathe never rewrites the manifest from it.
     before["kernel.toml"] = read_capped(dir.path() / "kernel.toml").value_or("");
     for (const auto& [rel, text] : bundle->sources) before[rel] = text;
   }

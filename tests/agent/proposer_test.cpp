@@ -458,6 +458,20 @@ TEST(llm_proposer, edit_blocks_after_the_json_apply_too) {
   EXPECT_TRUE(has(nothing.error().message, "no edit"));
 }
 
+TEST(llm_proposer, an_isa_line_both_in_the_json_and_after_it_applies_once) {
+  const kernel_bundle expert = softmax_expert();
+  ASSERT_EQ(expert.manifest.isa, "x86-64-v3");
+  scripted model;
+  model.say_text("```json\n" + backward_reply("@@@ ISA x86-64-v2\n").dump() +
+                 "\n```\n@@@ ISA x86-64-v2\n");
+  llm_options o;
+  o.max_repairs = 0;
+  auto got = llm_proposer(model, prompts(), o).propose_backward(backward_of(expert));
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(got->kernel.manifest.isa, "x86-64-v2");
+  EXPECT_EQ(got->kernel.sources, expert.sources);
+}
+
 TEST(llm_proposer, a_failed_call_is_its_own_failure) {
   scripted down;  // nothing queued: the provider fails with a server error
   llm_proposer p(down, prompts());

@@ -184,6 +184,61 @@ TEST(edit, flags_add_and_remove_exactly) {
   EXPECT_TRUE(has(apply_error("@@@ FLAGS\n-O2\n@@@ END\n").message, "'+ FLAG'"));
 }
 
+TEST(edit, isa_line_sets_the_manifest_isa) {
+  const auto b = make_bundle();  // no isa: the host's level
+  auto r = apply_reply(b, "Lower the target.\n@@@ ISA x86-64-v2\nThat is all.\n");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->manifest.isa, "x86-64-v2");
+  EXPECT_EQ(r->sources, b.sources);
+  EXPECT_EQ(r->manifest.flags, b.manifest.flags);
+  EXPECT_NE(r->hash, b.hash);
+  EXPECT_EQ(r->hash, bundle_hash(*r));
+  // With files and flags in one reply; a CUDA level is syntax like any other (the gate decides).
+  auto all =
+      apply_reply(*r, block("kernel.cpp", "    y[i] = 2.0f * x[i];\n", "    y[i] = x[i];\n") +
+                          "@@@ FLAGS\n+ -fopenmp\n@@@ END\n@@@ ISA sm_90a\n");
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  EXPECT_EQ(all->manifest.isa, "sm_90a");
+  EXPECT_EQ(all->manifest.flags, (std::vector<std::string>{"-O3", "-fopenmp"}));
+  // The same level again is not a change; the message says what the manifest holds.
+  const auto same = apply_error("@@@ ISA x86-64-v2\n", *r);
+  EXPECT_EQ(same.path, "kernel.toml");
+  EXPECT_TRUE(has(same.message, "already x86-64-v2: not a change")) << same.message;
+  // Levels are letters, digits and _ - . only: nothing rides along into -march=LEVEL.
+  for (const char* bad : {"x86-64 -O0", "native;rm", "x86-64-v3,code=sm_90", "-march=native"}) {
+    const auto e = apply_error(std::string("@@@ ISA ") + bad + "\n");
+    EXPECT_TRUE(has(e.message, "letters, digits and _ - . only")) << bad << ": " << e.message;
+    EXPECT_TRUE(has(e.message, "current isa: none")) << e.message;
+  }
+  EXPECT_TRUE(has(apply_error(std::string("@@@ ISA ") + std::string(65, 'v') + "\n").message,
+                  "letters, digits"));
+  EXPECT_TRUE(has(apply_error("@@@ ISA\n").message, "'@@@ ISA' needs a level"));
+  EXPECT_TRUE(has(apply_error("@@@ ISA x86-64-v2\n@@@ ISA x86-64-v3\n").message,
+                  "reply line 2: a second '@@@ ISA' line"));
+  // kernel.toml is no file to edit; the hint names both manifest blocks.
+  EXPECT_TRUE(has(apply_error("@@@ WHOLE kernel.toml\nisa = \"x86-64\"\n@@@ END\n").message,
+                  "'@@@ ISA level'"));
+}
+
+TEST(edit, isa_parses_alone_and_unbares_a_bare_bundle) {
+  auto e = parse_edits("prose\n@@@ ISA x86-64-v4   \n");
+  ASSERT_TRUE(e.has_value()) << e.error().message;
+  EXPECT_FALSE(e->empty());
+  EXPECT_TRUE(e->files.empty() && e->flags.empty());
+  EXPECT_EQ(e->isa.value_or(""), "x86-64-v4");  // trailing blanks are no part of it
+  kernel_bundle bare;
+  bare.name = "k";
+  bare.manifest.entry = "k.cpp";
+  bare.manifest.files = {"k.cpp"};
+  bare.manifest.flags = {"-O3"};
+  bare.sources["k.cpp"] = kernel_src;
+  bare.bare = true;
+  bare.hash = bundle_hash(bare);
+  auto r = apply(bare, *e);
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_FALSE(r->bare);  // a single file cannot carry its isa: kernel.toml must be written
+}
+
 TEST(edit, delete_and_invalid) {
   auto r = apply_reply(make_bundle(), "@@@ DELETE util.h\n");
   ASSERT_TRUE(r.has_value()) << r.error().message;
@@ -235,6 +290,7 @@ TEST(edit, render_then_parse_gives_the_same_edits) {
   e.files.push_back({"new.h", file_edit_kind::whole, {}, "int x;\n", 0});
   e.files.push_back({"old.h", file_edit_kind::remove, {}, {}, 0});
   e.flags = {{true, "-fopenmp"}, {false, "-O3"}};
+  e.isa = "x86-64-v2";
   auto back = parse_edits(render_edits(e));
   ASSERT_TRUE(back.has_value()) << back.error().message;
   ASSERT_EQ(back->files.size(), 3u);
@@ -246,6 +302,15 @@ TEST(edit, render_then_parse_gives_the_same_edits) {
   ASSERT_EQ(back->flags.size(), 2u);
   EXPECT_EQ(back->flags[1].flag, "-O3");
   EXPECT_FALSE(back->flags[1].add);
+  EXPECT_EQ(back->isa.value_or(""), "x86-64-v2");
+  // An ISA change alone renders as its one line, and parses back to it.
+  edit_set only;
+  only.isa = "sm_90";
+  EXPECT_EQ(render_edits(only), "@@@ ISA sm_90\n");
+  auto again = parse_edits(render_edits(only));
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->isa.value_or(""), "sm_90");
+  EXPECT_TRUE(again->files.empty() && again->flags.empty());
 }
 
 TEST(edit, edited_bundle_writes_and_loads_back_with_the_same_hash) {
@@ -254,13 +319,15 @@ TEST(edit, edited_bundle_writes_and_loads_back_with_the_same_hash) {
   test::write_file(tmp / "k/kernel.toml", "flags = [\"-O3\"]\n");
   auto b = load_bundle(tmp / "k");
   ASSERT_TRUE(b.has_value()) << b.error().message;
-  auto r = apply_reply(*b, "@@@ WHOLE inc/t.h\n#define T 1\n@@@ END\n@@@ FLAGS\n+ -g\n@@@ END\n");
+  auto r = apply_reply(
+      *b, "@@@ WHOLE inc/t.h\n#define T 1\n@@@ END\n@@@ FLAGS\n+ -g\n@@@ END\n@@@ ISA x86-64-v2\n");
   ASSERT_TRUE(r.has_value()) << r.error().message;
   ASSERT_TRUE(write_bundle(*r, tmp / "out").has_value());
   auto again = load_bundle(tmp / "out");
   ASSERT_TRUE(again.has_value()) << again.error().message;
   EXPECT_EQ(again->hash, r->hash);
   EXPECT_EQ(again->sources.at("inc/t.h"), "#define T 1\n");
+  EXPECT_EQ(again->manifest.isa, "x86-64-v2");
 }
 
 }  // namespace

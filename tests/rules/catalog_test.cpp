@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "agent/edit.h"
 #include "agent/rules/detect.h"
 #include "core/feature_registry.h"
 #include "gate/build.h"
@@ -339,6 +340,144 @@ TEST(hostile, flags) {
             1);
 }
 
+namespace {
+
+kernel_bundle at_isa(kernel_bundle b, const std::string& isa) {
+  b.manifest.isa = isa;
+  b.hash = bundle_hash(b);
+  return b;
+}
+
+const char* kScalar = "void f(float* y, int n) {\n  for (int i = 0; i < n; ++i) y[i] *= 2;\n}\n";
+
+}  // namespace
+
+TEST(hostile, isa_lowers_and_raises_x86_levels) {
+  const auto b = at_isa(snippet(kScalar, language::cpp), "x86-64-v3");
+  const auto sites = sites_of("isa.remove", b);
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].anchor, "isa:x86-64-v3");
+  EXPECT_EQ(sites[0].locus, "<isa>");
+  EXPECT_EQ(sites[0].params.at("level"), "x86-64-v2");
+  auto r = apply_rule("isa.remove", b, sites[0].anchor, sites[0].params);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kernel.manifest.isa, "x86-64-v2");
+  EXPECT_EQ(r->kernel.sources, b.sources);
+  EXPECT_EQ(r->kernel.manifest.flags, b.manifest.flags);
+  EXPECT_TRUE(r->removes.empty() && r->adds.empty());  // a build setting, no mechanism
+  EXPECT_EQ(r->edits, "@@@ ISA x86-64-v2\n");
+  EXPECT_FALSE(r->assumed.empty());
+  // The edit text gives the same kernel as the rule.
+  auto by_text = agent::apply_reply(b, r->edits);
+  ASSERT_TRUE(by_text) << by_text.error().message;
+  EXPECT_EQ(by_text->hash, r->kernel.hash);
+  // The inverse raises it back: the same bundle, byte for byte.
+  ASSERT_EQ(r->inverse.rule, "isa.add");
+  EXPECT_EQ(r->inverse.anchor, "isa:x86-64-v2");
+  auto back = find_rule("isa.add")->apply(r->kernel, r->inverse);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->kernel.hash, b.hash);
+  EXPECT_EQ(back->inverse.rule, "isa.remove");
+  // Forward from v2 raises one level; from v3 to v4, noting the gate's answer above the host.
+  EXPECT_EQ(sites_of("isa.add", r->kernel).at(0).params.at("level"), "x86-64-v3");
+  auto up = apply_rule("isa.add", b, "isa:x86-64-v3");
+  ASSERT_TRUE(up) << up.error().message;
+  EXPECT_EQ(up->kernel.manifest.isa, "x86-64-v4");
+  EXPECT_NE(up->note.find("unsupported_target"), std::string::npos) << up->note;
+  EXPECT_TRUE(sites_of("isa.add", up->kernel).empty());  // nothing above v4
+  // level= picks any lower (higher) level, and nothing else.
+  auto base = apply_rule("isa.remove", b, "isa:x86-64-v3", {{"level", "x86-64"}});
+  ASSERT_TRUE(base) << base.error().message;
+  EXPECT_EQ(base->kernel.manifest.isa, "x86-64");
+  EXPECT_TRUE(sites_of("isa.remove", base->kernel).empty());  // the baseline has nothing below
+  EXPECT_EQ(sites_of("isa.add", base->kernel).at(0).params.at("level"), "x86-64-v2");
+  auto two_up = apply_rule("isa.add", base->kernel, "isa:x86-64", {{"level", "x86-64-v3"}});
+  ASSERT_TRUE(two_up) << two_up.error().message;
+  EXPECT_EQ(two_up->kernel.hash, b.hash);
+  for (const char* level : {"x86-64-v3", "x86-64-v4", "sm_90", "native", ""}) {
+    auto bad = apply_rule("isa.remove", b, "isa:x86-64-v3", {{"level", level}});
+    ASSERT_FALSE(bad) << level;
+    EXPECT_EQ(bad.error().code, errc::invalid_argument) << bad.error().message;
+  }
+  EXPECT_FALSE(apply_rule("isa.add", b, "isa:x86-64-v3", {{"level", "x86-64-v2"}}));
+  // The anchor names the manifest's level; another is not found (replay then uses the site).
+  auto wrong = apply_rule("isa.remove", b, "isa:x86-64-v4");
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().code, errc::not_found);
+  EXPECT_FALSE(apply_rule("isa.remove", b, "flags:-O3"));
+  const auto at_v4 = at_isa(b, "x86-64-v4");
+  auto replayed = replay({"isa.remove", "isa:x86-64-v3", {}}, at_v4);
+  ASSERT_TRUE(replayed) << replayed.error().message;
+  EXPECT_EQ(replayed->kernel.manifest.isa, "x86-64-v3");
+  EXPECT_NE(replayed->note.find("used the rule's site isa:x86-64-v4"), std::string::npos)
+      << replayed->note;
+  // No level in the manifest (the host's, unknown to a syntactic rule), or a CUDA target: no site.
+  for (const auto& k : {at_isa(b, ""), at_isa(snippet("__global__ void k() {}\n"), "sm_90a")}) {
+    EXPECT_TRUE(sites_of("isa.remove", k).empty()) << k.manifest.isa;
+    EXPECT_TRUE(sites_of("isa.add", k).empty()) << k.manifest.isa;
+  }
+  auto cuda =
+      apply_rule("isa.remove", at_isa(snippet("__global__ void k() {}\n"), "sm_90a"), "isa:sm_90a");
+  ASSERT_FALSE(cuda);
+  EXPECT_NE(cuda.error().message.find("CUDA"), std::string::npos) << cuda.error().message;
+}
+
+TEST(hostile, isa_remove_refused_when_a_source_needs_the_isa) {
+  const std::vector<std::pair<std::string, std::string>> needs = {
+      {"#include <immintrin.h>\nvoid f(float* y) { y[0] = 0; }\n", "kernel.cpp:1: #include"},
+      {"void f(float* y) {\n  _mm256_storeu_ps(y, _mm256_setzero_ps());\n}\n",
+       "kernel.cpp:2: _mm256_storeu_ps"},
+      {"void f(float* y) {\n  __m512 v;\n  (void)v;\n}\n", "kernel.cpp:2: __m512"},
+      {"unsigned f(unsigned x) { return _tzcnt_u32(x); }\n", "_tzcnt_u32"},
+      {"__attribute__((noinline, target(\"avx2\"))) void f() {}\n", "__attribute__((target"},
+      {"[[gnu::target(\"avx2\")]] void f() {}\n", "[[gnu::target"},
+      {"#pragma GCC target(\"avx2\")\nvoid f() {}\n", "#pragma GCC target"},
+      {"#define ZERO(p) _mm256_storeu_ps(p, _mm256_setzero_ps())\nvoid f() {}\n",
+       "_mm256_storeu_ps in #define ZERO"},
+      {"void f() { asm volatile(\"vzeroupper\"); }\n", "asm (inline assembly)"},
+      {"#ifdef USE_AVX\n#include <x86intrin.h>\n#endif\nvoid f() {}\n", "kernel.cpp:2"},
+  };
+  for (const auto& [text, why] : needs) {
+    const auto b = at_isa(snippet(text, language::cpp), "x86-64-v3");
+    EXPECT_TRUE(sites_of("isa.remove", b).empty()) << text;
+    auto r = apply_rule("isa.remove", b, "isa:x86-64-v3");
+    ASSERT_FALSE(r) << text;
+    EXPECT_EQ(r.error().code, errc::invalid_argument);
+    EXPECT_NE(r.error().message.find(why), std::string::npos) << r.error().message;
+    // Raising is allowed, but the inverse would be refused: there is none.
+    auto up = apply_rule("isa.add", b, "isa:x86-64-v3");
+    ASSERT_TRUE(up) << up.error().message;
+    EXPECT_TRUE(up->inverse.rule.empty());
+  }
+  // In another file of the bundle too.
+  auto hdr = at_isa(snippet("#include \"simd.h\"\nvoid f() {}\n", language::cpp), "x86-64-v3");
+  hdr.sources["simd.h"] = "#pragma once\ninline void z(float* y) { _mm_storeu_ps(y, {}); }\n";
+  hdr.manifest.files.push_back("simd.h");
+  hdr.hash = bundle_hash(hdr);
+  auto in_header = apply_rule("isa.remove", hdr, "isa:x86-64-v3");
+  ASSERT_FALSE(in_header);
+  EXPECT_NE(in_header.error().message.find("simd.h:2: _mm_storeu_ps"), std::string::npos)
+      << in_header.error().message;
+  // Names in comments, strings and dead branches are no use of the ISA.
+  const auto quiet = at_isa(snippet(R"(// the expert uses _mm256_fmadd_ps and <immintrin.h>
+/* __attribute__((target("avx2"))) */
+const char* s = "_mm256_add_ps __m256 asm";
+#if 0
+#include <immintrin.h>
+void g(float* y) { _mm256_zeroall(); }
+#endif
+void f(float* y, int n) {
+  for (int i = 0; i < n; ++i) y[i] *= 2;  // _mm256_mul_ps would do 8
+}
+)",
+                                    language::cpp),
+                            "x86-64-v3");
+  ASSERT_EQ(sites_of("isa.remove", quiet).size(), 1u);
+  auto r = apply_rule("isa.remove", quiet, "isa:x86-64-v3");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->kernel.manifest.isa, "x86-64-v2");
+}
+
 // ---- the shipped experts --------------------------------------------------------------------
 
 namespace {
@@ -531,6 +670,27 @@ TEST_F(gated, every_backward_result_of_the_cpu_experts_compiles) {
     }
   }
   std::printf("built %d backward results of the CPU experts\n", n);
+}
+
+// The ISA rules edit only the manifest; what they must not break is the build: the softmax naive
+// kernel (scalar, x86-64-v3) lowered one level and to the baseline compiles, with -march=LEVEL.
+TEST_F(gated, isa_lowered_softmax_naive_compiles) {
+  auto naive = load_bundle(fs::path(LATHE_SOURCE_DIR) / "tasks/softmax/kernels/naive");
+  ASSERT_TRUE(naive) << naive.error().message;
+  ASSERT_EQ(naive->manifest.isa, "x86-64-v3");
+  const auto sites = sites_of("isa.remove", *naive);
+  ASSERT_EQ(sites.size(), 1u);
+  for (const char* level : {"x86-64-v2", "x86-64"}) {
+    auto r = apply_rule("isa.remove", *naive, sites[0].anchor, {{"level", level}});
+    ASSERT_TRUE(r) << r.error().message;
+    const std::string isa = gate::resolved_isa(r->kernel, target{});
+    EXPECT_EQ(isa, level);
+    auto built = gate::build(r->kernel, isa, tc_, cache_, gate::build_kind::kernel);
+    ASSERT_TRUE(built) << built.error().message;
+    EXPECT_TRUE(built->ok) << level << ":\n" << built->log;
+    EXPECT_NE(built->log.find(std::string("-march=") + level + " "), std::string::npos)
+        << built->log;
+  }
 }
 
 TEST_F(gated, cuda_backward_results_compile) {

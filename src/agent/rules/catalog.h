@@ -13,8 +13,9 @@
 // docs/edits.md format) is kept as a hint for an LLM, never as the carrier.
 //
 // Names: `<feature>.remove` (backward) / `<feature>.add` (forward); a flag-only form of a feature
-// is `<feature>_flag.*`; `opt_level.*` changes -O levels and has no feature. docs/rules.md,
-// "Catalog", lists every rule with its sites, preconditions and assumptions.
+// is `<feature>_flag.*`; `opt_level.*` changes -O levels and `isa.*` the manifest's x86-64 level,
+// and neither has a feature. docs/rules.md, "Catalog", lists every rule with its sites,
+// preconditions and assumptions.
 #pragma once
 
 #include <cstdint>
@@ -34,13 +35,14 @@ enum class rule_direction : uint8_t { backward, forward };
 const char* to_string(rule_direction d);
 
 // Where a rule applies. `anchor` is in the front end's grammar (docs/rules.md, "Anchors"), with
-// one extension for manifest flags: `flags:FLAG` (`flags:-O3`), which the front end never sees.
+// two extensions for the manifest, which the front end never sees: `flags:FLAG` (`flags:-O3`) and
+// `isa:LEVEL` (`isa:x86-64-v3`, the manifest's `isa`).
 // Some sites need parameters to tell them apart inside one anchor (the pointer a read-only rule
 // rewrites); they are in `params` and belong in the invocation.
 struct rule_site {
   std::string anchor;  // "pragma:unroll@gemm_kernel/k", "param:relu/x", "flags:--use_fast_math"
-  std::string file;    // the bundle file it lies in; empty for flags
-  std::string locus;   // the feature's locus: "gemm_kernel/k", "relu", "<flags>"
+  std::string file;    // the bundle file it lies in; empty for flags and the ISA
+  std::string locus;   // the feature's locus: "gemm_kernel/k", "relu", "<flags>", "<isa>"
   branch where = branch::active;              // inactive sites are listed and refused by apply()
   std::map<std::string, std::string> params;  // what apply() uses (factor, threads, pointer…)
   std::string what;  // in words: "#pragma unroll 4 before loop:gemm_kernel/k"
@@ -75,7 +77,8 @@ class rule {
   virtual ~rule() = default;
   virtual std::string_view name() const = 0;
   virtual rule_direction direction() const = 0;
-  // The registry name (core/feature_registry.h) it removes or adds; empty for none (opt_level).
+  // The registry name (core/feature_registry.h) it removes or adds; empty for none (opt_level,
+  // isa).
   virtual std::string_view feature() const = 0;
   virtual std::string_view description() const = 0;
   // Syntactic preconditions, in prose: what sites() checks on the tokens.

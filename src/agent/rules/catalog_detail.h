@@ -1,7 +1,7 @@
 // Shared by the rule families of the catalog (catalog_*.cpp): a tokenized view of one bundle
-// file, an edit under construction (byte replacements on token boundaries, flag changes) that
-// becomes a rule_result, and the syntactic tests several rules share (canonical `for` headers,
-// scalars a loop body assigns). Not part of the catalog's API.
+// file, an edit under construction (byte replacements on token boundaries, flag and ISA changes)
+// that becomes a rule_result, and the syntactic tests several rules share (canonical `for`
+// headers, scalars a loop body assigns). Not part of the catalog's API.
 #pragma once
 
 #include <functional>
@@ -68,6 +68,7 @@ class change {
   void insert(const source_view& v, uint32_t at, std::string text) { replace(v, at, at, text); }
   void add_flag(std::string f) { flags_.push_back({true, std::move(f)}); }
   void remove_flag(std::string f) { flags_.push_back({false, std::move(f)}); }
+  void set_isa(std::string level) { isa_ = std::move(level); }  // the manifest's `isa`
   // Deletes the line of the `#pragma` token `directive`; returns the params (pragma=, indent=)
   // with which insert_pragma() gives that line back byte for byte.
   std::map<std::string, std::string> delete_pragma(const source_view& v, uint32_t directive);
@@ -90,6 +91,7 @@ class change {
   const kernel_bundle& b_;
   std::vector<piece> pieces_;
   std::vector<std::pair<bool, std::string>> flags_;
+  std::optional<std::string> isa_;
 };
 
 // ---- bytes and lines ------------------------------------------------------------------------
@@ -170,5 +172,6 @@ std::vector<const rule*> fast_math_rules();
 std::vector<const rule*> openmp_rules();
 std::vector<const rule*> vector_rules();
 std::vector<const rule*> flag_rules();
+std::vector<const rule*> isa_rules();
 
 }  // namespace lathe::agent::rules::detail

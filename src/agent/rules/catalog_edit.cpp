@@ -1,7 +1,7 @@
 // How a rule's change becomes an edited kernel: byte replacements on token boundaries, checked
-// against the #if branches they touch and re-tokenized, then written as SEARCH/REPLACE blocks
-// (docs/edits.md) and applied through agent/edit.h, so that a rule's kernel is exactly what its
-// `edits` text gives when a model or a person applies it.
+// against the #if branches they touch and re-tokenized, then written as SEARCH/REPLACE blocks,
+// FLAGS lines and an ISA line (docs/edits.md) and applied through agent/edit.h, so that a rule's
+// kernel is exactly what its `edits` text gives when a model or a person applies it.
 #include <algorithm>
 
 #include "agent/edit.h"
@@ -208,6 +208,7 @@ result<rule_result> change::finish(rule_result meta) const {
     edits.files.push_back(std::move(fe));
   }
   for (const auto& [add, f] : flags_) edits.flags.push_back({add, f});
+  edits.isa = isa_;
   auto applied = apply(b_, edits);
   if (!applied) {
     // A later block's SEARCH text recreated by an earlier REPLACE (rare): whole files instead.

@@ -1,10 +1,10 @@
-// Rules on the manifest's compile flags (anchor `flags:FLAG`, the catalog's one extension of the
-// front end's grammar): fast_math_flag.{remove,add} (--use_fast_math for nvcc, -ffast-math for
-// g++, -Ofast removed as -O3) and opt_level.{remove,add} (-O3 ⇄ -O2/-O1). An -O level is no
-// mechanism of the registry (DESIGN.md: features are mechanisms in a kernel), so opt_level
-// removes and adds no feature; it exists so that a backward walk can show what the optimizer
-// level alone is worth. Which flags a task accepts is the gate's screen's decision, not these
-// rules'.
+// Rules on the manifest's compile flags (anchor `flags:FLAG`, the catalog's first extension of the
+// front end's grammar; catalog_isa.cpp has the second, `isa:LEVEL`): fast_math_flag.{remove,add}
+// (--use_fast_math for nvcc, -ffast-math for g++, -Ofast removed as -O3) and opt_level.{remove,add}
+// (-O3 ⇄ -O2/-O1). An -O level is no mechanism of the registry (DESIGN.md: features are mechanisms
+// in a kernel), so opt_level removes and adds no feature; it exists so that a backward walk can
+// show what the optimizer level alone is worth. Which flags a task accepts is the gate's screen's
+// decision, not these rules'.
 #include <algorithm>
 
 #include "agent/rules/catalog_detail.h"
