@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/feature_registry.h"
+#include "core/text.h"
 
 namespace lathe::agent {
 namespace {
@@ -15,12 +16,6 @@ std::string number(double v) {
   std::ostringstream o;
   o << v;
   return o.str();
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
 }
 
 std::string shape_text(const std::vector<dim>& shape) {

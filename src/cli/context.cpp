@@ -98,6 +98,12 @@ result<fs::path> find_task_path(const std::string& arg, const paths& where) {
                                    (where.tasks_dir.empty() ? std::string("(none found)") : where.tasks_dir.string()));
 }
 
+result<task> find_task(const std::string& arg, const paths& where) {
+  auto p = find_task_path(arg, where);
+  if (!p) return tl::unexpected(p.error());
+  return load_task(*p);
+}
+
 // The one NVIDIA GPU of this machine, named without creating a CUDA context (which costs a
 // few hundred milliseconds): its UUID from /proc/driver/nvidia/gpus/*/information, with the
 // driver's version line. Empty with several GPUs (CUDA's device 0 is then not obviously

@@ -16,6 +16,7 @@
 #include "gate/profile.h"
 #include "llm/config.h"
 #include "llm/factory.h"
+#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -72,12 +73,6 @@ std::string bytes_text(uint64_t b) {
 
 std::string cuda_version_text(int32_t v) {  // 12080 -> "12.8"
   return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : sep) + i;
-  return out;
 }
 
 void print_gpu(const target& g, const std::optional<gpu_snapshot>& now) {

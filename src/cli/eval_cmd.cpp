@@ -123,12 +123,7 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
   }
-  auto tp = find_task_path(o.task, ctx->where);
-  if (!tp) {
-    std::fprintf(stderr, "lathe: %s\n", tp.error().message.c_str());
-    return 2;
-  }
-  auto t = load_task(*tp);
+  auto t = find_task(o.task, ctx->where);
   if (!t) {
     std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
     return 2;

@@ -144,12 +144,7 @@ int run_profile(const common_options& common, const profile_options& o) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
   }
-  auto tp = find_task_path(o.task, ctx->where);
-  if (!tp) {
-    std::fprintf(stderr, "lathe: %s\n", tp.error().message.c_str());
-    return 2;
-  }
-  auto t = load_task(*tp);
+  auto t = find_task(o.task, ctx->where);
   if (!t) {
     std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
     return 2;
@@ -228,7 +223,7 @@ int run_profile(const common_options& common, const profile_options& o) {
                                   "--workspace",
                                   ctx->ws.root.string(),
                                   "profile-run",
-                                  fs::absolute(*tp).string(),
+                                  fs::absolute(t->dir).string(),
                                   fs::absolute(k->origin).string(),
                                   "--shape",
                                   shapes->name,

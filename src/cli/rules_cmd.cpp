@@ -14,6 +14,7 @@
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "gate/task_file.h"
+#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -42,12 +43,6 @@ struct row {
   std::optional<paired_series> paired;
   int64_t evaluation_id = 0;
 };
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 int run_list(bool as_json) {
   if (as_json) {
@@ -157,12 +152,7 @@ int run_apply(const common_options& common, const apply_options& o) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
   }
-  auto tp = find_task_path(o.task, ctx->where);
-  if (!tp) {
-    std::fprintf(stderr, "lathe: %s\n", tp.error().message.c_str());
-    return 2;
-  }
-  auto t = load_task(*tp);
+  auto t = find_task(o.task, ctx->where);
   if (!t) {
     std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
     return 2;

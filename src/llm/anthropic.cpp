@@ -17,12 +17,6 @@ finish_reason finish_of(const json& v) {
   return finish_reason::other;  // tool_use, pause_turn
 }
 
-int64_t count_of(const json& usage, const char* field) {
-  if (!usage.is_object()) return 0;
-  auto it = usage.find(field);
-  return it != usage.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 anthropic_provider::anthropic_provider(anthropic_options options)
@@ -76,9 +70,9 @@ call_result anthropic_provider::call(const request& r, const cancel_token* cance
   const json usage = j.value("usage", json());
   // Cache reads and writes are input too (lathe sends no cache_control, so they are 0 unless a
   // gateway caches on its own).
-  out.tokens_in = count_of(usage, "input_tokens") + count_of(usage, "cache_creation_input_tokens") +
-                  count_of(usage, "cache_read_input_tokens");
-  out.tokens_out = count_of(usage, "output_tokens");
+  out.tokens_in = usage_count(usage, "input_tokens") + usage_count(usage, "cache_creation_input_tokens") +
+                  usage_count(usage, "cache_read_input_tokens");
+  out.tokens_out = usage_count(usage, "output_tokens");
   out.latency_seconds = reply->seconds;
   out.request_id = reply->request_id();
   if (out.request_id.empty() && j.contains("id") && j["id"].is_string())

@@ -2,24 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llm/http.h"
+
 namespace lathe::llm {
-
-namespace {
-
-constexpr const char* redacted = "[redacted]";
-
-}  // namespace
-
-std::string redact(std::string text, const std::vector<std::string>& secrets) {
-  for (const auto& s : secrets) {
-    if (s.empty()) continue;
-    for (size_t at = text.find(s); at != std::string::npos; at = text.find(s, at)) {
-      text.replace(at, s.size(), redacted);
-      at += std::char_traits<char>::length(redacted);
-    }
-  }
-  return text;
-}
 
 std::string request_record(const request& r, const std::vector<std::string>& secrets) {
   auto clean = [&secrets](const std::string& s) { return redact(s, secrets); };

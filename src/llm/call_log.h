@@ -28,8 +28,7 @@ namespace lathe::llm {
 // redacted.
 std::string request_record(const request& r, const std::vector<std::string>& secrets);
 
-// `text` with every occurrence of each secret replaced by "[redacted]".
-std::string redact(std::string text, const std::vector<std::string>& secrets);
+// Redaction is llm/http.h's `redact`, the transport's own: one rule for every text lathe keeps.
 
 struct call_identity {
   std::optional<std::string> run_id;

@@ -476,4 +476,10 @@ http_result http_client::post_json(const http_post& post, const cancel_token* ca
   }
 }
 
+int64_t usage_count(const nlohmann::json& usage, const char* field) {
+  if (!usage.is_object()) return 0;
+  auto it = usage.find(field);
+  return it != usage.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
 }  // namespace lathe::llm

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "llm/provider.h"
 
 namespace lathe::llm {
@@ -143,5 +145,9 @@ enum class key_policy : uint8_t {
 // missing.
 tl::expected<std::string, call_failure> resolve_key(const std::string& env_var, key_policy policy,
                                                     std::string_view base_url);
+
+// A token count of a reply's `usage` object (both wire formats carry one): 0 when the object or
+// the integer field is missing, since providers omit what they do not count.
+int64_t usage_count(const nlohmann::json& usage, const char* field);
 
 }  // namespace lathe::llm

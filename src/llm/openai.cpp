@@ -29,12 +29,6 @@ std::string text_of(const json& content) {
   return text;
 }
 
-int64_t count_of(const json& usage, const char* field) {
-  if (!usage.is_object()) return 0;
-  auto it = usage.find(field);
-  return it != usage.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 openai_provider::openai_provider(openai_options options)
@@ -111,8 +105,8 @@ call_result openai_provider::call(const request& r, const cancel_token* cancel) 
     out.finish = finish_reason::content_filter;
   }
   const json usage = j.value("usage", json());
-  out.tokens_in = count_of(usage, "prompt_tokens");
-  out.tokens_out = count_of(usage, "completion_tokens");
+  out.tokens_in = usage_count(usage, "prompt_tokens");
+  out.tokens_out = usage_count(usage, "completion_tokens");
   out.latency_seconds = reply->seconds;
   out.request_id = reply->request_id();
   if (out.request_id.empty() && j.contains("id") && j["id"].is_string())

@@ -1,6 +1,7 @@
 // Anchors (anchor.h): parsing an anchor string and resolving it against the structure of
 // structure.h.
 #include "agent/rules/anchor.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,13 +12,6 @@
 namespace lathe::agent::rules {
 
 namespace {
-
-template <class... T>
-std::string cat(const T&... parts) {
-  std::string out;
-  (out.append(std::string_view(parts)), ...);
-  return out;
-}
 
 std::optional<int> parse_index(std::string_view s) {
   int v = 0;

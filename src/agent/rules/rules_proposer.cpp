@@ -8,16 +8,11 @@
 #include <set>
 
 #include "core/feature_registry.h"
+#include "core/text.h"
 
 namespace lathe::agent::rules {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 // A caller tells the proposer about rejected attempts in prose; the rule engine's own summaries
 // name the rule and the anchor (`rules apply`, proposal rationales), so a note naming both is the

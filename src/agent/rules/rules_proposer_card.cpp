@@ -8,16 +8,11 @@
 #include "agent/kernel_text.h"
 #include "agent/rules/rules_proposer.h"
 #include "core/feature_registry.h"
+#include "core/text.h"
 
 namespace lathe::agent::rules {
 
 namespace {
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 // A source detection's evidence starts "FILE:LINE: text" (detect_source); anything else (the
 // manifest's flags, "kernel.toml flags: -ffast-math") is no bundle line and gives no citation.

@@ -10,19 +10,13 @@
 
 #include "agent/rules/code_view.h"
 #include "agent/rules/structure_reader.h"
+#include "core/text.h"
 
 namespace lathe::agent::rules {
 
 namespace detail {
 
 namespace {
-
-template <class... T>
-std::string cat(const T&... parts) {
-  std::string out;
-  (out.append(std::string_view(parts)), ...);
-  return out;
-}
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "agent/rules/lex_chars.h"
 #include "agent/rules/pp_expr.h"
+#include "core/text.h"
 
 namespace lathe::agent::rules {
 
@@ -21,15 +22,6 @@ using detail::is_ident_start;
 using detail::splice_len;
 
 namespace {
-
-// Concatenation without `"literal" + std::string&&`, which trips g++ 12's -Wrestrict false
-// positive.
-template <class... T>
-std::string cat(const T&... parts) {
-  std::string out;
-  (out.append(std::string_view(parts)), ...);
-  return out;
-}
 
 // End of a `//` comment starting at i: the first newline that is not spliced (a `//` comment
 // ending in a backslash swallows the next line: a classic way to comment out code by accident).
