@@ -233,7 +233,7 @@ skill_card card_of(const json& reply, const std::string& carrier_key) {
   c.requires_features = string_list(reply, "requires");
   c.provides_features = string_list(reply, "provides");
   c.conflicts_features = string_list(reply, "conflicts");
-  c.admitted = false;  // only an admission trial admits a card
+  c.status = card_status::candidate;  // only an admission trial admits a card
   return c;
 }
 

@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   lathe::cli::add_doctor(app, common, code);
   lathe::cli::add_profile(app, common, code);
   lathe::cli::add_rules(app, common, code);
+  lathe::cli::add_lineage(app, common, code);
+  lathe::cli::add_skills(app, common, code);
+  lathe::cli::add_runs(app, common, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

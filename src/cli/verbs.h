@@ -17,5 +17,8 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code);
 void add_doctor(CLI::App& app, const common_options& common, int& exit_code);
 void add_profile(CLI::App& app, const common_options& common, int& exit_code);
 void add_rules(CLI::App& app, const common_options& common, int& exit_code);
+void add_runs(CLI::App& app, const common_options& common, int& exit_code);
+void add_lineage(CLI::App& app, const common_options& common, int& exit_code);  // init, decompose
+void add_skills(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

@@ -40,6 +40,48 @@ const char* to_string(termination t) {
   return "?";
 }
 
+const char* to_string(forward_status s) {
+  switch (s) {
+    case forward_status::not_tried:
+      return "not_tried";
+    case forward_status::accepted:
+      return "accepted";
+    case forward_status::rejected:
+      return "rejected";
+    case forward_status::identity_roundtrip:
+      return "identity_roundtrip";
+  }
+  return "?";
+}
+
+const char* to_string(trial_verdict v) {
+  switch (v) {
+    case trial_verdict::reproduced:
+      return "reproduced";
+    case trial_verdict::not_reproduced:
+      return "not_reproduced";
+    case trial_verdict::gate_failed:
+      return "gate_failed";
+    case trial_verdict::not_applicable:
+      return "not_applicable";
+  }
+  return "?";
+}
+
+const char* to_string(card_status s) {
+  switch (s) {
+    case card_status::candidate:
+      return "candidate";
+    case card_status::admitted:
+      return "admitted";
+    case card_status::replay_admitted:
+      return "replay-admitted";
+    case card_status::refused:
+      return "refused";
+  }
+  return "?";
+}
+
 const char* to_string(run_kind k) {
   switch (k) {
     case run_kind::decompose:

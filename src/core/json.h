@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/evaluation.h"
+#include "core/expert.h"
 #include "core/feature.h"
 #include "core/kernel.h"
 #include "core/target.h"
@@ -30,6 +31,16 @@ void to_json(json& j, const feature& f);
 void from_json(const json& j, feature& f);
 void to_json(json& j, const provenance& p);
 void from_json(const json& j, provenance& p);
+void to_json(json& j, const forward_result& f);
+void from_json(const json& j, forward_result& f);
+void to_json(json& j, const constraint& k);
+void from_json(const json& j, constraint& k);
+void to_json(json& j, const card_trial& t);
+void from_json(const json& j, card_trial& t);
+void to_json(json& j, const delegation_finding& f);
+void from_json(const json& j, delegation_finding& f);
+void to_json(json& j, const expert_check& c);
+void from_json(const json& j, expert_check& c);
 void to_json(json& j, const transition& t);
 void from_json(const json& j, transition& t);
 void to_json(json& j, const lineage& l);

@@ -173,11 +173,83 @@ CREATE TRIGGER llm_calls_no_delete BEFORE DELETE ON llm_calls
 BEGIN SELECT RAISE(ABORT, 'append-only: model calls are never deleted, failures included'); END;
 )sql";
 
-constexpr std::array<migration, 4> all = {{
+// Version 5: the lineage side (issue 6). Runs and their events make decompose, optimize and
+// evolve resumable: every accepted step, rejected attempt and card trial is appended as an event
+// the moment it is known, so a killed run loses at most the work in flight. `runs`, `lineages`
+// and `cards` are views that change (a run finishes, a lineage grows, a card is admitted) and
+// may be updated; their history is the append-only `run_events`, `expert_checks` and
+// `card_trials`.
+constexpr std::string_view v5_sql = R"sql(
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY,
+  kind TEXT NOT NULL,
+  task TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  state TEXT NOT NULL,
+  run_json TEXT NOT NULL
+);
+CREATE TABLE run_events (
+  run_id TEXT NOT NULL REFERENCES runs(id),
+  seq INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  json TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE expert_checks (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at TEXT NOT NULL,
+  task TEXT NOT NULL,
+  kernel_hash TEXT NOT NULL,
+  accepted INTEGER NOT NULL CHECK (accepted IN (0, 1)),
+  json TEXT NOT NULL
+);
+CREATE INDEX expert_checks_task ON expert_checks(task, kernel_hash);
+CREATE TABLE lineages (
+  id TEXT PRIMARY KEY,
+  task TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE TABLE cards (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  operator TEXT NOT NULL,
+  status TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE TABLE card_trials (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  card_id TEXT NOT NULL REFERENCES cards(id),
+  created_at TEXT NOT NULL,
+  task TEXT NOT NULL,
+  verdict TEXT NOT NULL,
+  json TEXT NOT NULL
+);
+CREATE INDEX card_trials_card ON card_trials(card_id);
+CREATE TRIGGER run_events_no_update BEFORE UPDATE ON run_events
+BEGIN SELECT RAISE(ABORT, 'append-only: run events are never changed'); END;
+CREATE TRIGGER run_events_no_delete BEFORE DELETE ON run_events
+BEGIN SELECT RAISE(ABORT, 'append-only: run events are never deleted'); END;
+CREATE TRIGGER expert_checks_no_update BEFORE UPDATE ON expert_checks
+BEGIN SELECT RAISE(ABORT, 'append-only: expert checks are never changed'); END;
+CREATE TRIGGER expert_checks_no_delete BEFORE DELETE ON expert_checks
+BEGIN SELECT RAISE(ABORT, 'append-only: expert checks are never deleted'); END;
+CREATE TRIGGER card_trials_no_update BEFORE UPDATE ON card_trials
+BEGIN SELECT RAISE(ABORT, 'append-only: card trials are never changed'); END;
+CREATE TRIGGER card_trials_no_delete BEFORE DELETE ON card_trials
+BEGIN SELECT RAISE(ABORT, 'append-only: card trials are never deleted, failures included'); END;
+)sql";
+
+constexpr std::array<migration, 5> all = {{
     {1, "create the store", v1_sql, nullptr, {}},
     {2, "add provenance, target_arch, measurements and indexes", v2_sql, backfill_v2, v2_sql_after},
     {3, "add profiles", v3_sql, nullptr, {}},
     {4, "add llm_calls", v4_sql, nullptr, {}},
+    {5, "add runs, run_events, expert_checks, lineages, cards and card_trials", v5_sql, nullptr, {}},
 }};
 
 }  // namespace

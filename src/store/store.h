@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "core/evaluation.h"
+#include "core/expert.h"
+#include "core/feature.h"
 #include "core/kernel.h"
 #include "core/profile.h"
 #include "store/llm_call.h"
@@ -19,6 +21,14 @@
 struct sqlite3;
 
 namespace lathe {
+
+// One record of a run's history (store/lineage_store.cpp): what happened, in order.
+struct run_event {
+  int64_t seq = 0;  // 1, 2, … within the run
+  std::string created_at;
+  std::string kind;  // the verb's own vocabulary ("backward_accepted", "forward", "card")
+  std::string json;  // the event's body as JSON text
+};
 
 struct evaluation_summary {
   int64_t id = 0;
@@ -28,7 +38,7 @@ struct evaluation_summary {
 
 class store {
  public:
-  static constexpr int schema_version = 4;  // bump with a migration in store/migrations.cpp
+  static constexpr int schema_version = 5;  // bump with a migration in store/migrations.cpp
 
   static result<store> open(const std::filesystem::path& db_file);
   store(store&&) noexcept;
@@ -64,6 +74,41 @@ class store {
   // The calls of one run, or every call when `run_id` is nullopt; oldest first, with their
   // prompts and replies.
   result<std::vector<llm_call>> llm_calls(const std::optional<std::string>& run_id) const;
+
+  // ---- the lineage side (store/lineage_store.cpp) ----------------------------------------
+
+  // Runs: inserted or updated by id (state, updated_at, summary change; kind, task and
+  // created_at are kept from the first write). created_at/updated_at are set by the store.
+  result<void> put_run(const run& r);
+  result<std::optional<run>> get_run(const std::string& id) const;
+  // Newest first; an empty kind_filter lists every kind; limit <= 0 lists them all.
+  result<std::vector<run>> list_runs(const std::string& kind_filter, int limit) const;
+  // Appends one event (its seq is the next in the run) and returns the seq. The run must exist.
+  result<int64_t> add_run_event(const std::string& run_id, const std::string& kind,
+                                const std::string& json_text);
+  result<std::vector<run_event>> run_events(const std::string& run_id) const;
+
+  // lathe init's verdicts on experts, append-only. Returns the record's id.
+  result<int64_t> add_expert_check(const expert_check& c);
+  // The newest check of that kernel for that task, if any.
+  result<std::optional<expert_check>> latest_expert_check(const std::string& task,
+                                                          const std::string& kernel_hash) const;
+
+  // Lineages: inserted or replaced by id (a lineage grows during its run).
+  result<void> put_lineage(const lineage& l);
+  result<std::optional<lineage>> get_lineage(const std::string& id) const;
+  // Oldest first; an empty task_filter lists every task.
+  result<std::vector<lineage>> list_lineages(const std::string& task_filter) const;
+
+  // Cards: inserted or replaced by id; a name already used by another card is refused. The
+  // card's `trials` are not stored with it: they live in card_trials (add_card_trial) and are
+  // filled in by get_card / list_cards.
+  result<void> put_card(const skill_card& c);
+  result<std::optional<skill_card>> get_card(const std::string& id_or_name) const;
+  // By name; an empty op_filter lists every operator.
+  result<std::vector<skill_card>> list_cards(const std::string& op_filter) const;
+  // Appends a trial to a card's verification log (the card must exist); returns its id.
+  result<int64_t> add_card_trial(const std::string& card_id, const card_trial& t);
 
   // A small cache of measured values (target ceilings, A/A noise), keyed by text. Not
   // append-only: a measurement may be refreshed.

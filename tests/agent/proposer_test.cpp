@@ -141,7 +141,7 @@ TEST(llm_proposer, abstract_card_fills_a_card_that_is_not_admitted) {
   ASSERT_EQ(got->constraints.size(), 1u);
   EXPECT_EQ(got->constraints[0].value, "avx2");
   EXPECT_EQ(got->provides_features, std::vector<std::string>{"simd"});
-  EXPECT_FALSE(got->admitted);
+  EXPECT_FALSE(got->admitted());
   ASSERT_EQ(model.seen.size(), 2u);
   EXPECT_TRUE(has(model.last_message(1), "$.constraints[0].what: not one of"));
   const std::string& u = model.seen[0].messages[0].content;

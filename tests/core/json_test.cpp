@@ -232,11 +232,12 @@ TEST(json, lineage_side_types) {
   c.requires_features = {"smem_tiling"};
   c.provides_features = {"register_tiling"};
   c.conflicts_features = {"wgmma"};
-  c.admitted = true;
+  c.status = card_status::admitted;
   skill_card cb = round_trip(c, &j);
   EXPECT_EQ(j["requires"], json::parse(R"(["smem_tiling"])"));
   EXPECT_EQ(cb.constraints.at(0).value, "49152");
-  EXPECT_TRUE(cb.admitted);
+  EXPECT_TRUE(cb.admitted());
+  EXPECT_EQ(cb.status, card_status::admitted);
 
   run r;
   r.id = "r1";

@@ -28,7 +28,8 @@ TEST_P(shipped, naive_is_correct) {
 }
 
 INSTANTIATE_TEST_SUITE_P(cpu, shipped,
-                         ::testing::Values("gemm", "softmax", "conv2d", "layernorm", "transpose"),
+                         ::testing::Values("gemm", "softmax", "conv2d", "layernorm", "transpose", "silu",
+                                           "row_mean"),
                          [](const auto& info) { return info.param; });
 
 class expert : public lathe::testing::gate_env, public ::testing::WithParamInterface<std::string> {};

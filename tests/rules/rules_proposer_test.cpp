@@ -123,12 +123,15 @@ TEST(rules_proposer, refused_lists_the_features_it_could_not_touch) {
   backward_request r = backward(t, k);
   std::erase_if(r.features, [](const feature& f) { return f.name == "omp_parallel"; });
   ASSERT_FALSE(r.features.empty());
+  // simd and vector_access have a rule (simd_intrinsics.remove); its one site rejected before.
+  r.rejected = {{"rules:simd_intrinsics.remove at include:immintrin.h: wrong_result"}};
   auto got = p.propose_backward(r);
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().kind, failure_kind::refused);
   EXPECT_NE(got.error().message.find("could not touch"), std::string::npos) << got.error().message;
   EXPECT_NE(got.error().message.find("simd"), std::string::npos) << got.error().message;
   EXPECT_NE(got.error().message.find("vector_access"), std::string::npos) << got.error().message;
+  EXPECT_NE(got.error().message.find("rejected before"), std::string::npos) << got.error().message;
   r.features.clear();
   EXPECT_EQ(p.propose_backward(r).error().kind, failure_kind::refused);
 }
@@ -223,7 +226,8 @@ TEST(rules_proposer, card_carrier_replays_on_another_task) {
   EXPECT_TRUE(card->carriers.count("cpp/cpu"));  // the text diff, a hint for a model
   EXPECT_EQ(card->provides_features, std::vector<std::string>{"omp_parallel"});
   EXPECT_NE(card->intent.find("omp_parallel"), std::string::npos);
-  EXPECT_FALSE(card->admitted);
+  EXPECT_FALSE(card->admitted());
+  EXPECT_EQ(card->status, card_status::candidate);
   ASSERT_FALSE(card->verification_log.empty());
   EXPECT_NE(card->verification_log[0].find("byte for byte"), std::string::npos) << card->verification_log[0];
 

@@ -201,7 +201,7 @@ TEST(migrations, v3_database_gains_llm_calls_and_keeps_its_data) {
   auto opened = store::open(file);
   ASSERT_TRUE(opened.has_value()) << opened.error().message;
   store& s = *opened;
-  EXPECT_EQ(s.version().value(), 4);
+  EXPECT_EQ(s.version().value(), store::schema_version);
 
   // Everything version 3 wrote is still there, as it was: evaluations, kernel, measurement and
   // the profile with its raw output blob (which must still match its hash).
@@ -247,6 +247,78 @@ TEST(migrations, v3_database_gains_llm_calls_and_keeps_its_data) {
       "finish_reason, error_kind, error_message, attempts, request_id) VALUES ('t', 'p', 'm', "
       "'t', 1, 'h', 'no-such-blob', 0, 0, 0, 'stop', 'none', '', 1, '')");
   EXPECT_NE(orphan.rc, SQLITE_OK);
+
+  // A fresh database and a migrated one have the same schema.
+  ASSERT_TRUE(store::open(dir / "fresh.db").has_value());
+  auto fresh = testing::open_raw(dir / "fresh.db");
+  EXPECT_EQ(schema_of(raw.get()), schema_of(fresh.get()));
+}
+
+// The fixture is only a test of migration 5 if it is exactly what migrations 1 to 4 leave.
+TEST(migrations, v4_fixture_matches_migrations_1_to_4) {
+  temp_dir dir;
+  build_from_fixture(dir / "fixture.db", "schema_v4.sql");
+  auto migrated = testing::open_raw(dir / "migrated.db");
+  ASSERT_TRUE(migrate(migrated.get(), 4).has_value());
+  auto fixture_db = testing::open_raw(dir / "fixture.db");
+  EXPECT_EQ(testing::query_int(fixture_db.get(), "PRAGMA user_version"), 4);
+  EXPECT_EQ(schema_of(fixture_db.get()), schema_of(migrated.get()));
+}
+
+TEST(migrations, v4_database_gains_the_lineage_tables_and_keeps_its_data) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  build_from_fixture(file, "schema_v4.sql");
+  auto opened = store::open(file);
+  ASSERT_TRUE(opened.has_value()) << opened.error().message;
+  store& s = *opened;
+  EXPECT_EQ(s.version().value(), store::schema_version);
+
+  // Everything version 4 wrote is still there: evaluations, kernel, profile and the model call
+  // with both its blobs (which must still match their hashes).
+  ASSERT_EQ(s.list_evaluations("", 0).value().size(), 2u);
+  const std::string kh = "f00dfeedf00dfeedf00dfeedf00dfeed";
+  EXPECT_EQ(s.get_kernel(kh).value().name, "vector_add_v1");
+  EXPECT_EQ(s.profiles_for(kh).value().size(), 1u);
+  auto calls = s.llm_calls("run-7").value();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].created_at, "2025-01-02T03:20:00.000Z");
+  EXPECT_EQ(calls[0].template_id, "propose_backward");
+  EXPECT_EQ(calls[0].tokens_in, 1234);
+  ASSERT_TRUE(calls[0].reply.has_value());
+  EXPECT_EQ(*calls[0].reply, R"({"action":"unvectorize","locus":"gemm_kernel/k"})");
+  EXPECT_NE(calls[0].prompt.find("Remove one optimization."), std::string::npos);
+
+  // v5: the lineage side, empty at first, then written through the store.
+  auto raw = testing::open_raw(file);
+  for (const char* table :
+       {"runs", "run_events", "expert_checks", "lineages", "cards", "card_trials"})
+    EXPECT_EQ(testing::query_int(raw.get(), std::string("SELECT count(*) FROM ") + table), 0)
+        << table;
+  EXPECT_TRUE(s.list_runs("", 0).value().empty());
+  EXPECT_TRUE(s.list_cards("").value().empty());
+  run r;
+  r.id = "run-1";
+  r.kind = run_kind::decompose;
+  r.task = "gemm";
+  ASSERT_TRUE(s.put_run(r).has_value());
+  EXPECT_EQ(s.add_run_event("run-1", "backward_accepted", R"({"step": 1})").value(), 1);
+  skill_card c;
+  c.id = "card-1";
+  c.name = "add-simd";
+  c.op = "gemm";
+  ASSERT_TRUE(s.put_card(c).has_value());
+  card_trial t;
+  t.task = "layernorm";
+  ASSERT_TRUE(s.add_card_trial("card-1", t).has_value());
+  EXPECT_EQ(s.get_card("add-simd").value()->trials.size(), 1u);
+  // The new append-only tables refuse UPDATE and DELETE like the old ones.
+  for (const char* sql : {"UPDATE run_events SET kind = 'x'", "DELETE FROM run_events",
+                          "UPDATE card_trials SET task = 'x'", "DELETE FROM card_trials"}) {
+    auto x = testing::exec(raw.get(), sql);
+    EXPECT_NE(x.rc, SQLITE_OK) << sql;
+    EXPECT_NE(x.message.find("append-only"), std::string::npos) << x.message;
+  }
 
   // A fresh database and a migrated one have the same schema.
   ASSERT_TRUE(store::open(dir / "fresh.db").has_value());

@@ -35,10 +35,10 @@ TEST(store, fresh_open_is_current_version_in_wal_mode) {
   temp_dir dir;
   store s = open_ok(dir / "lathe.db");
   ASSERT_EQ(s.version().value(), store::schema_version);
-  EXPECT_EQ(store::schema_version, 4);
+  EXPECT_EQ(store::schema_version, 5);
   auto raw = testing::open_raw(dir / "lathe.db");
   EXPECT_EQ(testing::query(raw.get(), "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 4);
+  EXPECT_EQ(testing::query_int(raw.get(), "PRAGMA user_version"), 5);
 }
 
 TEST(store, reopen_is_idempotent) {

@@ -1,5 +1,7 @@
 // vector_access.remove / vector_access.add (CUDA), on one canonical pattern only: a local vector
-// pointer made by a cast of a scalar pointer,
+// pointer (float4, float2, int4, int2, uint4, uint2, double2, and the 32-bit half-precision pairs
+// __half2/half2 and __nv_bfloat162/nv_bfloat162, catalog_vector.h) made by a cast of a scalar
+// pointer,
 //   const float4* xr = reinterpret_cast<const float4*>(x + off);
 // used only as `xr[i]` (load or `xr[i] = v;`), `LD(xr + i)` (LD: __ldg, __ldcs, __ldcg, __ldca,
 // __ldlu, __ldcv) or `ST(xr + i, v);` (ST: __stcs, __stcg, __stwb, __stwt). Backward rewrites the
@@ -33,6 +35,23 @@ const vtype* vtype_of(std::string_view n) {
   for (const vtype& t : kTypes)
     if (t.name == n) return &t;
   return nullptr;
+}
+
+bool names_component(std::string_view type, std::string_view component) {
+  auto words = [](std::string_view s) {
+    std::vector<std::string_view> out;
+    for (size_t i = 0; i < s.size();) {
+      const size_t b = s.find_first_not_of(" \t*&", i);
+      if (b == std::string_view::npos) break;
+      const size_t e = std::min(s.find_first_of(" \t*&", b), s.size());
+      out.push_back(s.substr(b, e - b));
+      i = e;
+    }
+    return out;
+  };
+  const auto have = words(type), want = words(component);
+  return !want.empty() &&
+         std::search(have.begin(), have.end(), want.begin(), want.end()) != have.end();
 }
 
 std::vector<decl> pointer_decls(const source_view& v, const function& f) {
@@ -192,7 +211,7 @@ std::vector<vsite> backward_sites(const source_view& v, const function& f) {
     // The scalar pointer's element type is the vector's component: a parameter's declared type.
     bool typed = false;
     for (const param& p : f.params)
-      if (p.name == v.tok(arg.first) && p.pointer && p.type.find(t->component) != std::string::npos)
+      if (p.name == v.tok(arg.first) && p.pointer && names_component(p.type, t->component))
         typed = true;
     if (!typed) continue;
     auto uses = vector_uses(v, f, d, *t);
@@ -211,11 +230,13 @@ class vector_remove : public basic_rule {
              "vector_access",
              rule_direction::backward,
              "rewrite a local vector pointer (float4, float2, int4, int2, uint4, uint2, "
-             "double2) made by reinterpret_cast of a scalar parameter as the scalar pointer, "
-             "each access as N scalar accesses (param pointer=)",
+             "double2, __half2/half2, __nv_bfloat162/nv_bfloat162) made by reinterpret_cast of "
+             "a scalar parameter as the scalar pointer, each access as N scalar accesses (param "
+             "pointer=)",
              "CUDA; `[const] VT* p = reinterpret_cast<[const] VT*>(x …);` in a function "
-             "body, x a pointer parameter of VT's component type, every later use of p "
-             "`p[i]`, `p[i] = v;`, `LD(p + i)` or `ST(p + i, v);`",
+             "body, x a pointer parameter of VT's component type as spelled (`__half` for "
+             "`__half2`, `half` for `half2`), every later use of p `p[i]`, `p[i] = v;`, "
+             "`LD(p + i)` or `ST(p + i, v);`",
              {}}) {}
 
   std::vector<rule_site> sites(const kernel_bundle& b) const override {

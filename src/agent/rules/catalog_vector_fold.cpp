@@ -17,7 +17,8 @@ class vector_add : public basic_rule {
                     rule_direction::forward,
                     "fold the canonical scalar groups of one pointer (make_float4(p[4 * i], "
                     "p[4 * i + 1], …), { const float4 lathe_v = v; p[4 * i] = lathe_v.x; … }, "
-                    "and the LD/ST forms) into vector accesses (params pointer=, type=float4…)",
+                    "and the LD/ST forms; make_half2(…) for half2…) into vector accesses "
+                    "(params pointer=, type=float4, half2, __nv_bfloat162…)",
                     "CUDA; `[const] C* p = x …;` with C the vector's component, x a pointer "
                     "parameter, and every later use of p inside one canonical group",
                     {"the pointer is aligned to the vector's size (16 bytes for float4) at every "

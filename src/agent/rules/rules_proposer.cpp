@@ -145,7 +145,14 @@ op_result<proposal> rules_proposer::rederive_forward(const forward_request& r) {
                                                              "; features it could not touch: " + name});
   std::vector<applicable_site> sites = applicable(r.predecessor, rule_direction::forward, catalog_opts());
   std::erase_if(sites, [&](const applicable_site& s) { return s.what->feature() != name; });
+  // The action hint names the backward rule ("simd_intrinsics.remove"): its own inverse goes
+  // first, since several rules add one feature in very different ways (simd by `omp simd` or by
+  // intrinsics) and the step being re-derived used this one. Then the site nearest the locus.
+  const std::string inverse =
+      r.action.ends_with(".remove") ? r.action.substr(0, r.action.size() - 7) + ".add" : std::string();
   std::stable_sort(sites.begin(), sites.end(), [&](const auto& a, const auto& b) {
+    const bool ia = a.what->name() == inverse, ib = b.what->name() == inverse;
+    if (ia != ib) return ia;
     return distance(a.site, r.restore.locus) < distance(b.site, r.restore.locus);
   });
   std::vector<std::string> errors;

@@ -60,7 +60,8 @@ class rules_proposer final : public proposer {
   // catalog order; a site at the listed feature's locus first. Sites a `rejected` note names
   // (rule and anchor) are skipped. Nothing applicable: refused, listing the untouched features.
   op_result<proposal> propose_backward(const backward_request& r) override;
-  // A forward rule of `restore.name`: a site at its locus first, then in its function, then any;
+  // A forward rule of `restore.name`: the inverse of the `action` hint's rule first, then a site at
+  // its locus, then in its function, then any;
   // the feature's params (factor, threads…) are used where the rule takes them.
   op_result<proposal> rederive_forward(const forward_request& r) override;
   // audit_kernel without an artifact (a request holds none; nothing is built here). Names

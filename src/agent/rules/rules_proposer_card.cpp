@@ -203,7 +203,7 @@ op_result<skill_card> rules_proposer::abstract_card(const card_request& r) {
   c.verification_log.push_back(
       "abstracted by the rule engine (mechanical): " + res.used.rule + " at " + res.used.anchor +
       (exact ? " reproduces the step byte for byte" : " applies to the before kernel but does not reproduce the step exactly"));
-  c.admitted = false;  // only an admission trial admits a card
+  c.status = card_status::candidate;  // only an admission trial admits a card
   return c;
 }
 

@@ -1,0 +1,46 @@
+#include "cli/proposer_session.h"
+
+#include "agent/llm_proposer.h"
+#include "agent/rules/rules_proposer.h"
+#include "llm/factory.h"
+#include "llm/metered.h"
+
+namespace lathe::cli {
+
+std::string proposer_session::label() const {
+  if (decision.choice == proposer_choice::rules)
+    return "rule-engine results (mechanical rewrites): they show the machinery works, not what a "
+           "model would find";
+  return "model results: " + decision.why;
+}
+
+result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task& t,
+                                                        std::string_view flag,
+                                                        const std::optional<std::string>& run_id,
+                                                        const budget& limits) {
+  const auto env = llm::process_env();
+  auto decided = decide_proposer(flag, ctx.ws.root.parent_path(), env);
+  if (!decided) return tl::unexpected(decided.error());
+  auto s = std::make_unique<proposer_session>();
+  s->decision = std::move(*decided);
+  if (s->decision.choice == proposer_choice::rules) {
+    s->proposer = std::make_unique<agent::rules::rules_proposer>(agent::rules::options_for(t));
+    return s;
+  }
+  const llm::config& cfg = *s->decision.cfg;
+  auto prompts = agent::prompt_library::load(ctx.where.prompts_dir);
+  if (!prompts) return tl::unexpected(prompts.error());
+  s->prompts = std::move(*prompts);
+  auto inner = llm::make_provider(cfg);
+  if (!inner) return tl::unexpected(inner.error());
+  s->budget = std::make_unique<llm::ledger>(llm::with_overrides(cfg.caps, limits));
+  if (ctx.db)
+    s->log = std::make_unique<llm::call_log>(*ctx.db, llm::identity_of(cfg, run_id),
+                                             llm::secret_values(&cfg, env));
+  s->model = std::make_unique<llm::metered_provider>(
+      std::move(*inner), llm::meter_of(cfg, s->budget.get(), s->log.get()));
+  s->proposer = std::make_unique<agent::llm_proposer>(*s->model, *s->prompts);
+  return s;
+}
+
+}  // namespace lathe::cli

@@ -1,0 +1,42 @@
+// The proposer a verb runs with, built from `--proposer` (proposer_choice.h) and kept alive with
+// everything it needs: for the rule engine, its options from the task; for a model, the provider
+// wrapped in the budget ledger and the call log (every call reserved, committed and stored under
+// the run's id), and the prompt templates. One object, so that a verb holds one thing.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/prompt.h"
+#include "agent/proposer.h"
+#include "cli/context.h"
+#include "cli/proposer_choice.h"
+#include "core/error.h"
+#include "core/feature.h"
+#include "llm/budget.h"
+#include "llm/call_log.h"
+#include "llm/provider.h"
+
+namespace lathe::cli {
+
+struct proposer_session {
+  proposer_decision decision;
+  std::optional<agent::prompt_library> prompts;
+  std::unique_ptr<llm::ledger> budget;
+  std::unique_ptr<llm::call_log> log;
+  std::unique_ptr<llm::provider> model;    // metered
+  std::unique_ptr<agent::proposer> proposer;
+  // The label every table prints beside results (DESIGN.md: rule results show the machinery).
+  std::string label() const;
+};
+
+// `flag`: rules | llm | auto. `run_id` tags every model call in the store; `limits` is the run's
+// --budget (over lathe.toml's [limits]).
+result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task& t,
+                                                        std::string_view flag,
+                                                        const std::optional<std::string>& run_id,
+                                                        const budget& limits = {});
+
+}  // namespace lathe::cli

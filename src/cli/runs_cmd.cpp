@@ -1,0 +1,126 @@
+// lathe runs list | show RUN: the persistent runs (decompose, later optimize, evolve, bench) and
+// their event history, read from the store; nothing here changes a run.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/context.h"
+#include "cli/verbs.h"
+#include "core/json.h"
+
+namespace lathe::cli {
+namespace {
+
+struct runs_options {
+  std::string kind, id;
+  int limit = 20;
+  bool json = false;
+};
+
+result<context> open_for_reading(const common_options& common) {
+  std::optional<std::filesystem::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  return open_context(ws, false);
+}
+
+json run_json(const run& r) {
+  json j = r;
+  // args and summary are JSON text in the record; shown as JSON, not as strings.
+  for (const char* k : {"args", "summary"}) {
+    const std::string text = j[k].get<std::string>();
+    j[k] = json::accept(text) ? json::parse(text) : json(nullptr);
+  }
+  return j;
+}
+
+int run_list(const common_options& common, const runs_options& o) {
+  auto ctx = open_for_reading(common);
+  if (!ctx) {
+    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
+    return 2;
+  }
+  auto runs = ctx->db->list_runs(o.kind, o.limit);
+  if (!runs) {
+    std::fprintf(stderr, "lathe: %s\n", runs.error().message.c_str());
+    return 1;
+  }
+  if (o.json) {
+    json j{{"schema", "lathe.runs/1"}, {"runs", json::array()}};
+    for (const auto& r : *runs) j["runs"].push_back(run_json(r));
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  if (runs->empty()) {
+    std::printf("no runs in %s\n", ctx->ws.db().c_str());
+    return 0;
+  }
+  std::printf("%-36s  %-9s  %-14s  %-11s  %s\n", "run", "kind", "task", "state", "updated");
+  for (const auto& r : *runs)
+    std::printf("%-36s  %-9s  %-14s  %-11s  %s\n", r.id.c_str(), to_string(r.kind), r.task.c_str(),
+                to_string(r.state), r.updated_at.c_str());
+  return 0;
+}
+
+int run_show(const common_options& common, const runs_options& o) {
+  auto ctx = open_for_reading(common);
+  if (!ctx) {
+    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
+    return 2;
+  }
+  auto r = ctx->db->get_run(o.id);
+  if (!r) {
+    std::fprintf(stderr, "lathe: %s\n", r.error().message.c_str());
+    return 1;
+  }
+  if (!*r) {
+    std::fprintf(stderr, "lathe: no run '%s' in %s (`lathe runs list` shows them)\n", o.id.c_str(),
+                 ctx->ws.db().c_str());
+    return 2;
+  }
+  auto events = ctx->db->run_events(o.id);
+  if (!events) {
+    std::fprintf(stderr, "lathe: %s\n", events.error().message.c_str());
+    return 1;
+  }
+  if (o.json) {
+    json j{{"schema", "lathe.run/1"}, {"run", run_json(**r)}, {"events", json::array()}};
+    for (const auto& e : *events)
+      j["events"].push_back({{"seq", e.seq},
+                             {"created_at", e.created_at},
+                             {"kind", e.kind},
+                             {"body", json::accept(e.json) ? json::parse(e.json) : json(e.json)}});
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  const run& x = **r;
+  std::printf("run       %s (%s of %s)\n", x.id.c_str(), to_string(x.kind), x.task.c_str());
+  std::printf("state     %s%s%s\n", to_string(x.state), x.message.empty() ? "" : ": ", x.message.c_str());
+  std::printf("created   %s, updated %s\n", x.created_at.c_str(), x.updated_at.c_str());
+  std::printf("events    %zu\n", events->size());
+  for (const auto& e : *events) {
+    std::string body = e.json;
+    if (body.size() > 140) body = body.substr(0, 137) + "...";
+    std::printf("  %4lld  %-22s %s\n", static_cast<long long>(e.seq), e.kind.c_str(), body.c_str());
+  }
+  if (!x.summary.empty()) std::printf("summary   %s\n", x.summary.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_runs(CLI::App& app, const common_options& common, int& exit_code) {
+  CLI::App* sub = app.add_subcommand("runs", "persistent runs (decompose, optimize, evolve, bench) and their history");
+  sub->require_subcommand(1);
+  auto o = std::make_shared<runs_options>();
+  CLI::App* list = sub->add_subcommand("list", "the runs of this workspace, newest first");
+  list->add_option("--kind", o->kind, "only runs of this kind (decompose, optimize, evolve, bench)");
+  list->add_option("--limit", o->limit, "at most this many (0: all)")->capture_default_str();
+  list->add_flag("--json", o->json, "print as JSON (schema lathe.runs/1)");
+  list->callback([o, &common, &exit_code] { exit_code = run_list(common, *o); });
+  CLI::App* show = sub->add_subcommand("show", "one run: its state, arguments, events and summary");
+  show->add_option("run", o->id, "the run's id (`lathe runs list`)")->required();
+  show->add_flag("--json", o->json, "print as JSON (schema lathe.run/1)");
+  show->callback([o, &common, &exit_code] { exit_code = run_show(common, *o); });
+}
+
+}  // namespace lathe::cli

@@ -1,0 +1,135 @@
+// Forward re-derivation of one accepted backward step (decompose.h): an independent proposer
+// call on the predecessor, told only the feature to restore and the step's action as a hint —
+// never the backward diff or the successor's source.
+#include <algorithm>
+#include <cstdio>
+
+#include "core/text.h"
+#include "lineage/feature_audit.h"
+#include "lineage/walk.h"
+
+namespace lathe::lineages::detail {
+namespace {
+
+std::string fixed(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", x);
+  return buf;
+}
+
+// A rule proposal's carrier: proposal_of (rules_proposer.h) ends its rationale with it.
+std::string carrier_of(const agent::proposal& p) {
+  if (p.prov.kind != "rules") return "";
+  const std::string tag = "Carrier: ";
+  const auto at = p.rationale.rfind(tag);
+  return at == std::string::npos ? "" : first_line(p.rationale.substr(at + tag.size()), 4096);
+}
+
+}  // namespace
+
+bool same_kernel(const kernel_bundle& a, const kernel_bundle& b) {
+  if (a.sources != b.sources) return false;
+  const kernel_manifest &x = a.manifest, &y = b.manifest;
+  auto fx = x.flags, fy = y.flags;
+  std::sort(fx.begin(), fx.end());
+  std::sort(fy.begin(), fy.end());
+  return fx == fy && x.lang == y.lang && x.entry == y.entry && x.defines == y.defines &&
+         x.libraries == y.libraries && x.isa == y.isa;
+}
+
+forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
+                         const kernel_bundle& succ) {
+  forward_outcome out;
+  forward_result& r = out.result;
+  std::vector<std::string> parts;
+  for (const auto& f : s.claimed) parts.push_back(feature_text(f));
+  const std::string claimed_text = join(parts, " + ");
+  agent::forward_request req;
+  req.t = &c.t;
+  req.predecessor = pred;
+  req.restore = s.claimed.front();  // a mechanism with several names: its first, the rest checked
+  req.action = s.tr.action;
+  req.target = c.target;
+  auto got = c.p.rederive_forward(req);
+  if (!got) {
+    r.status = forward_status::rejected;
+    r.prov = c.p.origin();
+    r.reason = cat("the proposer could not re-derive ", claimed_text, " (",
+                   agent::to_string(got.error().kind), "): ", first_line(got.error().message));
+    return out;
+  }
+  r.prov = got->prov;
+  r.kernel = got->kernel.hash;
+  out.invocation = carrier_of(*got);
+
+  if (same_kernel(got->kernel, succ)) {
+    // Byte for byte the successor: the gate's verdict and the timing are the successor's own.
+    r.status = forward_status::identity_roundtrip;
+    r.kernel = succ.hash;
+    r.prov.mechanical = true;
+    r.evaluations = s.tr.evaluations;
+    r.reason = "identical to the successor (same sources and flags): proves the plumbing, not that the "
+               "step can be re-derived";
+    return out;
+  }
+
+  kernel_bundle k = got->kernel;
+  k.name = cat(succ.name, "^fwd");
+  (void)c.db.put_kernel(k);
+  const evaluation e = c.v.check(c.t, k, succ, r.prov);
+  if (e.id) r.evaluations.push_back(e.id);
+  if (!passed(e)) {
+    r.status = forward_status::rejected;
+    r.reason = cat("gate ", std::string(to_string(e.result)), ": ", first_line(e.message));
+    return out;
+  }
+  std::vector<feature> audited = s.features;  // a claimed feature may be an audited one
+  audited.insert(audited.end(), s.claimed.begin(), s.claimed.end());
+  const kernel_state ks = c.observe(k, audited);
+  for (const auto& want : s.claimed) {
+    // Compared as the backward audit compared it (feature_audit.h): an artifact detection by
+    // name, a source one at its locus.
+    const std::string key = audit_key(want);
+    if (std::any_of(ks.written.begin(), ks.written.end(), [&](const feature& f) { return audit_key(f) == key; }))
+      continue;
+    std::vector<std::string> where;
+    for (const auto& f : ks.all)
+      if (f.name == want.name) where.push_back(f.locus);
+    std::vector<std::string> held;
+    for (const auto& f : ks.all) held.push_back(feature_text(f));
+    r.status = forward_status::rejected;
+    r.reason = cat(feature_text(want), " is not restored",
+                   where.empty() ? std::string(" (absent") : " (present at " + join(where, ", ") + " only",
+                   "; the result holds: ", held.empty() ? std::string("nothing") : join(held, ", "),
+                   ks.notes.empty() ? "" : "; " + join(ks.notes, "; "), ")");
+    return out;
+  }
+  if (!c.o.time) {
+    r.status = forward_status::accepted;
+    r.reason = "gate passed and " + claimed_text + " restored; speed not measured (timing off)";
+    return out;
+  }
+  // succ time / forward time: the forward result is the candidate, the successor its baseline.
+  const evaluation timed = c.v.compare(c.t, k, succ, r.prov);
+  if (timed.id) r.evaluations.push_back(timed.id);
+  r.ratio = ratio(timed);
+  const double m = margin(timed, c.t.plat);
+  if (!r.ratio || (timed.result != outcome::ok && timed.result != outcome::unstable)) {
+    r.status = forward_status::rejected;
+    r.reason = cat("timing failed: ", std::string(to_string(timed.result)), ": ", first_line(timed.message));
+    return out;
+  }
+  const bool ok = *r.ratio >= 1 - m;
+  r.status = ok ? forward_status::accepted : forward_status::rejected;
+  // A margin of 1 or more means the A/A control could not tell any two speeds apart: the result
+  // is accepted (it cannot be shown slower), and the reason says how little that proves.
+  r.reason = m >= 1 ? cat("gate passed, ", claimed_text, " restored; ratio vs the successor ",
+                          fixed(*r.ratio), ", but the A/A noise (margin ", fixed(m),
+                          ") is too high to show it slower or not")
+                    : cat("gate passed, ", claimed_text, " restored; ratio vs the successor ",
+                          fixed(*r.ratio), ok ? " >= " : " < ", fixed(1 - m), " (1 - noise margin ", fixed(m), ")",
+                          ok ? "" : ": slower than the successor beyond the noise");
+  return out;
+}
+
+}  // namespace lathe::lineages::detail

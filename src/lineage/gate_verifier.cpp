@@ -1,0 +1,76 @@
+#include <algorithm>
+#include <cmath>
+
+#include "gate/build.h"
+#include "lineage/verifier.h"
+
+namespace lathe::lineages {
+
+double margin(const evaluation& e, platform p) {
+  const double floor = p == platform::cuda ? 0.01 : 0.05;
+  if (!e.aa || !(e.aa->ci_low > 0) || !(e.aa->ci_high > 0)) return floor;
+  // The A/A interval's reach from 1, in log space on each side.
+  const double spread = std::max(std::abs(std::log(e.aa->ci_low)), std::abs(std::log(e.aa->ci_high)));
+  return std::max(floor, std::exp(3 * spread) - 1);
+}
+
+bool passed(const evaluation& e) { return e.result == outcome::ok; }
+
+std::optional<double> ratio(const evaluation& e) {
+  if (!e.paired || !(e.paired->ratio > 0)) return std::nullopt;
+  return e.paired->ratio;
+}
+
+evaluation gate_verifier::run(const task& t, const kernel_bundle& c, const kernel_bundle& b,
+                              const provenance& prov, bool time) {
+  gate::gate_config cfg = hooks_.config(t, time);
+  gate::gate_request req;
+  req.t = &t;
+  req.candidate = c;
+  req.baseline = b;
+  req.prov = prov;
+  evaluation e = gate::evaluate(cfg, req);
+  ++evaluations_;
+  if (hooks_.record) (void)hooks_.record(c, e);  // a store failure must not lose the verdict
+  return e;
+}
+
+evaluation gate_verifier::check(const task& t, const kernel_bundle& k, const kernel_bundle& baseline,
+                                const provenance& prov) {
+  return run(t, k, baseline, prov, false);
+}
+
+evaluation gate_verifier::compare(const task& t, const kernel_bundle& candidate,
+                                  const kernel_bundle& baseline, const provenance& prov) {
+  return run(t, candidate, baseline, prov, true);
+}
+
+result<std::filesystem::path> gate_verifier::object(const task& t, const kernel_bundle& k) {
+  const gate::gate_config cfg = hooks_.config(t, false);
+  auto built = gate::build(k, gate::resolved_isa(k, cfg.tgt), cfg.tools, cfg.cache_dir,
+                           gate::build_kind::kernel);
+  if (!built) return tl::unexpected(built.error());
+  if (!built->ok) return fail(errc::unsupported, "the kernel does not build:\n" + built->log);
+  return built->object;
+}
+
+agent::rules::detections gate_verifier::features(const task& t, const kernel_bundle& k) {
+  const gate::gate_config cfg = hooks_.config(t, false);
+  auto built = gate::build(k, gate::resolved_isa(k, cfg.tgt), cfg.tools, cfg.cache_dir,
+                           gate::build_kind::kernel);
+  agent::rules::artifact a;
+  std::string why;
+  if (!built)
+    why = built.error().message;
+  else if (!built->ok)
+    why = "the kernel does not build";
+  else {
+    a.ptx = built->ptx;
+    if (k.manifest.lang == language::cpp) a.object = built->object;
+  }
+  agent::rules::detections d = agent::rules::detect_features(k, a);
+  if (!why.empty()) d.notes.insert(d.notes.begin(), "no artifact examined: " + why);
+  return d;
+}
+
+}  // namespace lathe::lineages

@@ -1,0 +1,251 @@
+// Admission: held-out trials of cards, each one logged, and the decision (docs/skills.md,
+// "Admission").
+#include "skills/admit.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "agent/kernel_text.h"
+#include "core/text.h"
+#include "gate/bundle.h"
+#include "gate/task_file.h"
+#include "skills/constraints.h"
+#include "skills/retrieve.h"
+
+namespace lathe::skills {
+
+namespace {
+
+struct ground {
+  const task* t = nullptr;
+  kernel_bundle start;
+  std::optional<std::vector<feature>> features;  // built once, on the first card that needs them
+};
+
+std::string ratio_text(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "x%.3f", r);
+  return buf;
+}
+
+std::string margin_text(double m) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", m);
+  return buf;
+}
+
+bool has_all(const std::vector<feature>& have, const std::vector<std::string>& names) {
+  if (names.empty()) return false;
+  for (const auto& n : names) {
+    bool found = false;
+    for (const auto& f : have) found |= f.name == n;
+    if (!found) return false;
+  }
+  return true;
+}
+
+bool is_fatal(agent::failure_kind k) {
+  return k == agent::failure_kind::call || k == agent::failure_kind::budget;
+}
+
+class trial_runner {
+ public:
+  trial_runner(lineages::verifier& v, agent::proposer& p, const admit_options& o, admission_cost& cost)
+      : v_(v), p_(p), o_(o), cost_(cost) {}
+
+  // One trial of `c` on `g`: constraints, features, materialize, the paired gate.
+  result<card_trial> run(const skill_card& c, ground& g) {
+    const task& t = *g.t;
+    card_trial tr;
+    tr.task = t.name;
+    tr.kernel_before = g.start.hash;
+    tr.prov = p_.origin();
+    if (auto failed = recheck(c, o_.tgt, &t); !failed.empty()) {
+      const auto& f = failed.front();
+      tr.reason = "constraint " + constraint_text(f.what) + " fails on " + f.target + ": " + f.reason;
+      return tr;
+    }
+    if (auto no = usable_on(c, g.start.manifest.lang, t.plat)) {
+      tr.reason = no->reason;
+      return tr;
+    }
+    if (!g.features) {
+      g.features.emplace();
+      for (const auto& d : v_.features(t, g.start).found) g.features->push_back(d.what);
+    }
+    if (has_all(*g.features, c.provides_features)) {
+      tr.reason = "the start kernel already has " + join(c.provides_features, ", ");
+      return tr;
+    }
+    agent::materialize_request req;
+    req.t = &t;
+    req.kernel = g.start;
+    req.features = *g.features;
+    req.cards = {c};
+    req.target = o_.target_text.empty() ? agent::target_text(o_.tgt) : o_.target_text;
+    ++cost_.proposer_calls;
+    auto prop = p_.materialize(req);
+    if (!prop) {
+      cost_.model_calls += prop.error().calls;
+      if (is_fatal(prop.error().kind))
+        return fail(errc::unsupported, "materializing card " + c.name + " on " + t.name + ": " +
+                                           agent::to_string(prop.error().kind) + ": " + prop.error().message);
+      tr.reason = std::string("the proposer could not apply it: ") + agent::to_string(prop.error().kind) + ": " +
+                  prop.error().message;
+      return tr;
+    }
+    cost_.model_calls += prop->calls;
+    tr.prov = prop->prov.kind.empty() ? p_.origin() : prop->prov;
+    if (prop->kernel.hash == g.start.hash) {
+      tr.reason = "the materialized kernel is the start kernel (nothing changed)";
+      return tr;
+    }
+    tr.kernel_after = prop->kernel.hash;
+    evaluation e;
+    for (int32_t attempt = 0; attempt <= o_.unstable_retries; ++attempt) {
+      e = v_.compare(t, prop->kernel, g.start, tr.prov);
+      ++cost_.gate_evaluations;
+      tr.evaluations.push_back(e.id);
+      if (e.result != outcome::unstable) break;
+    }
+    tr.outcome = std::string(to_string(e.result));
+    tr.ratio = lineages::ratio(e);
+    if (!lineages::passed(e)) {
+      tr.verdict = trial_verdict::gate_failed;
+      tr.reason = "the gate said " + tr.outcome + (e.message.empty() ? "" : ": " + e.message);
+      return tr;
+    }
+    const double m = lineages::margin(e, t.plat);
+    const std::string need = "1 + margin " + margin_text(m);
+    if (tr.ratio && *tr.ratio >= 1 + m) {
+      tr.verdict = trial_verdict::reproduced;
+      tr.reason = "paired ratio " + ratio_text(*tr.ratio) + " clears " + need;
+    } else {
+      tr.verdict = trial_verdict::not_reproduced;
+      tr.reason = tr.ratio ? "paired ratio " + ratio_text(*tr.ratio) + " below " + need
+                           : std::string("passed, but no paired ratio was measured");
+    }
+    return tr;
+  }
+
+ private:
+  lineages::verifier& v_;
+  agent::proposer& p_;
+  const admit_options& o_;
+  admission_cost& cost_;
+};
+
+// The kernels of the lineages a card was induced from ("<lineage id>#<step>"), cached by id.
+result<std::set<std::string>> own_kernels(const skill_card& c, const store& s,
+                                          std::map<std::string, std::vector<std::string>>& cache) {
+  std::set<std::string> out;
+  for (const auto& src : c.sources) {
+    const std::string id = src.substr(0, src.rfind('#'));
+    if (!cache.count(id)) {
+      auto l = s.get_lineage(id);
+      if (!l) return tl::unexpected(l.error());
+      cache[id] = *l ? (*l)->kernels : std::vector<std::string>{};
+    }
+    out.insert(cache[id].begin(), cache[id].end());
+  }
+  return out;
+}
+
+std::string verdicts_text(const std::vector<card_trial>& trials) {
+  std::vector<std::string> parts;
+  for (const auto& t : trials)
+    parts.push_back(t.task + ": " + to_string(t.verdict) + (t.ratio ? " " + ratio_text(*t.ratio) : "") +
+                    (t.reason.empty() ? "" : " (" + t.reason + ")"));
+  return parts.empty() ? "no held-out task to try it on" : join(parts, "; ");
+}
+
+}  // namespace
+
+result<admission> admit(const std::vector<skill_card>& cards, const std::vector<task>& heldout,
+                        lineages::verifier& v, agent::proposer& p, store& s, const admit_options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  admission out;
+  std::vector<ground> grounds;
+  for (const auto& t : heldout) {
+    if (t.role != task_role::heldout) {
+      out.refused.push_back({t.name, "", "task " + t.name + " has role " + to_string(t.role) +
+                                             ": only held-out tasks are admission ground (its kernels may feed lineages)"});
+      continue;
+    }
+    const std::string name = o.start_kernel.empty() ? t.baseline : o.start_kernel;
+    auto path = find_kernel(t, name);
+    if (!path) return fail(errc::not_found, "held-out task " + t.name + " has no kernel '" + name + "'");
+    auto k = load_bundle(*path);
+    if (!k) return tl::unexpected(k.error());
+    grounds.push_back({&t, std::move(*k), std::nullopt});
+  }
+
+  trial_runner runner(v, p, o, out.cost);
+  std::map<std::string, std::vector<std::string>> lineage_cache;
+  for (const auto& given : cards) {
+    auto stored = s.get_card(given.id);
+    if (!stored) return tl::unexpected(stored.error());
+    if (!*stored) return fail(errc::not_found, "card " + given.id + " (" + given.name + ") is not in the store");
+    skill_card c = std::move(**stored);
+    card_admission ca{c.id, c.name, c.status, "", {}, 0};
+    auto own = own_kernels(c, s, lineage_cache);
+    if (!own) return tl::unexpected(own.error());
+
+    const std::vector<platform> plats = card_platforms(c);
+    const double floor = lineages::margin(evaluation{}, plats.front());
+    std::set<std::string> reproduced;
+    if (!c.declared_ratio || *c.declared_ratio < 1 + floor) {
+      // Nothing to reproduce: a step that did not speed its kernel up is knowledge about
+      // structure, not an optimization, and the library admits optimizations only.
+      c.status = card_status::refused;
+      c.status_reason = c.declared_ratio
+                            ? "declares " + ratio_text(*c.declared_ratio) + ", below 1 + margin " + margin_text(floor) +
+                                  ": its declared effect is no speedup, nothing to reproduce"
+                            : "declares no measured effect: nothing to reproduce";
+    } else {
+      for (auto& g : grounds) {
+        const bool source = std::find(c.source_tasks.begin(), c.source_tasks.end(), g.t->name) != c.source_tasks.end();
+        if (source || own->count(g.start.hash)) {
+          out.refused.push_back({g.t->name, c.id, source ? "task " + g.t->name + " is a source task of the card"
+                                                         : "kernel " + g.start.hash.substr(0, 12) +
+                                                               " belongs to one of the card's own lineages"});
+          continue;
+        }
+        auto tr = runner.run(c, g);
+        if (!tr) return tl::unexpected(tr.error());
+        if (auto id = s.add_card_trial(c.id, *tr); !id) return tl::unexpected(id.error());
+        if (tr->verdict == trial_verdict::reproduced) reproduced.insert(tr->task);
+        ca.trials.push_back(std::move(*tr));
+        if (o.stop_when_admitted && int32_t(reproduced.size()) >= o.min_tasks) break;
+      }
+      if (int32_t(reproduced.size()) >= o.min_tasks) {
+        bool all_rules = true;
+        for (const auto& t : ca.trials)
+          if (t.verdict == trial_verdict::reproduced) all_rules &= t.prov.kind == "rules";
+        c.status = all_rules ? card_status::replay_admitted : card_status::admitted;
+        c.status_reason = "reproduced on " + std::to_string(reproduced.size()) + " held-out task(s)" +
+                          (all_rules ? " by rule replay (mechanical)" : "") + ": " + verdicts_text(ca.trials);
+      } else {
+        c.status = card_status::refused;
+        c.status_reason = "reproduced on " + std::to_string(reproduced.size()) + " of the " +
+                          std::to_string(o.min_tasks) + " held-out tasks needed: " + verdicts_text(ca.trials);
+      }
+    }
+    c.trials.clear();
+    if (auto put = s.put_card(c); !put) return tl::unexpected(put.error());
+    ca.status = c.status;
+    ca.reason = c.status_reason;
+    ca.reproduced = int32_t(reproduced.size());
+    for (platform pl : plats) {
+      auto& r = out.rates[to_string(pl)];
+      ++r.decided;
+      if (c.admitted()) ++r.admitted;
+    }
+    out.cards.push_back(std::move(ca));
+  }
+  out.cost.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace lathe::skills

@@ -1,0 +1,268 @@
+#include "skills/retrieve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "agent/kernel_text.h"
+#include "core/feature_registry.h"
+#include "core/text.h"
+
+namespace lathe::skills {
+
+namespace {
+
+using name_set = std::set<std::string>;
+
+// The families of the relatedness table; an operator outside it is related to nothing but itself.
+const char* family_of(std::string_view op) {
+  struct entry {
+    const char* op;
+    const char* family;
+  };
+  static constexpr entry table[] = {
+      {"gemm", "contraction"},       {"conv2d", "contraction"},    {"attention", "contraction"},
+      {"matmul", "contraction"},     {"bmm", "contraction"},       {"linear", "contraction"},
+      {"softmax", "row_reduction"},  {"layernorm", "row_reduction"}, {"rmsnorm", "row_reduction"},
+      {"reduction", "row_reduction"}, {"mean", "row_reduction"},   {"sum", "row_reduction"},
+      {"logsumexp", "row_reduction"}, {"relu", "elementwise"},     {"silu", "elementwise"},
+      {"gelu", "elementwise"},       {"elementwise", "elementwise"}, {"add", "elementwise"},
+      {"mul", "elementwise"},        {"scale", "elementwise"},     {"sigmoid", "elementwise"},
+      {"tanh", "elementwise"},       {"transpose", "data_movement"}, {"copy", "data_movement"},
+      {"permute", "data_movement"},  {"concat", "data_movement"},
+  };
+  for (const auto& e : table)
+    if (op == e.op) return e.family;
+  return nullptr;
+}
+
+std::optional<double> geomean(const std::vector<double>& xs) {
+  double sum = 0;
+  size_t n = 0;
+  for (double x : xs)
+    if (x > 0) sum += std::log(x), ++n;
+  if (n == 0) return std::nullopt;
+  return std::exp(sum / double(n));
+}
+
+double size_of(const std::map<std::string, int64_t>& shape) {
+  double v = 1;
+  for (const auto& [k, n] : shape) v *= double(std::max<int64_t>(n, 1));
+  return v;
+}
+
+bool applies_to(const std::string& feature_name, platform p) {
+  const feature_definition* d = find_feature(feature_name);
+  if (!d) return false;
+  const std::string_view plats = d->platforms;
+  const std::string_view want = to_string(p);
+  for (size_t at = plats.find(want); at != std::string_view::npos; at = plats.find(want, at + 1)) {
+    const bool left = at == 0 || plats[at - 1] == ',';
+    const bool right = at + want.size() == plats.size() || plats[at + want.size()] == ',';
+    if (left && right) return true;
+  }
+  return false;
+}
+
+bool subset(const std::vector<std::string>& xs, const name_set& of) {
+  return std::all_of(xs.begin(), xs.end(), [&](const std::string& x) { return of.count(x) > 0; });
+}
+
+std::vector<std::string> missing(const std::vector<std::string>& xs, const name_set& of) {
+  std::vector<std::string> out;
+  for (const auto& x : xs)
+    if (!of.count(x)) out.push_back(x);
+  return out;
+}
+
+rejection reject(const skill_card& c, rejection_stage st, std::string reason) {
+  return rejection{c.id, c.name, st, std::move(reason), std::nullopt};
+}
+
+}  // namespace
+
+const char* to_string(op_relation r) {
+  switch (r) {
+    case op_relation::same: return "same";
+    case op_relation::related: return "related";
+    case op_relation::other: return "other";
+  }
+  return "?";
+}
+
+const char* to_string(rejection_stage s) {
+  switch (s) {
+    case rejection_stage::status: return "status";
+    case rejection_stage::platform: return "platform";
+    case rejection_stage::language: return "language";
+    case rejection_stage::constraint: return "constraint";
+    case rejection_stage::present: return "present";
+    case rejection_stage::requires_unmet: return "requires_unmet";
+    case rejection_stage::conflict: return "conflict";
+  }
+  return "?";
+}
+
+op_relation relation(std::string_view a, std::string_view b) {
+  if (a == b) return op_relation::same;
+  const char* fa = family_of(a);
+  const char* fb = family_of(b);
+  return fa && fb && std::string_view(fa) == fb ? op_relation::related : op_relation::other;
+}
+
+std::vector<platform> card_platforms(const skill_card& c) {
+  std::vector<platform> out;
+  auto add = [&](platform p) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (const auto& [key, text] : c.carriers) {
+    if (key.ends_with("/cpu")) add(platform::cpu);
+    else if (key.ends_with("/cuda")) add(platform::cuda);
+  }
+  if (out.empty()) add(c.target.rfind("sm_", 0) == 0 ? platform::cuda : platform::cpu);
+  return out;
+}
+
+std::optional<rejection> usable_on(const skill_card& c, language lang, platform plat) {
+  std::vector<std::string> foreign;
+  for (const auto& f : c.provides_features)
+    if (!applies_to(f, plat)) foreign.push_back(f);
+  if (!foreign.empty())
+    return reject(c, rejection_stage::platform,
+                  "provides " + join(foreign, ", ") + ", not a feature of " + to_string(plat) + " kernels");
+  // The carrier is code in this kernel's language against the lathe ABI (v1, the only version:
+  // every stored carrier targets it), or a rule invocation, which is replayed on the kernel.
+  const std::string key = agent::carrier_key(lang, plat);
+  if (c.carriers.count(key) || c.carriers.count("rules")) return std::nullopt;
+  std::vector<std::string> has;
+  for (const auto& [k, v] : c.carriers) has.push_back(k);
+  return reject(c, rejection_stage::language,
+                "no carrier for " + key + " (it has " + (has.empty() ? "none" : join(has, ", ")) + ")");
+}
+
+score_parts score(const skill_card& c, const retrieve_query& q) {
+  score_parts s;
+  const std::string op = q.op.empty() && q.t ? q.t->op : q.op;
+  s.rel = relation(c.op, op);
+  std::vector<double> ratios;
+  if (c.declared_ratio) ratios.push_back(*c.declared_ratio);
+  for (const auto& t : c.trials)
+    if (t.verdict == trial_verdict::reproduced && t.ratio) ratios.push_back(*t.ratio);
+  s.measured = geomean(ratios);
+  if (s.measured) s.gain = std::clamp(std::log(*s.measured) / std::log(4.0), 0.0, 1.0);
+  std::map<std::string, int64_t> shape = q.shape;
+  if (shape.empty() && q.t)
+    for (const auto& set : q.t->shapes)
+      if (set.time || shape.empty()) shape = set.symbols;
+  s.shape = shape.empty() || c.shape.empty()
+                ? 0.5
+                : 1.0 / (1.0 + std::abs(std::log10(size_of(c.shape) / size_of(shape))));
+  const int tier = s.rel == op_relation::same ? 2 : s.rel == op_relation::related ? 1 : 0;
+  s.total = 4.0 * tier + s.gain + 0.5 * s.shape;
+  return s;
+}
+
+std::vector<constraint_failure> recheck(const skill_card& c, const target& other, const task* t) {
+  std::vector<constraint_failure> out;
+  for (const auto& k : effective_constraints(c))
+    if (auto f = check(k, other, t)) out.push_back(std::move(*f));
+  return out;
+}
+
+retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q, const retrieve_options& o) {
+  retrieval out;
+  const platform plat = q.tgt.plat;
+  std::vector<const skill_card*> candidates;
+  for (const auto& c : cards) {
+    if (c.status == card_status::refused && !o.include_refused) {
+      out.rejected.push_back(reject(c, rejection_stage::status, "refused at admission: " + c.status_reason));
+      continue;
+    }
+    if (o.admitted_only && !c.admitted()) {
+      out.rejected.push_back(reject(c, rejection_stage::status, std::string("not admitted (") + to_string(c.status) + ")"));
+      continue;
+    }
+    if (auto no = usable_on(c, q.lang, plat)) {
+      out.rejected.push_back(std::move(*no));
+      continue;
+    }
+    auto failed = recheck(c, q.tgt, q.t);
+    if (!failed.empty()) {
+      std::vector<std::string> why;
+      for (const auto& f : failed) why.push_back("constraint " + constraint_text(f.what) + " fails on " + f.target + ": " + f.reason);
+      rejection r = reject(c, rejection_stage::constraint, join(why, "; "));
+      r.failed = failed.front();
+      out.rejected.push_back(std::move(r));
+      continue;
+    }
+    candidates.push_back(&c);
+  }
+
+  // The path: from the kernel's features, the best-scored card whose requirements are met and
+  // that conflicts with nothing present; what it provides is then present for the next.
+  name_set have(q.features.begin(), q.features.end());
+  std::map<std::string, std::string> provider;  // feature -> path card id that brought it
+  std::vector<score_parts> scores;
+  for (const auto* c : candidates) scores.push_back(score(*c, q));
+  std::vector<bool> placed(candidates.size(), false);
+  auto blocked = [&](const skill_card& c) -> std::optional<std::string> {
+    for (const auto& f : c.conflicts_features)
+      if (have.count(f))
+        return f + (provider.count(f) ? " (brought by card " + provider[f] + ")" : " (the kernel has it)");
+    return std::nullopt;
+  };
+  auto present = [&](const skill_card& c) { return !c.provides_features.empty() && subset(c.provides_features, have); };
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const skill_card& c = *candidates[i];
+    if (present(c)) {
+      out.rejected.push_back(reject(c, rejection_stage::present, "the kernel already has " + join(c.provides_features, ", ")));
+      placed[i] = true;
+    } else if (auto f = blocked(c)) {
+      out.rejected.push_back(reject(c, rejection_stage::conflict, "conflicts with " + *f));
+      placed[i] = true;
+    }
+  }
+  for (;;) {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (placed[i] || !subset(candidates[i]->requires_features, have) || blocked(*candidates[i]) ||
+          present(*candidates[i]))
+        continue;
+      if (!best || scores[i].total > scores[*best].total ||
+          (scores[i].total == scores[*best].total && candidates[i]->name < candidates[*best]->name))
+        best = i;
+    }
+    if (!best) break;
+    const skill_card& c = *candidates[*best];
+    placed[*best] = true;
+    retrieved r{c, scores[*best], {}};
+    for (const auto& f : c.requires_features)
+      if (provider.count(f) && std::find(r.after.begin(), r.after.end(), provider[f]) == r.after.end())
+        r.after.push_back(provider[f]);
+    for (const auto& f : c.provides_features)
+      if (have.insert(f).second) provider[f] = c.id;
+    out.path.push_back(c.id);
+    out.ranked.push_back(std::move(r));
+  }
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (placed[i]) continue;
+    const skill_card& c = *candidates[i];
+    if (present(c)) {
+      std::vector<std::string> by;
+      for (const auto& f : c.provides_features)
+        if (provider.count(f)) by.push_back(provider[f]);
+      out.rejected.push_back(reject(c, rejection_stage::present, "provided by earlier card(s) of the path: " + join(by, ", ")));
+    } else if (auto f = blocked(c)) {
+      out.rejected.push_back(reject(c, rejection_stage::conflict, "conflicts with " + *f));
+    } else {
+      out.rejected.push_back(reject(c, rejection_stage::requires_unmet,
+                                    "requires " + join(missing(c.requires_features, have), ", ") +
+                                        ", which neither the kernel nor any card of the path provides"));
+    }
+  }
+  std::stable_sort(out.ranked.begin(), out.ranked.end(),
+                   [](const retrieved& a, const retrieved& b) { return a.score.total > b.score.total; });
+  return out;
+}
+
+}  // namespace lathe::skills
