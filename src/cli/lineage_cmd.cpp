@@ -30,7 +30,7 @@ lineages::gate_hooks hooks_for(context& ctx, const lineage_options& o) {
   lineages::gate_hooks h;
   h.config = [&ctx, o](const task& t, bool time) {
     gate_settings gs;
-    gs.time = time && !o.no_time;
+    gs.time = time;  // init always times; decompose asks for timing only when --no-time is off
     gs.max_time = o.max_time;
     gs.progress = false;
     return make_gate_config(ctx, t, gs);

@@ -32,8 +32,11 @@ void print_expert_check(const expert_check& c) {
   std::printf("task      %s\n", c.task.c_str());
   std::printf("expert    %s  [%.12s] on %s\n", c.kernel_name.c_str(), c.kernel.c_str(), c.target.c_str());
   std::printf("verdict   %s: %s\n", c.accepted ? "accepted" : "refused", c.reason.c_str());
-  std::printf("speed     %s against the baseline; re-measured %s\n", ratio_text(c.ratio).c_str(),
+  std::printf("speed     %s against %s; re-measured %s\n", ratio_text(c.ratio).c_str(),
+              c.measured_against.empty() ? "the baseline" : c.measured_against.c_str(),
               ratio_text(c.remeasured_ratio).c_str());
+  if (c.library_ratio) std::printf("library   %s against the task's vendor-library baseline (recorded, no bar)\n",
+                                   ratio_text(c.library_ratio).c_str());
   for (const auto& f : c.findings)
     std::printf("screen    %s %s (%s)%s\n", f.what.c_str(), f.name.c_str(), f.where.c_str(),
                 f.allowed ? " allowed by the task" : "");

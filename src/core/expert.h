@@ -31,8 +31,12 @@ struct expert_check {
   bool accepted = false;
   std::string reason;       // why it was refused, or "accepted"
   std::vector<int64_t> evaluations;           // the gate and the fresh re-measure
-  std::optional<double> ratio;                // gate: baseline time / expert time
+  // The kernel the expert had to beat: the task's baseline, or its naive kernel when the baseline
+  // is a vendor library (lineage/init.h).
+  std::string measured_against;
+  std::optional<double> ratio;                // gate: time(measured_against) / expert time
   std::optional<double> remeasured_ratio;     // the fresh worker's paired ratio
+  std::optional<double> library_ratio;        // against a vendor-library baseline, recorded only
   std::vector<delegation_finding> findings;   // screening of the built object
   std::vector<feature> features;              // detectors + audit, each with its method
   std::vector<std::string> unknown_features;  // registry names neither could decide

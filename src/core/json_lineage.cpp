@@ -238,8 +238,10 @@ void to_json(json& j, const expert_check& c) {
            {"features", c.features},
            {"unknown_features", c.unknown_features},
            {"repo", c.repo}};
+  j["measured_against"] = c.measured_against;
   put_opt(j, "ratio", c.ratio);
   put_opt(j, "remeasured_ratio", c.remeasured_ratio);
+  put_opt(j, "library_ratio", c.library_ratio);
 }
 
 void from_json(const json& j, expert_check& c) {
@@ -255,6 +257,8 @@ void from_json(const json& j, expert_check& c) {
   get(j, "evaluations", c.evaluations);
   get_opt(j, "ratio", c.ratio);
   get_opt(j, "remeasured_ratio", c.remeasured_ratio);
+  get(j, "measured_against", c.measured_against);
+  get_opt(j, "library_ratio", c.library_ratio);
   get(j, "findings", c.findings);
   get(j, "features", c.features);
   get(j, "unknown_features", c.unknown_features);

@@ -59,10 +59,23 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     return out;
   }
   r.prov = got->prov;
-  r.kernel = got->kernel.hash;
   out.invocation = carrier_of(*got);
+  kernel_bundle fwd = got->kernel;
+  // A rule edits one site: a backward step that took several edits (one `__restrict__` of three,
+  // one vectorized pointer of three: decompose_options::max_edits_per_step) is re-derived by as
+  // many forward edits, each on the last one's result, until the successor is reached or the
+  // rule has no site left. A model is asked once: its edit is the whole optimization.
+  if (got->prov.kind == "rules")
+    for (int32_t n = 1; n < c.o.max_edits_per_step && !same_kernel(fwd, succ); ++n) {
+      req.predecessor = fwd;
+      auto more = c.p.rederive_forward(req);
+      if (!more || same_kernel(more->kernel, fwd)) break;
+      fwd = more->kernel;
+      if (const std::string inv = carrier_of(*more); !inv.empty()) out.invocation += "\n" + inv;
+    }
+  r.kernel = fwd.hash;
 
-  if (same_kernel(got->kernel, succ)) {
+  if (same_kernel(fwd, succ)) {
     // Byte for byte the successor: the gate's verdict and the timing are the successor's own.
     r.status = forward_status::identity_roundtrip;
     r.kernel = succ.hash;
@@ -73,7 +86,7 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     return out;
   }
 
-  kernel_bundle k = got->kernel;
+  kernel_bundle k = fwd;
   k.name = cat(succ.name, "^fwd");
   (void)c.db.put_kernel(k);
   const evaluation e = c.v.check(c.t, k, succ, r.prov);

@@ -226,6 +226,23 @@ void log_forward(skill_card& c, const std::vector<member>& members) {
     add_line(c.verification_log, "forward: not re-derived: no independent forward step of this group passed");
 }
 
+// Rejected attempts at the group's steps are evidence too (issue 6: "kept as evidence for risks
+// and preconditions"): an edit of this mechanism that the gate or the audit refused says what
+// goes wrong around it. Each is logged; the risk names how many and the first.
+void log_rejected(skill_card& c, const std::vector<member>& members) {
+  size_t n = 0;
+  std::string first;
+  for (const auto& m : members)
+    for (const auto& r : m.step().rejected) {
+      add_line(c.verification_log, "rejected attempt at " + m.source() + ": " + r);
+      if (first.empty()) first = r.size() > 200 ? r.substr(0, 197) + "..." : r;
+      ++n;
+    }
+  if (n == 0) return;
+  c.risk += (c.risk.empty() ? "" : "; ") + std::to_string(n) + " rejected attempt(s) while walking this " +
+            "step (verification log), first: " + first;
+}
+
 std::map<std::string, int64_t> timed_shape(const task& t) {
   if (t.shapes.empty()) return {};
   for (const auto& s : t.shapes)
@@ -354,6 +371,7 @@ result<group_result> card_of_group(const group_key& key, std::vector<member> mem
 
   fill_contract(c, key, members, primary.card);
   log_forward(c, members);
+  log_rejected(c, members);
 
   // Evidence, effect and where it comes from.
   std::vector<double> ratios;

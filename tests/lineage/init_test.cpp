@@ -84,6 +84,26 @@ TEST_F(init, a_library_the_task_allows_passes_and_its_own_baseline_is_said_to_be
   EXPECT_GT(c->id, 0);
 }
 
+// gemm's baseline is OpenBLAS, a vendor library: the expert's bar is the naive kernel (the
+// other end of its lineage), and its ratio against the library is recorded, not required.
+TEST_F(init, against_a_vendor_library_baseline_the_bar_is_the_naive_kernel) {
+  task t = shipped("gemm");
+  for (auto& s : t.shapes)
+    if (s.time) s.symbols = {{"M", 384}, {"N", 384}, {"K", 384}};
+  auto c = init_expert(t, shipped_kernel(t, "expert"), *verifier_, rules_, *db_, {});
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->measured_against, "naive");
+  ASSERT_TRUE(c->library_ratio) << c->reason;  // one gated comparison with openblas, recorded
+  EXPECT_NE(c->reason.find("against openblas (a vendor library, recorded, no bar)"), std::string::npos)
+      << c->reason;
+  // The expert is many times its naive kernel here: the bar is cleared, twice.
+  EXPECT_TRUE(c->accepted) << c->reason;
+  ASSERT_TRUE(c->ratio && c->remeasured_ratio);
+  EXPECT_GT(*c->ratio, 2.0);
+  EXPECT_GT(*c->remeasured_ratio, 2.0);
+  EXPECT_EQ(c->evaluations.size(), 3u);  // the library once, the naive kernel twice
+}
+
 TEST_F(init, a_wrong_or_slow_expert_is_refused_with_the_gates_reason) {
   const task t = small_softmax();
   kernel_bundle wrong = shipped_kernel(t, "expert");
