@@ -8,9 +8,7 @@
 namespace lathe::cli {
 
 std::string proposer_session::label() const {
-  if (decision.choice == proposer_choice::rules)
-    return "rule-engine results (mechanical rewrites): they show the machinery works, not what a "
-           "model would find";
+  if (decision.choice == proposer_choice::rules) return rules_engine_label;
   return "model results: " + decision.why;
 }
 

@@ -21,6 +21,10 @@
 
 namespace lathe::cli {
 
+// What every table of rule-engine results says beside them (DESIGN.md "Two proposers").
+inline constexpr const char* rules_engine_label =
+    "rule-engine results (mechanical rewrites): they show the machinery works, not what a model would find";
+
 struct proposer_session {
   proposer_decision decision;
   std::optional<agent::prompt_library> prompts;

@@ -11,6 +11,7 @@
 #include "agent/rules/catalog.h"
 #include "agent/rules/detect.h"
 #include "cli/context.h"
+#include "cli/proposer_session.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "gate/task_file.h"
@@ -24,8 +25,7 @@ namespace {
 namespace rules = agent::rules;
 
 // Rule results show that the machinery works, not that anything was learned (DESIGN.md).
-constexpr const char* kLabel =
-    "rule-engine results (mechanical rewrites): they show the machinery works, not what a model would find";
+constexpr const char* kLabel = rules_engine_label;
 
 struct apply_options {
   std::string task, kernel;

@@ -1,5 +1,6 @@
 // The lathe binary as a user runs it: exit codes, --help, JSON schemas, errors that name the
 // file, line and field, workspace discovery, and a store that hostile kernels cannot change.
+#include "lathe_cli_run.h"
 #include <cstdint>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -17,26 +18,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
-
-run_result run_lathe(const std::string& args, const fs::path& cwd = fs::current_path()) {
-  const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
-  const std::string cmd = "cd '" + cwd.string() + "' && '" LATHE_BINARY_DIR "/lathe' " + args +
-                          " 2>'" + err.string() + "'";
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
-}
+using lathe::testing::run_lathe;
+using lathe::testing::run_result;
 
 class cli : public ::testing::Test {
  protected:

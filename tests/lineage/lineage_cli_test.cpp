@@ -2,6 +2,7 @@
 // decompose resumed from the command line, the library exported as JSON and as Agent Skills
 // folders and imported into a fresh workspace. The rule engine proposes (offline); a copy of the
 // softmax task with a smaller timed shape keeps the timed comparisons short.
+#include "lathe_cli_run.h"
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -19,25 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
-
-run_result run_lathe(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / ("lathe-lineage-cli-err-" + std::to_string(getpid()));
-  const std::string cmd = "'" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
-}
+using lathe::testing::run_lathe;
+using lathe::testing::run_result;
 
 json parse(const run_result& r) {
   EXPECT_TRUE(json::accept(r.out)) << r.out.substr(0, 400) << "\nstderr: " << r.err.substr(0, 2000);

@@ -1,6 +1,7 @@
 // `lathe rules list` and `lathe rules apply` as a user runs them (the lathe binary): JSON schemas,
 // the gate's verdicts on every backward result of the softmax expert (no timing: the checks
 // decide), --rule filtering, and the usage errors.
+#include "lathe_cli_run.h"
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -16,25 +17,8 @@ using nlohmann::json;
 
 namespace {
 
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
-
-run_result run_lathe(const std::string& args) {
-  const fs::path err = fs::temp_directory_path() / ("lathe-rules-cli-err-" + std::to_string(getpid()));
-  const std::string cmd = "'" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
-}
+using lathe::testing::run_lathe;
+using lathe::testing::run_result;
 
 class rules_cli : public ::testing::Test {
  protected:

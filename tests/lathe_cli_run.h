@@ -1,0 +1,38 @@
+// The lathe binary run as a user runs it, for the CLI tests: exit code, stdout, stderr. `cwd`
+// empty: the test's own working directory.
+#pragma once
+
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace lathe::testing {
+
+struct run_result {
+  int code = -1;
+  std::string out, err;
+};
+
+inline run_result run_lathe(const std::string& args, const std::filesystem::path& cwd = {}) {
+  namespace fs = std::filesystem;
+  const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
+  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
+  const std::string cmd = cd + "'" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
+  run_result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::ifstream e(err);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err);
+  return r;
+}
+
+}  // namespace lathe::testing
