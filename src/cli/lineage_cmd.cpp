@@ -26,17 +26,11 @@ struct lineage_options {
   double max_time = 1.0;
 };
 
+// init always times; decompose asks for timing only when --no-time is off (decompose_options).
 lineages::gate_hooks hooks_for(context& ctx, const lineage_options& o) {
-  lineages::gate_hooks h;
-  h.config = [&ctx, o](const task& t, bool time) {
-    gate_settings gs;
-    gs.time = time;  // init always times; decompose asks for timing only when --no-time is off
-    gs.max_time = o.max_time;
-    gs.progress = false;
-    return make_gate_config(ctx, t, gs);
-  };
-  h.record = [&ctx](const kernel_bundle& k, evaluation& e) { return store_evaluation(ctx, k, e); };
-  return h;
+  gate_settings gs;
+  gs.max_time = o.max_time;
+  return make_gate_hooks(ctx, gs);
 }
 
 int fail_with(const error& e, int code) {

@@ -41,4 +41,16 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
   return s;
 }
 
+lineages::gate_hooks make_gate_hooks(context& ctx, gate_settings s) {
+  s.progress = false;
+  lineages::gate_hooks h;
+  h.config = [&ctx, s](const task& t, bool time) {
+    gate_settings one = s;
+    one.time = time;
+    return make_gate_config(ctx, t, one);
+  };
+  h.record = [&ctx](const kernel_bundle& k, evaluation& e) { return store_evaluation(ctx, k, e); };
+  return h;
+}
+
 }  // namespace lathe::cli

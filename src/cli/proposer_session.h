@@ -18,6 +18,7 @@
 #include "llm/budget.h"
 #include "llm/call_log.h"
 #include "llm/provider.h"
+#include "lineage/verifier.h"
 
 namespace lathe::cli {
 
@@ -42,5 +43,10 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                                         std::string_view flag,
                                                         const std::optional<std::string>& run_id,
                                                         const budget& limits = {});
+
+// The gate as lineage/ and skills/ reach it from a verb: this context's gate configuration for
+// each task (`s`, with `time` per call) and its store for every evaluation. One place, so that
+// decompose and admission measure alike.
+lineages::gate_hooks make_gate_hooks(context& ctx, gate_settings s);
 
 }  // namespace lathe::cli

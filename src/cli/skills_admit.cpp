@@ -105,16 +105,9 @@ int run_admit(const common_options& common, const admit_cli& o) {
       if (!t.allow_fast_math) opts_task = &t;
     auto session = open_proposer(*ctx, *opts_task, o.proposer, std::nullopt);
     if (!session) return fail_with(session.error(), 2);
-    lineages::gate_hooks h;
-    h.config = [&ctx, &o](const task& t, bool time) {
-      gate_settings gs;
-      gs.time = time;
-      gs.max_time = o.max_time;
-      gs.progress = false;
-      return make_gate_config(*ctx, t, gs);
-    };
-    h.record = [&ctx](const kernel_bundle& k, evaluation& e) { return store_evaluation(*ctx, k, e); };
-    lineages::gate_verifier v(h);
+    gate_settings gs;
+    gs.max_time = o.max_time;
+    lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
     skills::admit_options ao;
     ao.tgt = plat == platform::cuda ? *ctx->gpu : ctx->tgt;
     if (!o.json)
