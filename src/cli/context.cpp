@@ -58,6 +58,10 @@ gate::gate_config make_gate_config(const context& ctx, const task& t, const gate
   cfg.time = s.time;
   cfg.aa_control = s.aa_control;
   cfg.policy.max_seconds = s.max_time;
+  if (s.quick) {
+    cfg.policy.processes = 2;
+    cfg.policy.min_rounds = 4;
+  }
   // GPU timing is quiet enough to ask more of the noise criterion for the same seconds: on the
   // H200, ten evaluations of one ratio spread 0.65-0.83% when series stopped at 0.5% (CPU: the
   // default). The value is part of the stored policy.

@@ -71,6 +71,10 @@ struct gate_settings {
   uint32_t warmup = 3, trials = 100; // kernelbench mode
   bool host_trials = false;          // CUDA: inputs and references on the host
   bool progress = true;              // stage messages on stderr ("… compile")
+  // --quick: 2 process pairs and 4 ABBA rounds per paired series (the policy's 4 and 6): about
+  // half the timing cost of a slow kernel, wider intervals. The A/A margin grows with them, so
+  // noise makes "faster" harder to show, never easier. The policy is stored with the evaluation.
+  bool quick = false;
 };
 
 // The gate's configuration for one task in this context: the workspace cache, the toolchain, the

@@ -26,6 +26,7 @@ struct eval_options {
   bool json = false, no_time = false, no_aa = false;
   uint32_t seeds = 3;
   double max_time = 3.0;
+  bool quick = false;
   std::optional<double> target_rse;
   uint64_t seed = 0;
   std::string mode = "decision";
@@ -143,6 +144,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   gs.aa_control = !o.no_aa;
   gs.seeds = o.seeds;
   gs.max_time = o.max_time;
+  gs.quick = o.quick;
   gs.target_rse = o.target_rse;
   gs.seed = o.seed;
   gs.mode = o.mode;
@@ -185,6 +187,7 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_flag("--no-aa", o->no_aa, "skip the A/A control (no noise figure, no `unstable` verdict)");
   sub->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
   sub->add_option("--max-time", o->max_time, "longest paired timing series, seconds")->capture_default_str();
+  sub->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   sub->add_option("--target-rse", o->target_rse,
                   "stop a timing series once the relative standard error of its log ratio is below "
                   "this (default 0.005 on CPU tasks, 0.0015 on CUDA tasks)");

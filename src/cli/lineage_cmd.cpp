@@ -24,12 +24,14 @@ struct lineage_options {
   bool json = false, quiet = false, no_forward = false, no_induce = false, no_time = false;
   int32_t max_steps = 16, max_rejections = 4;
   double max_time = 1.0;
+  bool quick = false;
 };
 
 // init always times; decompose asks for timing only when --no-time is off (decompose_options).
 lineages::gate_hooks hooks_for(context& ctx, const lineage_options& o) {
   gate_settings gs;
   gs.max_time = o.max_time;
+  gs.quick = o.quick;
   return make_gate_hooks(ctx, gs);
 }
 
@@ -154,6 +156,7 @@ void common_lineage_flags(CLI::App* sub, lineage_options& o) {
   sub->add_option("--proposer", o.proposer, "rules | llm | auto (auto: the model in lathe.toml, else the rule engine)")
       ->capture_default_str();
   sub->add_option("--max-time", o.max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  sub->add_flag("--quick", o.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   sub->add_option("--repo", o.repo, "the expert's repository: read-only context for the proposer");
   sub->add_flag("--json", o.json, "print the result as JSON");
   sub->add_flag("--quiet", o.quiet, "no progress lines on stderr");

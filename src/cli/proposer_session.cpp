@@ -15,13 +15,15 @@ std::string proposer_session::label() const {
 result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task& t,
                                                         std::string_view flag,
                                                         const std::optional<std::string>& run_id,
-                                                        const budget& limits) {
+                                                        const budget& limits,
+                                                        const llm::amounts& already_spent) {
   const auto env = llm::process_env();
   auto decided = decide_proposer(flag, ctx.ws.root.parent_path(), env);
   if (!decided) return tl::unexpected(decided.error());
   auto s = std::make_unique<proposer_session>();
   s->decision = std::move(*decided);
   if (s->decision.choice == proposer_choice::rules) {
+    s->budget = std::make_unique<llm::ledger>(llm::limits{limits, std::nullopt}, already_spent);
     s->proposer = std::make_unique<agent::rules::rules_proposer>(agent::rules::options_for(t));
     return s;
   }
@@ -31,7 +33,7 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
   s->prompts = std::move(*prompts);
   auto inner = llm::make_provider(cfg);
   if (!inner) return tl::unexpected(inner.error());
-  s->budget = std::make_unique<llm::ledger>(llm::with_overrides(cfg.caps, limits));
+  s->budget = std::make_unique<llm::ledger>(llm::with_overrides(cfg.caps, limits), already_spent);
   if (ctx.db)
     s->log = std::make_unique<llm::call_log>(*ctx.db, llm::identity_of(cfg, run_id),
                                              llm::secret_values(&cfg, env));

@@ -1,4 +1,4 @@
-// lathe runs list | show RUN: the persistent runs (decompose, later optimize, evolve, bench) and
+// lathe runs list | show RUN: the persistent runs (decompose, optimize, later evolve, bench) and
 // their event history, read from the store; nothing here changes a run.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -33,6 +33,45 @@ json run_json(const run& r) {
   return j;
 }
 
+// One line of what a finished run found, from its summary (decompose: termination and steps;
+// optimize: the re-measured speedup over the start, the gap recovered, who proposed).
+std::string result_text(const run& r) {
+  if (r.summary.empty() || !json::accept(r.summary)) return r.message.substr(0, 60);
+  const json s = json::parse(r.summary);
+  char buf[256];
+  if (r.kind == run_kind::decompose) {
+    std::snprintf(buf, sizeof buf, "%s, %d step(s)", s.value("termination", std::string("?")).c_str(),
+                  s.value("steps", 0));
+    return buf;
+  }
+  if (r.kind == run_kind::optimize) {
+    std::string out = s.value("strategy", std::string("?")) + ": ";
+    const json& b = s.contains("best_vs_start") ? s.at("best_vs_start") : json(nullptr);
+    if (b.is_number()) {
+      std::snprintf(buf, sizeof buf, "%.2fx over %s", b.get<double>(),
+                    (s.contains("start") ? s.at("start").value("name", std::string("start")) : std::string("start")).c_str());
+      out += buf;
+    } else {
+      out += "no step accepted";
+    }
+    std::snprintf(buf, sizeof buf, " (%zu step(s), stop %s)", s.value("steps", json::array()).size(),
+                  s.value("stop", std::string("?")).c_str());
+    out += buf;
+    if (s.contains("expert_vs_start") && s.at("expert_vs_start").is_number()) {
+      std::snprintf(buf, sizeof buf, "; expert %.2fx", s.at("expert_vs_start").get<double>());
+      out += buf;
+    }
+    if (s.contains("gap_recovered") && s.at("gap_recovered").is_number()) {
+      std::snprintf(buf, sizeof buf, ", gap recovered %.0f%%", 100 * s.at("gap_recovered").get<double>());
+      out += buf;
+    }
+    const std::string prop = s.value("proposer", std::string());
+    out += prop.rfind("rule-engine", 0) == 0 ? " [rules, mechanical]" : (prop.empty() ? "" : " [" + prop.substr(0, 40) + "]");
+    return out;
+  }
+  return "";
+}
+
 int run_list(const common_options& common, const runs_options& o) {
   auto ctx = open_for_reading(common);
   if (!ctx) {
@@ -54,10 +93,10 @@ int run_list(const common_options& common, const runs_options& o) {
     std::printf("no runs in %s\n", ctx->ws.db().c_str());
     return 0;
   }
-  std::printf("%-36s  %-9s  %-14s  %-11s  %s\n", "run", "kind", "task", "state", "updated");
+  std::printf("%-36s  %-9s  %-14s  %-11s  %-24s  %s\n", "run", "kind", "task", "state", "updated", "result");
   for (const auto& r : *runs)
-    std::printf("%-36s  %-9s  %-14s  %-11s  %s\n", r.id.c_str(), to_string(r.kind), r.task.c_str(),
-                to_string(r.state), r.updated_at.c_str());
+    std::printf("%-36s  %-9s  %-14s  %-11s  %-24s  %s\n", r.id.c_str(), to_string(r.kind), r.task.c_str(),
+                to_string(r.state), r.updated_at.c_str(), result_text(r).c_str());
   return 0;
 }
 

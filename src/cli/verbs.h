@@ -20,5 +20,6 @@ void add_rules(CLI::App& app, const common_options& common, int& exit_code);
 void add_runs(CLI::App& app, const common_options& common, int& exit_code);
 void add_lineage(CLI::App& app, const common_options& common, int& exit_code);  // init, decompose
 void add_skills(CLI::App& app, const common_options& common, int& exit_code);
+void add_optimize(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

@@ -297,6 +297,10 @@ result<expert_check> accepted_check(walk_context& c, const kernel_bundle& expert
 
 result<decompose_result> decompose(const task& t, const kernel_bundle& expert, verifier& v,
                                    agent::proposer& p, store& db, const decompose_options& caller) {
+  if (t.role == task_role::heldout)
+    return fail(errc::invalid_argument,
+                "task " + t.name + " is held out: its kernels are admission and evaluation ground, never "
+                "decomposed (docs/tasks.md \"Roles\")");
   decompose_result out;
   decompose_options o = caller;
   run r;

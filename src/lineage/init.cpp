@@ -124,6 +124,10 @@ result<kernel_bundle> task_baseline(const task& t) {
 
 result<expert_check> init_expert(const task& t, const kernel_bundle& expert, verifier& v,
                                  agent::proposer& p, store& db, const init_options& o) {
+  if (t.role == task_role::heldout)
+    return fail(errc::invalid_argument,
+                "task " + t.name + " is held out: its kernels are admission and evaluation ground, never a lineage's "
+                "end point (docs/tasks.md \"Roles\")");
   expert_check c;
   c.task = t.name;
   c.kernel = expert.hash;

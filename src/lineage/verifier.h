@@ -40,9 +40,9 @@ class verifier {
   virtual result<std::filesystem::path> object(const task& t, const kernel_bundle& k) = 0;
 };
 
-// The smallest ratio that counts as "faster" for an evaluation (PROTOCOL.md "A/A control":
-// 1 + ε, ε at least three times the A/A spread), floored per platform: 5% on CPU (the 2-core VM's
-// paired A/A reads 0.978–1.023), 1% on CUDA. An evaluation without an A/A series gets the floor.
+// ε of the smallest ratio that counts as "faster" for an evaluation, 1 + ε (PROTOCOL.md "A/A
+// control": ε at least three times the A/A spread), floored per platform: 5% on CPU (the 2-core
+// VM's paired A/A reads 0.978–1.023), 1% on CUDA. An evaluation without an A/A series gets the floor.
 double margin(const evaluation& e, platform p);
 // Whether `e` passed the gate (outcome ok) and, when timed, its paired ratio.
 bool passed(const evaluation& e);

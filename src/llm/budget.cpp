@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <stdexcept>
 
 namespace lathe::llm {
@@ -332,6 +334,99 @@ amounts ledger::in_flight() const {
 int64_t ledger::actions_in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);
   return actions_;
+}
+
+}  // namespace lathe::llm
+
+namespace lathe::llm {
+
+namespace {
+
+// A number with an optional unit suffix among `units` (suffix -> multiplier); the whole text.
+std::optional<double> number_with(std::string_view v, std::initializer_list<std::pair<char, double>> units) {
+  double mult = 1;
+  if (!v.empty())
+    for (const auto& [c, m] : units)
+      if (v.back() == c) {
+        mult = m;
+        v.remove_suffix(1);
+        break;
+      }
+  if (v.empty()) return std::nullopt;
+  std::string s(v);
+  char* end = nullptr;
+  const double x = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(x) || x < 0) return std::nullopt;
+  return x * mult;
+}
+
+}  // namespace
+
+tl::expected<budget, std::string> parse_budget(std::string_view text) {
+  budget b;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    std::string_view item = text.substr(at, comma - at);
+    at = comma + 1;
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return tl::unexpected("budget item '" + std::string(item) + "' is not name=value");
+    const std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
+    auto whole = [&](std::initializer_list<std::pair<char, double>> units) -> std::optional<int64_t> {
+      auto x = number_with(value, units);
+      if (!x || *x != std::floor(*x) || *x > 1e15) return std::nullopt;
+      return static_cast<int64_t>(*x);
+    };
+    auto bad = [&](const char* what) {
+      return tl::unexpected("budget item '" + std::string(item) + "': " + what);
+    };
+    if (name == "steps") {
+      auto x = whole({});
+      if (!x) return bad("steps is a whole number");
+      b.steps = *x;
+    } else if (name == "evals") {
+      auto x = whole({});
+      if (!x) return bad("evals is a whole number");
+      b.evals = *x;
+    } else if (name == "tokens") {
+      auto x = whole({{'k', 1e3}, {'M', 1e6}});
+      if (!x) return bad("tokens is a whole number, optionally ending in k or M");
+      b.tokens = *x;
+    } else if (name == "usd") {
+      auto x = number_with(value, {});
+      if (!x) return bad("usd is a non-negative number");
+      b.usd = *x;
+    } else if (name == "time") {
+      auto x = number_with(value, {{'s', 1}, {'m', 60}, {'h', 3600}});
+      if (!x) return bad("time is seconds, or a number ending in s, m or h");
+      b.seconds = *x;
+    } else {
+      return tl::unexpected("unknown budget item '" + std::string(name) + "' (steps, evals, tokens, usd, time)");
+    }
+  }
+  return b;
+}
+
+std::string budget_text(const budget& b) {
+  std::string out;
+  auto add = [&](const std::string& item) { out += (out.empty() ? "" : ",") + item; };
+  if (b.steps) add("steps=" + std::to_string(*b.steps));
+  if (b.evals) add("evals=" + std::to_string(*b.evals));
+  if (b.tokens) add("tokens=" + std::to_string(*b.tokens));
+  char buf[64];
+  if (b.usd) {
+    std::snprintf(buf, sizeof buf, "usd=%g", *b.usd);
+    add(buf);
+  }
+  if (b.seconds) {
+    std::snprintf(buf, sizeof buf, "time=%gs", *b.seconds);
+    add(buf);
+  }
+  return out.empty() ? "none" : out;
 }
 
 }  // namespace lathe::llm

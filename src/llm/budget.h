@@ -33,6 +33,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/feature.h"
 #include "llm/provider.h"
@@ -58,6 +59,13 @@ struct limits {
 // The limits of a run: lathe.toml's [limits], each field replaced by the run's own (--budget)
 // where that sets it.
 limits with_overrides(const limits& from_file, const budget& from_run);
+
+// A run's --budget: comma-separated `name=value` items, names steps, evals, tokens, usd, time.
+// steps, evals, tokens: whole numbers (tokens may end in k or M); usd: a number; time: seconds,
+// or a number ending in s, m or h. "steps=20,evals=40,time=10m". Errors name the item.
+tl::expected<budget, std::string> parse_budget(std::string_view text);
+// The same text back ("steps=20,evals=40,time=600s"); "none" when nothing is set.
+std::string budget_text(const budget& b);
 
 // USD per million tokens, from lathe.toml's [prices."<model>"].
 struct price {

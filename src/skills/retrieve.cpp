@@ -186,7 +186,7 @@ retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q
       out.rejected.push_back(std::move(*no));
       continue;
     }
-    auto failed = recheck(c, q.tgt, q.t);
+    auto failed = o.check_constraints ? recheck(c, q.tgt, q.t) : std::vector<constraint_failure>{};
     if (!failed.empty()) {
       std::vector<std::string> why;
       for (const auto& f : failed) why.push_back("constraint " + constraint_text(f.what) + " fails on " + f.target + ": " + f.reason);

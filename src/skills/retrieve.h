@@ -44,6 +44,9 @@ struct retrieve_query {
 struct retrieve_options {
   bool admitted_only = false;  // candidates are refused too (optimize's `skills` strategy)
   bool include_refused = false;  // refused cards are rejected unless this is set
+  // Off: constraints are not checked (optimize's no-preconditions ablation, which measures what
+  // the preconditions are worth; the gate still checks every result).
+  bool check_constraints = true;
 };
 
 // Where a card was turned away.

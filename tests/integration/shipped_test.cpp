@@ -77,10 +77,14 @@ TEST_F(lathe_gate_env, library_baselines_are_correct_but_forbidden_as_candidates
   }
 }
 
-TEST_F(lathe_gate_env, tasks_roles_are_disjoint_and_heldout_tasks_have_no_expert) {
+// Every source task has an expert (a lineage's end point). A held-out task may have one too, only
+// to measure how much of the naive-to-expert gap `optimize` recovers: init and decompose refuse
+// held-out tasks (tests/lineage), so it is never mined.
+TEST_F(lathe_gate_env, every_source_task_has_an_expert) {
   for (const auto& entry : fs::directory_iterator(lathe::testing::source_dir() / "tasks")) {
     task t = load(entry.path());
-    if (t.role == task_role::heldout) EXPECT_FALSE(find_kernel(t, "expert")) << t.name;
-    else EXPECT_TRUE(find_kernel(t, "expert")) << t.name;
+    if (t.role == task_role::source) {
+      EXPECT_TRUE(find_kernel(t, "expert")) << t.name;
+    }
   }
 }

@@ -4,8 +4,11 @@
 
 #include <regex>
 
+#include "core/test_util.h"
 #include "core/text.h"
+#include "agent/rules/rules_proposer.h"
 #include "lineage/decompose.h"
+#include "lineage/init.h"
 #include "lineage/feature_audit.h"
 #include "lineage/run_log.h"
 #include "lineage/screening.h"
@@ -285,6 +288,50 @@ TEST(ids, run_and_lineage_ids_have_their_forms) {
   const std::string id = new_run_id();
   EXPECT_TRUE(std::regex_match(id, std::regex(R"(decompose-\d{8}-\d{6}-[0-9a-f]{4})"))) << id;
   EXPECT_EQ(lineage_id("gemm", "2f5a9002312a77e0", "decompose-1"), "gemm/2f5a9002312a/decompose-1");
+}
+
+}  // namespace
+}  // namespace lathe::lineages
+
+namespace lathe::lineages {
+namespace {
+
+// A verifier that must never be asked: a held-out task is refused before anything is gated.
+class never_asked final : public verifier {
+ public:
+  evaluation check(const task&, const kernel_bundle&, const kernel_bundle&, const provenance&) override {
+    ADD_FAILURE() << "check asked";
+    return {};
+  }
+  evaluation compare(const task&, const kernel_bundle&, const kernel_bundle&, const provenance&) override {
+    ADD_FAILURE() << "compare asked";
+    return {};
+  }
+  agent::rules::detections features(const task&, const kernel_bundle&) override {
+    ADD_FAILURE() << "features asked";
+    return {};
+  }
+  result<std::filesystem::path> object(const task&, const kernel_bundle&) override {
+    return fail(errc::unsupported, "never");
+  }
+};
+
+TEST(roles, init_and_decompose_refuse_a_held_out_task) {
+  task t;
+  t.name = "silu";
+  t.role = task_role::heldout;
+  kernel_bundle k;
+  never_asked v;
+  agent::rules::rules_proposer p;
+  test::temp_dir dir;
+  auto db = store::open(dir / "lathe.db");
+  ASSERT_TRUE(db) << db.error().message;
+  auto c = init_expert(t, k, v, p, *db, {});
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message.find("held out"), std::string::npos) << c.error().message;
+  auto d = decompose(t, k, v, p, *db, {});
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("held out"), std::string::npos) << d.error().message;
 }
 
 }  // namespace

@@ -268,14 +268,24 @@ op_result<proposal> rules_proposer::mutate(const mutate_request& r) {
     return z ^ (z >> 31);
   };
   for (size_t i = sites.size(); i > 1; --i) std::swap(sites[i - 1], sites[next() % i]);
-  // What the caller asks for (a feature named in `direction`) first.
-  std::stable_sort(sites.begin(), sites.end(), [&](const auto& a, const auto& b) {
-    auto asked = [&](const applicable_site& s) {
-      const std::string f(s.what->feature());
-      return !f.empty() && r.direction.find(f) != std::string::npos;
-    };
-    return asked(a) && !asked(b);
-  });
+  // What the caller asks for (a feature named in `direction`) first, then what the inspirations
+  // have and the parent lacks (their source detections): the mechanical reading of "borrow the
+  // mechanisms of these kernels".
+  std::set<std::string> inspired;
+  if (!r.inspirations.empty()) {
+    std::set<std::string> has;
+    for (const auto& d : detect_source(r.parent)) has.insert(d.what.name);
+    for (const auto& k : r.inspirations)
+      for (const auto& d : detect_source(k))
+        if (!has.count(d.what.name)) inspired.insert(d.what.name);
+  }
+  auto rank = [&](const applicable_site& s) {
+    const std::string f(s.what->feature());
+    if (!f.empty() && r.direction.find(f) != std::string::npos) return 0;
+    return inspired.count(f) ? 1 : 2;
+  };
+  std::stable_sort(sites.begin(), sites.end(),
+                   [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   std::vector<std::string> errors;
   for (const auto& s : sites) {
     auto res = s.what->apply(r.parent, s.invocation);

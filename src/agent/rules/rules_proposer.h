@@ -75,10 +75,12 @@ class rules_proposer final : public proposer {
   op_result<proposal> materialize(const materialize_request& r) override;
   op_result<proposal> repair(const repair_request& r) override;         // unsupported
   op_result<proposal> seed_baseline(const seed_request& r) override;    // unsupported
-  // Paths whose summary names more registry features the kernel lacks first; ties by id.
+  // Paths whose summary names more registry features the kernel lacks first; ties in the given
+  // order (retrieval gives them in lineage-path order).
   op_result<ranking> rank_paths(const rank_request& r) override;
   // A seeded choice among the applicable forward rules (opt_level included); sites of a feature
-  // `direction` names first. None: refused.
+  // `direction` names first, then sites of features the inspirations' sources have and the
+  // parent's lacks. Sites a `rejected` note names are skipped. None: refused.
   op_result<proposal> mutate(const mutate_request& r) override;
 
  private:

@@ -223,10 +223,9 @@ op_result<ranking> rules_proposer::rank_paths(const rank_request& r) {
       if (!has.count(n)) s.lacking.push_back(n);
     all.push_back(std::move(s));
   }
-  std::stable_sort(all.begin(), all.end(), [](const scored& a, const scored& b) {
-    if (a.lacking.size() != b.lacking.size()) return a.lacking.size() > b.lacking.size();
-    return a.p->id < b.p->id;
-  });
+  // Ties keep the caller's order (retrieval's: the lineage path), which knows more than a count.
+  std::stable_sort(all.begin(), all.end(),
+                   [](const scored& a, const scored& b) { return a.lacking.size() > b.lacking.size(); });
   ranking out;
   out.prov = {"rules", "rank", true};
   for (const auto& s : all) {

@@ -1,0 +1,256 @@
+// lathe optimize TASK [KERNEL] [--strategy S] [--budget …] [--resume RUN] (DESIGN.md "Command
+// line"; docs/optimize.md). The verb wires the context, the gate, the proposer with its ledger and
+// the store together, shows progress and prints; search/ decides.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "agent/kernel_text.h"
+#include "cli/context.h"
+#include "cli/lineage_view.h"
+#include "cli/proposer_session.h"
+#include "cli/verbs.h"
+#include "core/json.h"
+#include "core/text.h"
+#include "gate/bundle.h"
+#include "search/optimize.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::cli {
+namespace {
+
+struct optimize_cli {
+  std::string task, kernel, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
+      proposer = "auto", out_dir;
+  int32_t max_repairs = 1, max_stall = 0;
+  double max_time = 1.0;
+  bool no_free = false, no_expert = false, json = false, quiet = false, quick = false;
+};
+
+int fail_with(const std::string& message, int code) {
+  std::fprintf(stderr, "lathe: %s\n", message.c_str());
+  return code;
+}
+
+json args_json(const optimize_cli& o, const std::string& start_hash) {
+  return {{"task", o.task},         {"kernel", o.kernel},       {"start_hash", start_hash},
+          {"strategy", o.strategy}, {"ablate", o.ablate},       {"budget", o.budget},
+          {"proposer", o.proposer}, {"max_repairs", o.max_repairs}, {"max_stall", o.max_stall},
+          {"max_time", o.max_time}, {"no_free", o.no_free},     {"no_expert", o.no_expert},
+          {"quick", o.quick}};
+}
+
+// --resume: the run's own arguments (a resumed run goes on as it started).
+result<json> fill_from_run(context& ctx, optimize_cli& o) {
+  auto r = ctx.db->get_run(o.resume);
+  if (!r) return tl::unexpected(r.error());
+  if (!*r) return fail(errc::not_found, "no run '" + o.resume + "' to resume (`lathe runs list --kind optimize`)");
+  if ((*r)->kind != run_kind::optimize)
+    return fail(errc::invalid_argument, "run '" + o.resume + "' is a " + to_string((*r)->kind) + " run, not an optimize run");
+  json a = json::parse((*r)->args, nullptr, false);
+  if (!a.is_object()) return fail(errc::parse_error, "run '" + o.resume + "' has no readable arguments");
+  if (!o.task.empty() && o.task != a.value("task", o.task))
+    return fail(errc::invalid_argument, "run '" + o.resume + "' optimizes " + a.value("task", std::string()) + ", not " + o.task);
+  o.task = a.value("task", o.task);
+  o.kernel = a.value("kernel", o.kernel);
+  o.strategy = a.value("strategy", o.strategy);
+  o.ablate = a.value("ablate", o.ablate);
+  o.budget = a.value("budget", o.budget);
+  o.max_repairs = a.value("max_repairs", o.max_repairs);
+  o.max_stall = a.value("max_stall", o.max_stall);
+  o.max_time = a.value("max_time", o.max_time);
+  o.quick = a.value("quick", o.quick);
+  o.no_free = a.value("no_free", o.no_free);
+  o.no_expert = a.value("no_expert", o.no_expert);
+  if (o.proposer == "auto") o.proposer = a.value("proposer", o.proposer);
+  return a;
+}
+
+std::optional<kernel_bundle> optional_kernel(const task& t, const std::string& name) {
+  std::error_code ec;
+  if (!fs::exists(t.dir / "kernels" / name, ec) && !fs::exists(t.dir / "kernels" / (name + ".cpp"), ec) &&
+      !fs::exists(t.dir / "kernels" / (name + ".cu"), ec))
+    return std::nullopt;
+  auto k = find_task_kernel(t, name);
+  return k ? std::optional<kernel_bundle>(std::move(*k)) : std::nullopt;
+}
+
+std::string limit_text(const std::optional<int64_t>& v) { return v ? std::to_string(*v) : "-"; }
+
+std::string progress_line(const search::optimize_progress& p) {
+  const budget& b = p.limits.run;
+  char head[160];
+  std::snprintf(head, sizeof head, "[step %d] best %.3fx · steps %lld/%s · evals %lld/%s · %.0f s", p.step,
+                p.best_ratio, static_cast<long long>(p.used.steps), limit_text(b.steps).c_str(),
+                static_cast<long long>(p.used.evals), limit_text(b.evals).c_str(), p.used.seconds);
+  std::string line = head;
+  if (b.seconds) line += cat(" of ", std::to_string(static_cast<long long>(*b.seconds)), " s");
+  if (p.used.tokens) line += cat(" · ", std::to_string(p.used.tokens), " tokens");
+  if (p.eta_seconds) line += cat(" · ETA ", std::to_string(static_cast<long long>(std::ceil(*p.eta_seconds))), " s");
+  return line + " · " + p.message;
+}
+
+void print_result(const search::optimize_result& r, const task& t, const std::string& label,
+                  const search::optimize_options& so) {
+  std::printf("optimize  %s: strategy %s, ablation %s\n", t.name.c_str(), to_string(so.strat),
+              to_string(so.abl).c_str());
+  std::printf("proposer  %s\n", label.c_str());
+  std::printf("start     %s %s (%s)\n", r.start.name.empty() ? "-" : r.start.name.c_str(),
+              r.start.hash.substr(0, 12).c_str(), r.start_how.c_str());
+  for (const auto& s : r.steps) {
+    std::vector<std::string> added;
+    for (const auto& f : s.tr.added) added.push_back("+" + f.name + "@" + f.locus);
+    std::printf("step %-4d %-34s %-28s %8s (first %s)  %s\n", s.step, s.source.substr(0, 34).c_str(),
+                to_string(s.tr.prov).substr(0, 28).c_str(), ratio_text(s.tr.speedup).c_str(),
+                ratio_text(s.first_ratio).c_str(), join(added, " ").c_str());
+  }
+  if (r.steps.empty()) std::printf("steps     none accepted (%d proposals, %d rejected)\n", r.proposals, r.rejected);
+  else std::printf("          %d proposals, %d rejected\n", r.proposals, r.rejected);
+  std::printf("stop      %s: %s\n", to_string(r.stop), r.stop_detail.c_str());
+  std::printf("best      %s%s\n", r.best.hash.substr(0, 12).c_str(),
+              r.best_dir.empty() ? "" : ("  written to " + r.best_dir).c_str());
+  std::printf("measured  best vs start %s%s", r.best_vs_start ? ratio_text(r.best_vs_start).c_str() : "-",
+              r.steps.empty() ? " (no step accepted: the start kernel is the best)" : " (fresh paired series)");
+  if (r.expert_vs_start) std::printf("; expert vs start %s", ratio_text(r.expert_vs_start).c_str());
+  if (r.gap_recovered) std::printf("; gap recovered %.0f%% (log space)", 100 * *r.gap_recovered);
+  std::printf("\n");
+  std::printf("used      %lld steps, %lld evaluations, %lld model calls, %lld tokens, $%.4f, %.1f s\n",
+              static_cast<long long>(r.used.steps), static_cast<long long>(r.used.evals),
+              static_cast<long long>(r.used.calls), static_cast<long long>(r.used.tokens), r.used.usd, r.used.seconds);
+  std::printf("run       %s (`lathe runs show %s`)\n", r.r.id.c_str(), r.r.id.c_str());
+}
+
+int run_optimize(const common_options& common, optimize_cli o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  json stored_args;
+  if (!o.resume.empty()) {
+    auto a = fill_from_run(*ctx, o);
+    if (!a) return fail_with(a.error().message, 2);
+    stored_args = *a;
+  }
+  if (o.task.empty()) return fail_with("optimize needs a TASK (or --resume RUN)", 2);
+  auto strat = search::parse_strategy(o.strategy);
+  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (skills, none, forward-memory, expert-source)", 2);
+  auto abl = search::parse_ablation(o.ablate);
+  if (!abl) return fail_with(abl.error().message, 2);
+  if (abl->any() && *strat != search::strategy::skills)
+    return fail_with("--ablate changes the cards the proposer sees: it needs --strategy skills", 2);
+  auto limits = llm::parse_budget(o.budget);
+  if (!limits) return fail_with("--budget: " + limits.error(), 2);
+  auto t = find_task(o.task, ctx->where);
+  if (!t) return fail_with(t.error().message, 2);
+  search::optimize_kernels ks;
+  if (!o.kernel.empty()) {
+    auto k = find_task_kernel(*t, o.kernel);
+    if (!k) return fail_with(k.error().message, 2);
+    ks.start = std::move(*k);
+  }
+  ks.naive = optional_kernel(*t, "naive");
+  if (!o.no_expert) ks.expert = optional_kernel(*t, "expert");
+  if (!o.resume.empty() && ks.start && stored_args.value("start_hash", ks.start->hash) != ks.start->hash)
+    return fail_with("the start kernel " + o.kernel + " changed since run " + o.resume +
+                         " started: a resumed run must start from the same kernel",
+                     2);
+  if (t->plat == platform::cuda && !ctx->gpu)
+    return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here" +
+                         (ctx->gpu_error.empty() ? "" : " (" + ctx->gpu_error + ")"),
+                     2);
+
+  const std::string run_id = o.resume.empty() ? search::new_run_id() : o.resume;
+  llm::amounts spent;
+  if (!o.resume.empty()) {
+    auto secs = search::resume_seconds(*ctx->db, o.resume);
+    if (!secs) return fail_with(secs.error().message, 2);
+    spent.seconds = *secs;
+  }
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent);
+  if (!session) return fail_with(session.error().message, 2);
+  gate_settings gs;
+  gs.max_time = o.max_time;
+  gs.quick = o.quick;
+  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+
+  search::optimize_options so;
+  so.strat = *strat;
+  so.abl = *abl;
+  so.max_repairs = o.max_repairs;
+  so.max_stall = o.max_stall;
+  so.free_after_cards = !o.no_free;
+  so.measure_expert = !o.no_expert;
+  so.tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
+  so.target_text = agent::target_text(so.tgt);
+  so.proposer_label = (*session)->label();
+  if (!o.resume.empty()) so.resume_run = o.resume;
+  else so.run_id = run_id;
+  so.args_json = args_json(o, ks.start ? ks.start->hash : std::string()).dump();
+  if (!o.quiet && !o.json) {
+    so.progress = [](const search::optimize_progress& p) { std::fprintf(stderr, "… %s\n", progress_line(p).c_str()); };
+    std::fprintf(stderr, "… optimize %s (strategy %s, budget %s) with the %s\n", t->name.c_str(), o.strategy.c_str(),
+                 llm::budget_text(*limits).c_str(), (*session)->decision.why.c_str());
+  }
+  auto res = search::optimize(*t, ks, v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
+  if (!res) return fail_with(res.error().message, 1);
+
+  // The best kernel's bundle, beside the run's other artifacts.
+  const fs::path dir = o.out_dir.empty() ? ctx->ws.runs() / res->r.id / "best" : fs::path(o.out_dir);
+  if (auto w = write_bundle(res->best, dir); w) res->best_dir = dir.string();
+  else std::fprintf(stderr, "lathe: the best kernel was not written to %s: %s\n", dir.c_str(), w.error().message.c_str());
+
+  if (o.json) {
+    json j = json::parse(res->r.summary);
+    j["schema"] = "lathe.optimize/1";
+    j["run"] = res->r.id;
+    j["best"]["dir"] = res->best_dir;
+    j["budget"] = {{"limits", llm::budget_text(*limits)}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_result(*res, *t, (*session)->label(), so);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
+  auto o = std::make_shared<optimize_cli>();
+  CLI::App* opt = app.add_subcommand(
+      "optimize", "find the best verified kernel for a task within a budget, guided by the skill library (or another strategy)");
+  opt->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task");
+  opt->add_option("kernel", o->kernel, "the start kernel: a bundle path or a kernel name of the task "
+                                       "(default: the proposer seeds one from the reference; the rule engine "
+                                       "cannot, and starts from the task's naive kernel)");
+  opt->add_option("--strategy", o->strategy, "skills | none | forward-memory | expert-source")->capture_default_str();
+  opt->add_option("--budget", o->budget,
+                  "limits: steps=N,evals=N,tokens=N[k|M],usd=X,time=S[s|m|h] (the run ends at the first)")
+      ->capture_default_str();
+  opt->add_option("--ablate", o->ablate,
+                  "withhold card fields from the proposer (skills): intent-only, no-preconditions, "
+                  "no-admission, no-lineage-order (comma-separated)")
+      ->capture_default_str();
+  opt->add_option("--proposer", o->proposer, "rules | llm | auto (auto: the model in lathe.toml, else the rule engine)")
+      ->capture_default_str();
+  opt->add_option("--resume", o->resume, "continue this optimize run (`lathe runs list --kind optimize`)");
+  opt->add_option("--max-repairs", o->max_repairs, "repair rounds after a gate failure")->capture_default_str();
+  opt->add_option("--max-stall", o->max_stall, "end after this many steps in a row without an accepted one (0: never)")
+      ->capture_default_str();
+  opt->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  opt->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
+  opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");
+  opt->add_option("--out", o->out_dir, "write the best kernel's bundle here (default: .lathe/runs/RUN/best)");
+  opt->add_flag("--json", o->json, "print the result as JSON (schema lathe.optimize/1)");
+  opt->add_flag("--quiet", o->quiet, "no progress lines on stderr");
+  opt->footer(
+      "A candidate replaces the best only when its paired ratio against the best clears 1 + margin twice: in the\n"
+      "first series and in a fresh re-measure. Kill it at any time: `--resume RUN` goes on without repeating a\n"
+      "finished evaluation or model call.\n"
+      "Exit code 0: the run finished; 1: it failed; 2: usage or setup.");
+  opt->callback([o, &common, &exit_code] { exit_code = run_optimize(common, *o); });
+}
+
+}  // namespace lathe::cli

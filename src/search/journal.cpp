@@ -1,0 +1,58 @@
+#include "search/journal.h"
+
+#include <algorithm>
+
+namespace lathe::search::detail {
+
+using nlohmann::json;
+
+json amounts_json(const llm::amounts& a) {
+  return {{"steps", a.steps}, {"evals", a.evals},   {"calls", a.calls},
+          {"tokens", a.tokens}, {"usd", a.usd}, {"seconds", a.seconds}};
+}
+
+llm::amounts amounts_from(const json& j) {
+  llm::amounts a;
+  if (!j.is_object()) return a;
+  a.steps = j.value("steps", int64_t{0});
+  a.evals = j.value("evals", int64_t{0});
+  a.calls = j.value("calls", int64_t{0});
+  a.tokens = j.value("tokens", int64_t{0});
+  a.usd = j.value("usd", 0.0);
+  a.seconds = j.value("seconds", 0.0);
+  return a;
+}
+
+result<void> journal::load() {
+  auto events = db_.run_events(run_id_);
+  if (!events) return tl::unexpected(events.error());
+  for (const auto& e : *events) {
+    last_seq_ = std::max(last_seq_, e.seq);
+    json body = json::parse(e.json, nullptr, false);
+    if (body.is_discarded() || !body.is_object())
+      return fail(errc::parse_error, "run " + run_id_ + ": event " + std::to_string(e.seq) + " (" + e.kind +
+                                         ") is not a JSON object");
+    elapsed_ = std::max(elapsed_, body.value("elapsed", 0.0));
+    const std::string key = body.value("key", std::string());
+    if (!key.empty()) by_key_[key] = std::move(body);
+  }
+  return {};
+}
+
+const json* journal::recorded(const std::string& key) const {
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : &it->second;
+}
+
+result<bool> journal::emit(const std::string& kind, const std::string& key, json body, double elapsed) {
+  if (!key.empty() && by_key_.count(key)) return false;
+  body["key"] = key;
+  body["elapsed"] = elapsed;
+  auto seq = db_.add_run_event(run_id_, kind, body.dump());
+  if (!seq) return tl::unexpected(seq.error());
+  last_seq_ = *seq;
+  if (!key.empty()) by_key_[key] = std::move(body);
+  return true;
+}
+
+}  // namespace lathe::search::detail

@@ -1,0 +1,257 @@
+#include "search/plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/text.h"
+#include "skills/retrieve.h"
+
+namespace lathe::search {
+namespace {
+
+// none, forward-memory and expert-source: one mutation of the best per step. They differ in the
+// direction and the inspirations only. A refusal (nothing the proposer would still change) on the
+// best kernel ends the run: the next step would ask the same of the same kernel.
+class mutation_plan final : public plan {
+ public:
+  mutation_plan(const task& t, agent::proposer& p, strategy s, std::vector<kernel_bundle> experts)
+      : t_(t), p_(p), s_(s), experts_(std::move(experts)) {}
+
+  result<request> next(const kernel_bundle& best, const std::vector<feature>&, const std::string& target,
+                       const std::vector<agent::attempt_note>& notes,
+                       const std::vector<memory_entry>& memory) override {
+    request r;
+    if (refused_on_ == best.hash) {
+      r.exhausted = true;
+      r.why = "the proposer has nothing left to change on the best kernel: " + refusal_;
+      return r;
+    }
+    agent::mutate_request m;
+    m.t = &t_;
+    m.parent = best;
+    m.rejected = notes;
+    m.target = target;
+    r.op = "mutate";
+    switch (s_) {
+      case strategy::forward_memory:
+        m.direction = memory_direction(memory);
+        r.source = "memory";
+        break;
+      case strategy::expert_source: {
+        m.inspirations = experts_;
+        std::vector<std::string> names;
+        for (const auto& e : experts_) names.push_back(e.name);
+        m.direction = expert_direction(names);
+        r.source = "expert-source";
+        break;
+      }
+      default:
+        m.direction = plain_direction();
+        r.source = "none";
+    }
+    agent::proposer* p = &p_;
+    r.call = [p, m] { return p->mutate(m); };
+    return r;
+  }
+
+  void proposed(const request&, const kernel_bundle&) override {}
+  void failed(const request&, const kernel_bundle& on, const agent::failure& f) override {
+    if (f.kind == agent::failure_kind::refused || f.kind == agent::failure_kind::unsupported) {
+      refused_on_ = on.hash;
+      refusal_ = f.message;
+    }
+  }
+
+ private:
+  const task& t_;
+  agent::proposer& p_;
+  strategy s_;
+  std::vector<kernel_bundle> experts_;
+  std::string refused_on_, refusal_;
+};
+
+// skills: the retrieved path's cards, one option per card plus the whole remaining path as one
+// planned combination; the proposer ranks the options once per best kernel; each option is
+// tried once per best kernel. With nothing left to try, free mutations (free_after_cards).
+class skills_plan final : public plan {
+ public:
+  skills_plan(const task& t, agent::proposer& p, const optimize_options& o, std::vector<skill_card> cards,
+              ranker rank)
+      : t_(t), p_(p), o_(o), cards_(std::move(cards)), rank_(std::move(rank)) {}
+
+  std::vector<std::string> entry_features() const override {
+    const auto rv = retrieve_for({});
+    if (rv.path.empty()) return {};
+    for (const auto& c : rv.ranked)
+      if (c.card.id == rv.path.front()) return c.card.requires_features;
+    return {};
+  }
+
+  result<request> next(const kernel_bundle& best, const std::vector<feature>& features, const std::string& target,
+                       const std::vector<agent::attempt_note>& notes,
+                       const std::vector<memory_entry>&) override {
+    std::vector<std::string> names;
+    for (const auto& f : features)
+      if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
+    const auto rv = retrieve_for(names, best.manifest.lang);
+    std::map<std::string, const skill_card*> by_id;
+    for (const auto& c : rv.ranked) by_id[c.card.id] = &c.card;
+    std::vector<std::string> order;
+    if (o_.abl.no_lineage_order)
+      for (const auto& c : rv.ranked) order.push_back(c.card.id);
+    else
+      order = rv.path;
+    std::vector<std::string> untried;
+    for (const auto& id : order)
+      if (!tried_.count(best.hash + "|" + id)) untried.push_back(id);
+    request r;
+    if (untried.empty()) {
+      if (o_.free_after_cards && free_refused_on_ != best.hash) {
+        agent::mutate_request m;
+        m.t = &t_;
+        m.parent = best;
+        m.rejected = notes;
+        m.target = target;
+        m.direction = plain_direction();
+        agent::proposer* p = &p_;
+        r.op = "mutate";
+        r.source = "free";
+        r.option = "free";
+        r.call = [p, m] { return p->mutate(m); };
+        return r;
+      }
+      std::vector<std::string> why;
+      for (const auto& rej : rv.rejected) why.push_back(rej.card_name + " (" + to_string(rej.stage) + ")");
+      r.exhausted = true;
+      r.why = cat("no retrieved card is left to try on the best kernel (", std::to_string(cards_.size()),
+                  " card(s) in the library", why.empty() ? "" : "; turned away: " + join(why, ", "), ")",
+                  o_.free_after_cards ? ", and the free mutation was refused: " + free_refusal_ : "");
+      return r;
+    }
+    // Options: each card alone, then the remaining path as one planned combination.
+    std::vector<agent::path_option> options;
+    for (const auto& id : untried) {
+      const skill_card& c = *by_id.at(id);
+      options.push_back({id, cat(c.name, ": ", c.intent, " (provides ", join(c.provides_features, ", "), ")")});
+    }
+    const std::string plan_id = "plan:" + join(untried, "+");
+    if (untried.size() > 1 && !tried_.count(best.hash + "|" + plan_id)) {
+      std::vector<std::string> names_in;
+      for (const auto& id : untried) names_in.push_back(by_id.at(id)->name);
+      options.push_back({plan_id, "all of " + join(names_in, ", ") + ", in this order"});
+    }
+    std::vector<std::string> ranked;
+    if (options.size() > 1) {
+      agent::rank_request rq;
+      rq.t = &t_;
+      rq.kernel = best;
+      rq.features = features;
+      rq.paths = options;
+      rq.target = target;
+      auto got = rank_(rq);
+      if (!got) return tl::unexpected(got.error());
+      ranked = *got;
+    }
+    for (const auto& opt : options)
+      if (std::find(ranked.begin(), ranked.end(), opt.id) == ranked.end()) ranked.push_back(opt.id);
+    const std::string choice = ranked.front();
+    std::vector<std::string> ids = choice.rfind("plan:", 0) == 0 ? untried : std::vector<std::string>{choice};
+    agent::materialize_request m;
+    m.t = &t_;
+    m.kernel = best;
+    m.features = features;
+    m.target = target;
+    m.rejected = notes;
+    std::vector<std::string> card_names;
+    for (const auto& id : ids) {
+      m.cards.push_back(ablated(*by_id.at(id), o_.abl));
+      card_names.push_back(by_id.at(id)->name);
+    }
+    agent::proposer* p = &p_;
+    r.op = "materialize";
+    r.source = (ids.size() > 1 ? "plan:" : "card:") + join(card_names, "+");
+    r.card_ids = ids;
+    r.option = choice;
+    r.call = [p, m] { return p->materialize(m); };
+    return r;
+  }
+
+  void proposed(const request& r, const kernel_bundle& on) override { mark(r, on, nullptr); }
+  void failed(const request& r, const kernel_bundle& on, const agent::failure& f) override { mark(r, on, &f); }
+
+ private:
+  skills::retrieval retrieve_for(const std::vector<std::string>& features,
+                                 std::optional<language> lang = std::nullopt) const {
+    skills::retrieve_query q;
+    q.lang = lang.value_or(t_.plat == platform::cuda ? language::cuda : language::cpp);
+    q.tgt = o_.tgt;
+    q.t = &t_;
+    q.features = features;
+    skills::retrieve_options ro;
+    ro.admitted_only = !o_.abl.no_admission;
+    ro.include_refused = o_.abl.no_admission;
+    ro.check_constraints = !o_.abl.no_preconditions;
+    return skills::retrieve(cards_, q, ro);
+  }
+
+  void mark(const request& r, const kernel_bundle& on, const agent::failure* f) {
+    if (r.option == "free") {
+      if (f && (f->kind == agent::failure_kind::refused || f->kind == agent::failure_kind::unsupported)) {
+        free_refused_on_ = on.hash;
+        free_refusal_ = f->message;
+      }
+      return;
+    }
+    tried_.insert(on.hash + "|" + r.option);
+  }
+
+  const task& t_;
+  agent::proposer& p_;
+  const optimize_options& o_;
+  std::vector<skill_card> cards_;
+  ranker rank_;
+  std::set<std::string> tried_;  // "<kernel hash>|<option id>"
+  std::string free_refused_on_, free_refusal_;
+};
+
+platform platform_of(const lineage& l) {
+  return l.target.rfind("sm_", 0) == 0 ? platform::cuda : platform::cpu;
+}
+
+}  // namespace
+
+result<std::unique_ptr<plan>> make_plan(const task& t, agent::proposer& p, store& db, const optimize_options& o,
+                                        ranker rank) {
+  if (o.strat == strategy::skills) {
+    auto cards = db.list_cards("");
+    if (!cards) return tl::unexpected(cards.error());
+    return std::unique_ptr<plan>(std::make_unique<skills_plan>(t, p, o, std::move(*cards), std::move(rank)));
+  }
+  std::vector<kernel_bundle> experts;
+  if (o.strat == strategy::expert_source) {
+    auto lineages = db.list_lineages("");
+    if (!lineages) return tl::unexpected(lineages.error());
+    std::vector<const lineage*> mine;
+    for (const auto& l : *lineages)
+      if (!l.kernels.empty() && platform_of(l) == t.plat && l.task != t.name) mine.push_back(&l);
+    std::stable_sort(mine.begin(), mine.end(), [&](const lineage* a, const lineage* b) {
+      return static_cast<int>(skills::relation(a->op, t.op)) < static_cast<int>(skills::relation(b->op, t.op));
+    });
+    std::set<std::string> seen;
+    for (const lineage* l : mine) {
+      if (experts.size() >= 2) break;
+      if (!seen.insert(l->kernels.back()).second) continue;
+      auto k = db.get_kernel(l->kernels.back());
+      if (!k) return tl::unexpected(k.error());
+      k->name = l->task + "/" + l->expert;  // which expert, as the proposer is told
+      experts.push_back(std::move(*k));
+    }
+    if (experts.empty())
+      return fail(errc::not_found, cat("expert-source needs the experts the library was mined from: no ",
+                                       to_string(t.plat), " lineage in the store (run `lathe decompose` first)"));
+  }
+  return std::unique_ptr<plan>(std::make_unique<mutation_plan>(t, p, o.strat, std::move(experts)));
+}
+
+}  // namespace lathe::search

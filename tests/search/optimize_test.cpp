@@ -1,0 +1,575 @@
+// lathe optimize (issue 7) on recorded verdicts: the rule engine (and the mock model) proposes
+// real edits of the shipped layernorm naive kernel, and a scripted verifier answers the gate from
+// the kernel's source features with fixed gains, so every run is deterministic and takes no
+// timing. What is checked: budgets (steps, evaluations) end the run and are never exceeded; a
+// candidate replaces the best only after a fresh re-measure, and the reported ratio is the
+// re-measure's; the final figure is a fresh paired series against the start; a run killed after
+// any event and resumed ends exactly as an uninterrupted one without repeating an evaluation or
+// a proposer call; the four strategies and the four ablation switches change what the proposer
+// is given, on the same task and budget.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "agent/delegating.h"
+#include "agent/llm_proposer.h"
+#include "agent/prompt.h"
+#include "agent/rules/detect.h"
+#include "agent/rules/rules_proposer.h"
+#include "core/test_util.h"
+#include "gate/bundle.h"
+#include "gate/task_file.h"
+#include "llm/command.h"
+#include "search/optimize.h"
+
+namespace lathe::search_test {
+namespace {
+
+namespace fs = std::filesystem;
+using search::optimize;
+using search::optimize_options;
+using search::strategy;
+
+fs::path source_dir() { return LATHE_SOURCE_DIR; }
+
+// The gate as a script: a kernel is correct unless a source says LATHE_BROKEN; a timed
+// comparison's ratio is score(candidate) / score(baseline), score the product of the gains of
+// the registry names its source shows, times `drift(candidate hash, nth comparison of this
+// pair)` (1 by default). No A/A series: the margin is the platform floor (5% on CPU).
+class scripted_verifier final : public lineages::verifier {
+ public:
+  std::map<std::string, double> gains{{"omp_parallel", 2.0}, {"simd", 1.3}, {"restrict", 1.02}};
+  std::function<double(const std::string&, int)> drift;
+  struct call {
+    std::string candidate, baseline;
+    bool timed = false;
+    std::optional<double> ratio;
+  };
+  std::vector<call> calls;
+
+  evaluation check(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p) override {
+    return run(t, k, b, p, false);
+  }
+  evaluation compare(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p) override {
+    return run(t, k, b, p, true);
+  }
+  agent::rules::detections features(const task&, const kernel_bundle& k) override {
+    agent::rules::detections d;
+    d.found = agent::rules::detect_source(k);
+    return d;
+  }
+  result<fs::path> object(const task&, const kernel_bundle&) override {
+    return fail(errc::unsupported, "scripted: nothing is built");
+  }
+  double score(const kernel_bundle& k) const {
+    std::set<std::string> names;
+    for (const auto& d : agent::rules::detect_source(k)) names.insert(d.what.name);
+    double s = 1;
+    for (const auto& n : names)
+      if (auto it = gains.find(n); it != gains.end()) s *= it->second;
+    return s;
+  }
+  int64_t timed_calls() const {
+    return std::count_if(calls.begin(), calls.end(), [](const call& c) { return c.timed; });
+  }
+
+ private:
+  evaluation run(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p, bool timed) {
+    evaluation e;
+    e.id = static_cast<int64_t>(calls.size()) + 1;
+    e.task = t.name;
+    e.kernel_hash = k.hash;
+    e.baseline_hash = b.hash;
+    e.prov = p;
+    bool broken = false;
+    for (const auto& [path, text] : k.sources) broken |= text.find("LATHE_BROKEN") != std::string::npos;
+    e.result = broken ? outcome::wrong_result : outcome::ok;
+    e.message = broken ? "scripted: wrong result" : "scripted: correct";
+    call c{k.hash, b.hash, timed, std::nullopt};
+    if (timed && !broken) {
+      const int nth = 1 + static_cast<int>(std::count_if(calls.begin(), calls.end(), [&](const call& x) {
+                        return x.timed && x.candidate == k.hash && x.baseline == b.hash;
+                      }));
+      e.paired = paired_series{};
+      e.paired->ratio = score(k) / score(b) * (drift ? drift(k.hash, nth) : 1.0);
+      c.ratio = e.paired->ratio;
+    }
+    calls.push_back(c);
+    return e;
+  }
+};
+
+// Records what each operation was asked and counts the calls.
+class recording : public test::delegating {
+ public:
+  using delegating::delegating;
+  std::vector<agent::materialize_request> materialized;
+  std::vector<agent::mutate_request> mutated;
+  int calls = 0;
+  agent::op_result<agent::proposal> materialize(const agent::materialize_request& r) override {
+    ++calls;
+    materialized.push_back(r);
+    return inner_.materialize(r);
+  }
+  agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
+    ++calls;
+    mutated.push_back(r);
+    return inner_.mutate(r);
+  }
+  agent::op_result<agent::proposal> repair(const agent::repair_request& r) override {
+    ++calls;
+    return inner_.repair(r);
+  }
+  agent::op_result<agent::ranking> rank_paths(const agent::rank_request& r) override {
+    ++calls;
+    return inner_.rank_paths(r);
+  }
+};
+
+skill_card card(const std::string& id, const std::string& provides, double declared,
+                card_status status = card_status::admitted) {
+  skill_card c;
+  c.id = id;
+  c.name = id;
+  c.intent = "Add " + provides;
+  c.op = "softmax";
+  c.provides_features = {provides};
+  c.carriers["cpp/cpu"] = "(a text diff from the source lineage)";
+  c.preconditions = {"the loop's iterations are independent"};
+  c.risk = "a data race if they are not";
+  c.declared_ratio = declared;
+  c.target = "x86-64-v3";
+  c.status = status;
+  return c;
+}
+
+class optimize_env : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto t = load_task(source_dir() / "tasks/layernorm");
+    ASSERT_TRUE(t) << t.error().message;
+    t_ = std::move(*t);
+    auto k = load_bundle(source_dir() / "tasks/layernorm/kernels/naive");
+    if (!k) k = load_bundle(source_dir() / "tasks/layernorm/kernels/naive.cpp");
+    ASSERT_TRUE(k) << k.error().message;
+    naive_ = std::move(*k);
+    tgt_.plat = platform::cpu;
+    tgt_.arch = "x86-64-v3";
+    tgt_.capabilities = {"avx", "avx2", "fma"};
+  }
+
+  store open_store(const std::string& name) {
+    auto db = store::open(dir_ / name);
+    EXPECT_TRUE(db) << db.error().message;
+    return std::move(*db);
+  }
+
+  optimize_options options(strategy s) const {
+    optimize_options o;
+    o.strat = s;
+    o.tgt = tgt_;
+    o.target_text = "x86-64-v3 (scripted)";
+    o.proposer_label = "rules";
+    return o;
+  }
+
+  search::optimize_kernels start() const {
+    search::optimize_kernels ks;
+    ks.start = naive_;
+    return ks;
+  }
+
+  result<search::optimize_result> run(store& db, agent::proposer& p, lineages::verifier& v, const budget& b,
+                                      const optimize_options& o, double spent_seconds = 0) {
+    llm::amounts spent;
+    spent.seconds = spent_seconds;
+    llm::ledger ledger(llm::limits{b, std::nullopt}, spent);
+    return optimize(t_, start(), v, p, db, ledger, o);
+  }
+
+  test::temp_dir dir_;
+  task t_;
+  kernel_bundle naive_;
+  target tgt_;
+  agent::rules::rules_proposer rules_;
+};
+
+budget steps(int64_t n) {
+  budget b;
+  b.steps = n;
+  return b;
+}
+
+TEST_F(optimize_env, a_steps_budget_ends_the_run_and_is_never_exceeded) {
+  store db = open_store("a.db");
+  scripted_verifier v;
+  recording p(rules_);
+  auto r = run(db, p, v, steps(3), options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->stop, search::stop_reason::steps) << r->stop_detail;
+  EXPECT_EQ(r->used.steps, 3);
+  EXPECT_EQ(p.calls, 3);  // one mutation per step; the rule engine cannot repair, and is not asked twice
+  EXPECT_NE(r->stop_detail.find("steps"), std::string::npos) << r->stop_detail;
+  auto stored = db.get_run(r->r.id);
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ((*stored)->state, run_state::finished);
+  EXPECT_NE((*stored)->summary.find("\"stop\":\"steps\""), std::string::npos) << (*stored)->summary;
+}
+
+TEST_F(optimize_env, an_evaluations_budget_holds_the_final_measurement_back_and_is_never_exceeded) {
+  for (int64_t evals : {3, 4, 5, 6}) {
+    store db = open_store("e" + std::to_string(evals) + ".db");
+    scripted_verifier v;
+    budget b;
+    b.evals = evals;
+    auto r = run(db, rules_, v, b, options(strategy::none));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_LE(static_cast<int64_t>(v.calls.size()), evals) << evals;
+    EXPECT_EQ(r->used.evals, static_cast<int64_t>(v.calls.size()));
+    EXPECT_EQ(r->stop, search::stop_reason::evals) << evals << ": " << r->stop_detail;
+    // Whatever was accepted was measured once more against the start, inside the budget.
+    if (!r->steps.empty()) {
+      ASSERT_TRUE(r->best_vs_start) << evals;
+      EXPECT_EQ(v.calls.back().candidate, r->best.hash);
+      EXPECT_EQ(v.calls.back().baseline, r->start.hash);
+    }
+  }
+  // Too small for the start check and the final measurement together: refused before anything runs.
+  store db = open_store("tiny.db");
+  scripted_verifier v;
+  budget b;
+  b.evals = 0;
+  auto r = run(db, rules_, v, b, options(strategy::none));
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("final measurements"), std::string::npos) << r.error().message;
+  EXPECT_TRUE(v.calls.empty());
+}
+
+TEST_F(optimize_env, a_candidate_replaces_the_best_only_after_a_fresh_re_measure_and_reports_it) {
+  store db = open_store("m.db");
+  scripted_verifier v;
+  // The second comparison of a pair reads 10% lower than the first.
+  v.drift = [](const std::string&, int nth) { return nth == 1 ? 1.0 : 0.9; };
+  auto r = run(db, rules_, v, steps(6), options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_FALSE(r->steps.empty());
+  double product = 1;
+  for (const auto& s : r->steps) {
+    std::vector<double> ratios;
+    for (const auto& c : v.calls)
+      if (c.timed && c.candidate == s.tr.to_kernel && c.baseline == s.tr.from_kernel && c.ratio)
+        ratios.push_back(*c.ratio);
+    ASSERT_EQ(ratios.size(), 2u) << s.tr.action;  // the first series and the re-measure
+    EXPECT_DOUBLE_EQ(s.first_ratio, ratios[0]);
+    ASSERT_TRUE(s.tr.speedup);
+    EXPECT_DOUBLE_EQ(*s.tr.speedup, ratios[1]);  // the re-measure is what is reported
+    EXPECT_EQ(s.tr.prov.kind, "rules");
+    EXPECT_EQ(s.tr.evaluations.size(), 2u);
+    product *= *s.tr.speedup;
+  }
+  // The final figure is its own fresh series of best against start (not the product of steps).
+  ASSERT_TRUE(r->best_vs_start);
+  EXPECT_EQ(v.calls.back().candidate, r->best.hash);
+  EXPECT_EQ(v.calls.back().baseline, r->start.hash);
+  EXPECT_DOUBLE_EQ(*r->best_vs_start, *v.calls.back().ratio);
+  EXPECT_NE(*r->best_vs_start, product);
+
+  // A candidate that clears the margin at first but not on the re-measure is rejected.
+  store db2 = open_store("m2.db");
+  scripted_verifier w;
+  w.drift = [](const std::string&, int nth) { return nth == 1 ? 1.0 : 0.5; };
+  auto r2 = run(db2, rules_, w, steps(4), options(strategy::none));
+  ASSERT_TRUE(r2) << r2.error().message;
+  EXPECT_TRUE(r2->steps.empty());
+  EXPECT_EQ(r2->best.hash, naive_.hash);
+  EXPECT_FALSE(r2->best_vs_start);
+  auto events = db2.run_events(r2->r.id);
+  ASSERT_TRUE(events);
+  bool remeasure_rejection = false;
+  for (const auto& e : *events)
+    remeasure_rejection |= e.kind == "rejected" && e.json.find("\"stage\":\"remeasure\"") != std::string::npos;
+  EXPECT_TRUE(remeasure_rejection);
+}
+
+// The run as its summary and steps show it, for comparing two runs.
+std::string trace(const search::optimize_result& r) {
+  std::string s = "best " + r.best.hash + " stop " + to_string(r.stop) + "\n";
+  for (const auto& st : r.steps)
+    s += std::to_string(st.step) + " " + st.source + " " + st.tr.to_kernel + " " + std::to_string(*st.tr.speedup) + "\n";
+  s += "proposals " + std::to_string(r.proposals) + " rejected " + std::to_string(r.rejected) + " evaluations " +
+       std::to_string(r.evaluations) + " used steps " + std::to_string(r.used.steps) + " evals " +
+       std::to_string(r.used.evals);
+  return s;
+}
+
+struct killed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+TEST_F(optimize_env, a_run_killed_after_any_event_and_resumed_ends_as_an_uninterrupted_one) {
+  store cards_db = open_store("cards.db");
+  const std::vector<skill_card> library = {card("omp-card", "omp_parallel", 1.6), card("simd-card", "simd", 1.3)};
+  auto prepare = [&](store& db) {
+    for (const auto& c : library) ASSERT_TRUE(db.put_card(c));
+  };
+  // The whole run once: its events, its verifier and proposer calls.
+  store whole_db = open_store("whole.db");
+  prepare(whole_db);
+  scripted_verifier whole_v;
+  recording whole_p(rules_);
+  const optimize_options o = options(strategy::skills);
+  auto whole = run(whole_db, whole_p, whole_v, steps(6), o);
+  ASSERT_TRUE(whole) << whole.error().message;
+  ASSERT_GE(whole->steps.size(), 2u) << trace(*whole);
+  auto events = whole_db.run_events(whole->r.id);
+  ASSERT_TRUE(events);
+  const int n_events = static_cast<int>(events->size());
+
+  for (int kill_after = 1; kill_after < n_events; ++kill_after) {
+    SCOPED_TRACE("killed after event " + std::to_string(kill_after));
+    store db = open_store("k" + std::to_string(kill_after) + ".db");
+    prepare(db);
+    scripted_verifier v1;
+    recording p1(rules_);
+    optimize_options first = o;
+    first.run_id = "optimize-test-" + std::to_string(kill_after);
+    int seen = 0;
+    first.progress = [&](const search::optimize_progress&) {
+      if (++seen == kill_after) throw killed("kill");
+    };
+    EXPECT_THROW((void)run(db, p1, v1, steps(6), first), killed);
+    auto stopped = db.get_run(first.run_id);
+    ASSERT_TRUE(stopped && *stopped);
+    EXPECT_EQ((*stopped)->state, run_state::running);  // as a killed process leaves it
+
+    scripted_verifier v2;
+    recording p2(rules_);
+    optimize_options again = o;
+    again.resume_run = first.run_id;
+    auto secs = search::resume_seconds(db, first.run_id);
+    ASSERT_TRUE(secs);
+    auto resumed = run(db, p2, v2, steps(6), again, *secs);
+    ASSERT_TRUE(resumed) << resumed.error().message;
+    EXPECT_TRUE(resumed->resumed);
+    EXPECT_EQ(trace(*resumed), trace(*whole));
+    // Nothing asked twice: the two sessions together asked what the whole run asked.
+    EXPECT_EQ(v1.calls.size() + v2.calls.size(), whole_v.calls.size());
+    EXPECT_EQ(p1.calls + p2.calls, whole_p.calls);
+  }
+}
+
+TEST_F(optimize_env, the_four_strategies_run_on_one_task_and_budget_and_differ_in_what_the_proposer_sees) {
+  const budget b = steps(5);
+  std::map<strategy, search::optimize_result> results;
+  std::map<strategy, std::unique_ptr<recording>> seen;
+  store experts_db = open_store("x.db");
+  for (strategy s : {strategy::skills, strategy::none, strategy::forward_memory, strategy::expert_source}) {
+    store db = open_store(std::string("s") + to_string(s) + ".db");
+    ASSERT_TRUE(db.put_card(card("omp-card", "omp_parallel", 1.6)));
+    if (s == strategy::expert_source) {
+      // The library's source lineage: the softmax expert (OpenMP, AVX2 intrinsics).
+      auto expert = load_bundle(source_dir() / "tasks/softmax/kernels/expert");
+      if (!expert) expert = load_bundle(source_dir() / "tasks/softmax/kernels/expert.cpp");
+      ASSERT_TRUE(expert) << expert.error().message;
+      ASSERT_TRUE(db.put_kernel(*expert));
+      lineage l;
+      l.id = "softmax/x/test";
+      l.task = "softmax";
+      l.op = "softmax";
+      l.expert = "expert";
+      l.target = "x86-64-v3";
+      l.kernels = {expert->hash};
+      l.features = {{}};
+      ASSERT_TRUE(db.put_lineage(l));
+    }
+    scripted_verifier v;
+    seen[s] = std::make_unique<recording>(rules_);
+    auto r = run(db, *seen[s], v, b, options(s));
+    ASSERT_TRUE(r) << to_string(s) << ": " << r.error().message;
+    EXPECT_LE(r->used.steps, 5);
+    EXPECT_EQ(r->start.hash, naive_.hash);
+    results[s] = std::move(*r);
+  }
+  // skills: the card first, then free mutations once it is used.
+  ASSERT_FALSE(seen[strategy::skills]->materialized.empty());
+  EXPECT_EQ(seen[strategy::skills]->materialized.front().cards.front().id, "omp-card");
+  ASSERT_FALSE(results[strategy::skills].steps.empty());
+  EXPECT_EQ(results[strategy::skills].steps.front().source, "card:omp-card");
+  // none: mutations with no memory, no inspirations, no cards.
+  EXPECT_TRUE(seen[strategy::none]->materialized.empty());
+  for (const auto& m : seen[strategy::none]->mutated) {
+    EXPECT_TRUE(m.inspirations.empty());
+    EXPECT_EQ(m.direction, search::plain_direction());
+  }
+  // forward-memory: after its first accepted step, the direction carries that step.
+  const auto& mem = results[strategy::forward_memory];
+  ASSERT_FALSE(mem.steps.empty());
+  bool remembered = false;
+  for (const auto& m : seen[strategy::forward_memory]->mutated)
+    remembered |= m.direction.find("step " + std::to_string(mem.steps.front().step) + ": " +
+                                   mem.steps.front().tr.action) != std::string::npos;
+  EXPECT_TRUE(remembered);
+  EXPECT_TRUE(seen[strategy::forward_memory]->materialized.empty());
+  // expert-source: the expert's source instead of cards, on every request.
+  ASSERT_FALSE(seen[strategy::expert_source]->mutated.empty());
+  for (const auto& m : seen[strategy::expert_source]->mutated) {
+    ASSERT_EQ(m.inspirations.size(), 1u);
+    EXPECT_EQ(m.inspirations.front().name, "softmax/expert");
+  }
+  EXPECT_TRUE(seen[strategy::expert_source]->materialized.empty());
+  // With the rule engine, the expert's mechanisms go first: its first step adds what the expert
+  // has and the naive kernel lacks (OpenMP), as the skills run's card did.
+  ASSERT_FALSE(results[strategy::expert_source].steps.empty());
+  EXPECT_EQ(results[strategy::expert_source].steps.front().source, "expert-source");
+
+  // expert-source with no lineage in the store says what to run first.
+  store empty = open_store("empty.db");
+  scripted_verifier v;
+  auto none = run(empty, rules_, v, b, options(strategy::expert_source));
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("lathe decompose"), std::string::npos) << none.error().message;
+}
+
+TEST_F(optimize_env, each_ablation_switch_changes_what_the_proposer_is_given) {
+  skill_card omp = card("b-omp", "omp_parallel", 1.6);
+  skill_card simd = card("a-simd", "simd", 3.0);  // scores higher, but needs OpenMP first
+  simd.requires_features = {"omp_parallel"};
+  skill_card gated = card("c-restrict", "restrict", 1.2);
+  gated.constraints = {{"capability", "avx512f"}};  // the scripted target lacks it
+  skill_card fresh = card("d-unroll", "loop_unroll", 1.2, card_status::candidate);
+  auto first_cards = [&](const search::ablation& a) {
+    store db = open_store("ab" + search::to_string(a) + ".db");
+    for (const auto& c : {omp, simd, gated, fresh}) EXPECT_TRUE(db.put_card(c));
+    scripted_verifier v;
+    recording p(rules_);
+    optimize_options o = options(strategy::skills);
+    o.abl = a;
+    o.free_after_cards = false;
+    auto r = run(db, p, v, steps(6), o);
+    EXPECT_TRUE(r) << r.error().message;
+    std::vector<std::string> ids;
+    for (const auto& m : p.materialized)
+      for (const auto& c : m.cards) ids.push_back(c.id);
+    return std::make_pair(ids, p.materialized);
+  };
+  const auto [plain, plain_req] = first_cards({});
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(plain.front(), "b-omp");  // the lineage's order: OpenMP before what requires it
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "c-restrict"), 0);  // its constraint fails here
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "d-unroll"), 0);    // not admitted
+  EXPECT_FALSE(plain_req.front().cards.front().carriers.empty());
+  EXPECT_FALSE(plain_req.front().cards.front().preconditions.empty());
+
+  search::ablation order;
+  order.no_lineage_order = true;
+  EXPECT_EQ(first_cards(order).first.front(), "a-simd");  // by score
+
+  search::ablation pre;
+  pre.no_preconditions = true;
+  const auto [pre_ids, pre_req] = first_cards(pre);
+  EXPECT_EQ(std::count(pre_ids.begin(), pre_ids.end(), "c-restrict"), 1);
+  for (const auto& m : pre_req)
+    for (const auto& c : m.cards) {
+      EXPECT_TRUE(c.preconditions.empty());
+      EXPECT_TRUE(c.constraints.empty());
+      EXPECT_TRUE(c.risk.empty());
+    }
+
+  search::ablation adm;
+  adm.no_admission = true;
+  const auto adm_ids = first_cards(adm).first;
+  EXPECT_EQ(std::count(adm_ids.begin(), adm_ids.end(), "d-unroll"), 1);
+
+  search::ablation intent;
+  intent.intent_only = true;
+  const auto [intent_ids, intent_req] = first_cards(intent);
+  ASSERT_FALSE(intent_req.empty());
+  for (const auto& m : intent_req)
+    for (const auto& c : m.cards) {
+      EXPECT_TRUE(c.carriers.empty());
+      EXPECT_TRUE(c.preconditions.empty());
+      EXPECT_FALSE(c.intent.empty());
+      EXPECT_FALSE(c.provides_features.empty());
+    }
+
+  auto parsed = search::parse_ablation("intent-only, no-lineage-order");
+  ASSERT_TRUE(parsed);
+  EXPECT_TRUE(parsed->intent_only && parsed->no_lineage_order && !parsed->no_admission);
+  EXPECT_EQ(search::to_string(*parsed), "intent-only,no-lineage-order");
+  EXPECT_FALSE(search::parse_ablation("no-intent"));
+}
+
+TEST(optimize_budget, the_budget_text_parses_each_limit_and_refuses_nonsense) {
+  auto b = llm::parse_budget("steps=20, evals=40,tokens=200k,usd=0.5,time=10m");
+  ASSERT_TRUE(b) << b.error();
+  EXPECT_EQ(*b->steps, 20);
+  EXPECT_EQ(*b->evals, 40);
+  EXPECT_EQ(*b->tokens, 200000);
+  EXPECT_DOUBLE_EQ(*b->usd, 0.5);
+  EXPECT_DOUBLE_EQ(*b->seconds, 600);
+  EXPECT_EQ(llm::budget_text(*b), "steps=20,evals=40,tokens=200000,usd=0.5,time=600s");
+  EXPECT_DOUBLE_EQ(*llm::parse_budget("time=90")->seconds, 90);
+  EXPECT_DOUBLE_EQ(*llm::parse_budget("time=1h")->seconds, 3600);
+  EXPECT_EQ(llm::budget_text(*llm::parse_budget("")), "none");
+  for (const char* bad : {"steps=2.5", "steps=-1", "evals", "time=10x", "usd=cheap", "gpus=2", "tokens=1G"})
+    EXPECT_FALSE(llm::parse_budget(bad)) << bad;
+  EXPECT_NE(llm::parse_budget("gpus=2").error().find("steps, evals, tokens, usd, time"), std::string::npos);
+}
+
+// The mock model through the LLM proposer: its edits are real text edits of the kernel; every
+// model call is metered and stored; a resumed run asks the model nothing it asked before.
+TEST_F(optimize_env, the_mock_model_optimizes_through_the_llm_proposer_and_a_resume_repeats_no_call) {
+  auto prompts = agent::prompt_library::load(source_dir() / "prompts");
+  ASSERT_TRUE(prompts) << prompts.error().message;
+  auto model_for = [&] {
+    llm::command_config cc;
+    cc.name = "mock";
+    cc.argv = {LATHE_MOCK_MODEL, "--seed", "5"};
+    cc.timeout_seconds = 60;
+    return std::make_unique<llm::command_provider>(cc);
+  };
+  const optimize_options o = options(strategy::forward_memory);
+  // Whole.
+  store whole_db = open_store("mock-whole.db");
+  auto whole_model = model_for();
+  agent::llm_proposer whole_p(*whole_model, *prompts);
+  scripted_verifier whole_v;
+  recording whole_rec(whole_p);
+  auto whole = run(whole_db, whole_rec, whole_v, steps(4), o);
+  ASSERT_TRUE(whole) << whole.error().message;
+  EXPECT_EQ(whole->used.steps, 4);
+  ASSERT_FALSE(whole->steps.empty()) << trace(*whole);
+  for (const auto& s : whole->steps) {
+    EXPECT_EQ(s.tr.prov.kind, "llm");
+    EXPECT_NE(to_string(s.tr.prov).find("mock"), std::string::npos);
+  }
+  // Killed after its third event, resumed.
+  store db = open_store("mock-kill.db");
+  auto m1 = model_for();
+  agent::llm_proposer p1(*m1, *prompts);
+  recording r1(p1);
+  scripted_verifier v1;
+  optimize_options first = o;
+  first.run_id = "optimize-mock-kill";
+  int seen = 0;
+  first.progress = [&](const search::optimize_progress& e) {
+    if (e.kind == "evaluation" && ++seen == 3) throw killed("kill");
+  };
+  EXPECT_THROW((void)run(db, r1, v1, steps(4), first), killed);
+  auto m2 = model_for();
+  agent::llm_proposer p2(*m2, *prompts);
+  recording r2(p2);
+  scripted_verifier v2;
+  optimize_options again = o;
+  again.resume_run = first.run_id;
+  auto resumed = run(db, r2, v2, steps(4), again);
+  ASSERT_TRUE(resumed) << resumed.error().message;
+  EXPECT_EQ(trace(*resumed), trace(*whole));
+  EXPECT_EQ(r1.calls + r2.calls, whole_rec.calls);
+  EXPECT_EQ(v1.calls.size() + v2.calls.size(), whole_v.calls.size());
+}
+
+}  // namespace
+}  // namespace lathe::search_test
