@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "agent/kernel_text.h"
@@ -26,7 +28,8 @@ struct optimize_cli {
       proposer = "auto", out_dir;
   int32_t max_repairs = 1, max_stall = 0;
   double max_time = 1.0;
-  bool no_free = false, no_expert = false, json = false, quiet = false, quick = false;
+  bool no_free = false, no_expert = false, json = false, quiet = false, quick = false, profile = false,
+       trust_kernel = false;
 };
 
 int fail_with(const std::string& message, int code) {
@@ -39,7 +42,7 @@ json args_json(const optimize_cli& o, const std::string& start_hash) {
           {"strategy", o.strategy}, {"ablate", o.ablate},       {"budget", o.budget},
           {"proposer", o.proposer}, {"max_repairs", o.max_repairs}, {"max_stall", o.max_stall},
           {"max_time", o.max_time}, {"no_free", o.no_free},     {"no_expert", o.no_expert},
-          {"quick", o.quick}};
+          {"quick", o.quick},       {"profile", o.profile},     {"trust_kernel", o.trust_kernel}};
 }
 
 // --resume: the run's own arguments (a resumed run goes on as it started).
@@ -62,6 +65,8 @@ result<json> fill_from_run(context& ctx, optimize_cli& o) {
   o.max_stall = a.value("max_stall", o.max_stall);
   o.max_time = a.value("max_time", o.max_time);
   o.quick = a.value("quick", o.quick);
+  o.profile = a.value("profile", o.profile);
+  o.trust_kernel = a.value("trust_kernel", o.trust_kernel);
   o.no_free = a.value("no_free", o.no_free);
   o.no_expert = a.value("no_expert", o.no_expert);
   if (o.proposer == "auto") o.proposer = a.value("proposer", o.proposer);
@@ -120,6 +125,66 @@ void print_result(const search::optimize_result& r, const task& t, const std::st
               static_cast<long long>(r.used.steps), static_cast<long long>(r.used.evals),
               static_cast<long long>(r.used.calls), static_cast<long long>(r.used.tokens), r.used.usd, r.used.seconds);
   std::printf("run       %s (`lathe runs show %s`)\n", r.r.id.c_str(), r.r.id.c_str());
+}
+
+// --profile: the best kernel's Nsight Compute counters, in words, for the proposer's inspection.
+// `lathe profile` runs in its own process on the bundle written under the run's directory (the
+// profiler follows that process tree, not this one); one profile per best kernel. When it fails
+// (no ncu, no permission to the counters) the reason is the inspection, once, and nothing more
+// is tried.
+std::function<std::string(const task&, const kernel_bundle&)> profiler(const context& ctx, const fs::path& dir,
+                                                                      bool trust_kernel) {
+  auto cache = std::make_shared<std::map<std::string, std::string>>();
+  auto broken = std::make_shared<std::string>();
+  const std::string exe = (ctx.where.exe_dir / "lathe").string();
+  const std::string ws = ctx.ws.root.parent_path().string();
+  return [=](const task& t, const kernel_bundle& k) -> std::string {
+    if (t.plat != platform::cuda) return "";
+    if (!broken->empty()) return *broken;
+    if (auto it = cache->find(k.hash); it != cache->end()) return it->second;
+    const fs::path at = dir / k.hash.substr(0, 12);
+    if (auto w = write_bundle(k, at); !w) return "no profile: " + w.error().message;
+    const std::string cmd = "'" + exe + "' --workspace '" + ws + "' profile '" + t.dir.string() + "' '" +
+                            at.string() + "' --json --launches 2" + (trust_kernel ? " --trust-kernel" : "") +
+                            " 2>&1";
+    std::string out;
+    if (FILE* p = popen(cmd.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+      pclose(p);
+    }
+    const size_t brace = out.find('{');
+    json j = brace == std::string::npos ? json() : json::parse(out.substr(brace), nullptr, false);
+    if (!j.is_object() || !j.contains("kernels")) {
+      *broken = "no Nsight Compute profile (`lathe profile` said: " + out.substr(0, out.find('\n')).substr(0, 200) + ")";
+      return *broken;
+    }
+    std::vector<std::string> parts;
+    auto pct = [](const json& x) { return x.is_number() ? std::to_string(static_cast<int>(x.get<double>() + 0.5)) + "%" : std::string("-"); };
+    for (const auto& kern : j["kernels"]) {
+      std::string one = kern.value("name", std::string("?")).substr(0, 60);
+      if (kern.contains("duration_seconds") && kern["duration_seconds"].is_number()) {
+        char b[48];
+        std::snprintf(b, sizeof b, " %.3f ms", 1e3 * kern["duration_seconds"].get<double>());
+        one += b;
+      }
+      one += cat(", compute ", pct(kern.value("compute_throughput_pct", json())), ", memory ",
+                 pct(kern.value("memory_throughput_pct", json())), " (DRAM ", pct(kern.value("dram_throughput_pct", json())),
+                 "), occupancy ", pct(kern.value("achieved_occupancy_pct", json())));
+      std::vector<std::string> stalls;
+      for (const auto& st : kern.value("stalls", json::array())) {
+        if (stalls.size() >= 3) break;
+        char b[96];
+        std::snprintf(b, sizeof b, "%s %.1f", st.value("reason", std::string("?")).c_str(),
+                      st.value("cycles_per_issue", 0.0));
+        stalls.push_back(b);
+      }
+      if (!stalls.empty()) one += ", stalls (cycles per issue) " + join(stalls, ", ");
+      parts.push_back(one);
+    }
+    (*cache)[k.hash] = join(parts, "; ");
+    return (*cache)[k.hash];
+  };
 }
 
 int run_optimize(const common_options& common, optimize_cli o) {
@@ -185,6 +250,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   so.tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   so.target_text = agent::target_text(so.tgt);
   so.proposer_label = (*session)->label();
+  if (o.profile) so.inspect = profiler(*ctx, ctx->ws.runs() / run_id / "profiled", o.trust_kernel);
   if (!o.resume.empty()) so.resume_run = o.resume;
   else so.run_id = run_id;
   so.args_json = args_json(o, ks.start ? ks.start->hash : std::string()).dump();
@@ -239,6 +305,10 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_option("--max-stall", o->max_stall, "end after this many steps in a row without an accepted one (0: never)")
       ->capture_default_str();
   opt->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  opt->add_flag("--profile", o->profile,
+                "CUDA: an Nsight Compute profile of each best kernel goes to the proposer with its features (lathe profile)");
+  opt->add_flag("--trust-kernel", o->trust_kernel,
+                "with --profile: profile the kernel as lathe's own user (where only administrators may read the counters)");
   opt->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
   opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");

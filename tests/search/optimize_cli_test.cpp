@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -81,6 +82,14 @@ TEST_F(optimize_cli, a_rules_run_prints_its_result_writes_the_best_bundle_and_re
   }
   if (!j["steps"].empty()) EXPECT_TRUE(j["best_vs_start"].is_number());
   else EXPECT_TRUE(j["best_vs_start"].is_null());
+  // layernorm ships an expert (for this measure only): measured against the start at the end,
+  // and the gap recovered follows from the two figures.
+  ASSERT_TRUE(j["expert_vs_start"].is_number()) << j.dump(2).substr(0, 2000);
+  EXPECT_GT(j["expert_vs_start"].get<double>(), 1.5);
+  ASSERT_TRUE(j["gap_recovered"].is_number());
+  const double best_ratio = j["best_vs_start"].is_number() ? j["best_vs_start"].get<double>() : 1.0;
+  EXPECT_NEAR(j["gap_recovered"].get<double>(), std::log(best_ratio) / std::log(j["expert_vs_start"].get<double>()), 1e-9);
+  EXPECT_EQ(j["final_evaluations"].size(), j["steps"].empty() ? 1u : 2u);
   const std::string run = j.value("run", "");
 
   const run_result listed = run_lathe(ws() + "runs list --kind optimize");
