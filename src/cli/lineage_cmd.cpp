@@ -98,7 +98,7 @@ int run_decompose(const common_options& common, lineage_options o) {
   auto k = find_task_kernel(*t, o.expert);
   if (!k) return fail_with(k.error(), 2);
   const std::string run_id = o.resume.empty() ? lineages::new_run_id() : o.resume;
-  auto session = open_proposer(*ctx, *t, o.proposer, run_id);
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, {}, {}, !o.resume.empty());
   if (!session) return fail_with(session.error(), 2);
   lineages::gate_verifier v(hooks_for(*ctx, o));
 

@@ -117,7 +117,10 @@ void print_result(const search::optimize_result& r, const task& t, const std::st
   std::printf("best      %s%s\n", r.best.hash.substr(0, 12).c_str(),
               r.best_dir.empty() ? "" : ("  written to " + r.best_dir).c_str());
   std::printf("measured  best vs start %s%s", r.best_vs_start ? ratio_text(r.best_vs_start).c_str() : "-",
-              r.steps.empty() ? " (no step accepted: the start kernel is the best)" : " (fresh paired series)");
+              r.steps.empty()                     ? " (no step accepted: the start kernel is the best)"
+              : !r.final_best_outcome.empty()     ? (" (the fresh paired series did not decide: " + r.final_best_outcome +
+                                                 "; each accepted step was re-measured)").c_str()
+                                                  : " (fresh paired series)");
   if (r.expert_vs_start) std::printf("; expert vs start %s", ratio_text(r.expert_vs_start).c_str());
   if (r.gap_recovered) std::printf("; gap recovered %.0f%% (log space)", 100 * *r.gap_recovered);
   std::printf("\n");
@@ -233,7 +236,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
     if (!secs) return fail_with(secs.error().message, 2);
     spent.seconds = *secs;
   }
-  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent);
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty());
   if (!session) return fail_with(session.error().message, 2);
   gate_settings gs;
   gs.max_time = o.max_time;

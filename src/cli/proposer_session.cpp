@@ -4,6 +4,7 @@
 #include "agent/rules/rules_proposer.h"
 #include "llm/factory.h"
 #include "llm/metered.h"
+#include "llm/rerun.h"
 
 namespace lathe::cli {
 
@@ -16,7 +17,7 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                                         std::string_view flag,
                                                         const std::optional<std::string>& run_id,
                                                         const budget& limits,
-                                                        const llm::amounts& already_spent) {
+                                                        const llm::amounts& already_spent, bool resuming) {
   const auto env = llm::process_env();
   auto decided = decide_proposer(flag, ctx.ws.root.parent_path(), env);
   if (!decided) return tl::unexpected(decided.error());
@@ -39,6 +40,12 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                              llm::secret_values(&cfg, env));
   s->model = std::make_unique<llm::metered_provider>(
       std::move(*inner), llm::meter_of(cfg, s->budget.get(), s->log.get()));
+  // A resumed run: the calls it made before it stopped are answered from the call log.
+  if (resuming && run_id && ctx.db) {
+    auto recorded = ctx.db->llm_calls(*run_id);
+    if (!recorded) return tl::unexpected(recorded.error());
+    s->model = std::make_unique<llm::rerun_provider>(std::move(s->model), *recorded, s->budget.get());
+  }
   s->proposer = std::make_unique<agent::llm_proposer>(*s->model, *s->prompts);
   return s;
 }

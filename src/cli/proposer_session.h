@@ -40,12 +40,14 @@ struct proposer_session {
 // `flag`: rules | llm | auto. `run_id` tags every model call in the store; `limits` is the run's
 // --budget (over lathe.toml's [limits] for a model); `already_spent`: what a resumed run used
 // before (its seconds). The session's ledger holds them for every proposer, the rule engine too
-// (optimize reserves its steps and evaluations there).
+// (optimize reserves its steps and evaluations there). `resuming`: the model calls `run_id` made
+// before are answered from the store's call log (llm/rerun.h), not asked again.
 result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task& t,
                                                         std::string_view flag,
                                                         const std::optional<std::string>& run_id,
                                                         const budget& limits = {},
-                                                        const llm::amounts& already_spent = {});
+                                                        const llm::amounts& already_spent = {},
+                                                        bool resuming = false);
 
 // The gate as lineage/ and skills/ reach it from a verb: this context's gate configuration for
 // each task (`s`, with `time` per call) and its store for every evaluation. One place, so that

@@ -51,6 +51,8 @@ std::string result_text(const run& r) {
       std::snprintf(buf, sizeof buf, "%.2fx over %s", b.get<double>(),
                     (s.contains("start") ? s.at("start").value("name", std::string("start")) : std::string("start")).c_str());
       out += buf;
+    } else if (!s.value("steps", json::array()).empty()) {
+      out += "best not confirmed: final series " + s.value("final_best_outcome", std::string("missing"));
     } else {
       out += "no step accepted";
     }

@@ -9,7 +9,8 @@
 // Kinds and bodies (beside key and elapsed):
 //   started     {"task", "strategy", "ablation", "limits", "options"}
 //   resumed     {"from_seq"}
-//   proposal    {"op": seed|materialize|mutate|repair, "source", "cards", "ok", "kernel",
+//   proposal    {"op": seed|materialize|mutate|repair, "source", "cards", "inspection" (what the
+//                proposer was told of the best kernel: features, last measure, profile), "ok", "kernel",
 //                "action", "locus", "adds", "removes", "rationale", "edits", "provenance",
 //                "calls", "failure": {"kind", "message"}, "used"}
 //   evaluation  {"purpose": start|candidate|remeasure|final_best|final_expert, "kernel",

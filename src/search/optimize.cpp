@@ -192,6 +192,7 @@ struct runner {
   std::string stop_detail;
   int32_t stall = 0;
   int32_t current_step = 0;
+  std::string inspection;  // what the proposer was told of the best kernel at this step
 
   // The proposer's ranking of path options, or its recorded one.
   result<std::vector<std::string>> rank(const agent::rank_request& rq) {
@@ -303,7 +304,8 @@ struct runner {
     auto r = call();
     const llm::amounts used = minus(budget.spent(), before);
     ++out.proposals;
-    json body{{"op", op}, {"source", source}, {"cards", card_ids}, {"ok", r.has_value()}, {"used", amounts_json(used)}};
+    json body{{"op", op},         {"source", source},           {"cards", card_ids},
+              {"ok", r.has_value()}, {"used", amounts_json(used)}, {"inspection", inspection}};
     std::string message;
     if (r) {
       if (auto put = db.put_kernel(r->kernel); !put) return tl::unexpected(put.error());
@@ -503,7 +505,9 @@ struct runner {
     }
     const std::string pk = cat("p/", std::to_string(n), "/0/0");
     current_step = n;
-    auto planned = planner.next(best, best_features, proposer_target(), recent_notes(), memory);
+    const std::string target = proposer_target();
+    inspection = target.substr(std::min(target.size(), o.target_text.size()));
+    auto planned = planner.next(best, best_features, target, recent_notes(), memory);
     if (!planned) return tl::unexpected(planned.error());
     const request req = std::move(*planned);
     if (req.exhausted) {
@@ -643,6 +647,7 @@ struct runner {
       if (*vd) {
         out.final_evaluations.push_back((*vd)->id);
         if ((*vd)->passed && (*vd)->ratio) out.best_vs_start = (*vd)->ratio;
+        else out.final_best_outcome = (*vd)->outcome;
       }
     }
     if (o.measure_expert && ks.expert && ks.expert->hash != out.start.hash) {
@@ -680,6 +685,7 @@ json summary_json(const optimize_result& r, const task& t, const optimize_option
           {"stop", to_string(r.stop)},
           {"stop_detail", r.stop_detail},
           {"best_vs_start", opt(r.best_vs_start)},
+          {"final_best_outcome", r.final_best_outcome},
           {"expert_vs_start", opt(r.expert_vs_start)},
           {"gap_recovered", opt(r.gap_recovered)},
           {"final_evaluations", r.final_evaluations},

@@ -112,7 +112,9 @@ struct optimize_result {
   stop_reason stop = stop_reason::exhausted;
   std::string stop_detail;
   // The final measurements (fresh paired series, taken after the loop).
-  std::optional<double> best_vs_start;    // none when no step was accepted
+  std::optional<double> best_vs_start;    // none when no step was accepted, or the final series
+                                          // did not decide (final_best_outcome says why)
+  std::string final_best_outcome;         // that series' outcome when it was not ok ("unstable")
   std::optional<double> expert_vs_start;  // when the task has an expert and it was measured
   std::optional<double> gap_recovered;    // log(best_vs_start) / log(expert_vs_start)
   std::vector<int64_t> final_evaluations;

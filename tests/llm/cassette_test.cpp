@@ -1,6 +1,7 @@
 // Cassettes (llm/cassette.h): record/replay round trip byte for byte, repeated calls, missing and
 // stale cassettes that name the nearest recording, keys never written.
 #include "llm/cassette.h"
+#include "llm/rerun.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -198,6 +199,63 @@ TEST(cassette, keys_that_cannot_name_files_are_refused) {
   EXPECT_FALSE(key_of(templated("../x", 1, h1)).has_value());
   EXPECT_FALSE(key_of(templated("repair", 1, "../../etc")).has_value());
   EXPECT_TRUE(key_of(templated("repair", 1, h1)).has_value());
+}
+
+}  // namespace
+}  // namespace lathe::llm
+
+namespace lathe::llm {
+namespace {
+
+llm_call recorded_call(const std::string& fields, const std::string& reply, const std::string& error = "none") {
+  llm_call c;
+  c.provider = "scripted";
+  c.model = "scripted-1";
+  c.template_id = "mutate";
+  c.template_version = 1;
+  c.fields_hash = fields;
+  c.prompt = "{}";
+  c.reply = reply;
+  c.tokens_in = 100;
+  c.tokens_out = 20;
+  c.cost_usd = 0.01;
+  c.error_kind = error;
+  return c;
+}
+
+request templated(const std::string& fields) {
+  request r;
+  r.system = "sys";
+  r.messages = {{"user", "u"}};
+  r.template_id = "mutate";
+  r.template_version = 1;
+  r.fields_hash = fields;
+  return r;
+}
+
+// A resumed run's calls come back from the call log, in order per prompt; the rest go to the
+// model; failed recordings are asked again; every answer from the log is charged to the ledger.
+TEST(rerun, recorded_calls_are_answered_from_the_log_and_charged_again) {
+  auto inner = std::make_unique<scripted_provider>(std::vector<std::string>{"live 1", "live 2", "live 3"});
+  scripted_provider* model = inner.get();
+  ledger budget(limits{});
+  rerun_provider p(std::move(inner),
+                   {recorded_call("aaa", "logged a0"), recorded_call("bbb", "", "timeout"),
+                    recorded_call("aaa", "logged a1")},
+                   &budget);
+  EXPECT_EQ(p.call(templated("aaa"))->text, "logged a0");
+  EXPECT_EQ(p.call(templated("aaa"))->text, "logged a1");  // the second identical call: the second recording
+  EXPECT_EQ(model->calls(), 0u);
+  EXPECT_EQ(p.call(templated("aaa"))->text, "live 1");     // a third one was never made: asked
+  EXPECT_EQ(p.call(templated("bbb"))->text, "live 2");     // the recording failed: asked again
+  request raw = templated("aaa");
+  raw.template_id.clear();
+  EXPECT_EQ(p.call(raw)->text, "live 3");                   // no template: never from the log
+  EXPECT_EQ(model->calls(), 3u);
+  EXPECT_EQ(p.answered_from_log(), 2);
+  EXPECT_EQ(budget.spent().calls, 2);
+  EXPECT_EQ(budget.spent().tokens, 240);
+  EXPECT_DOUBLE_EQ(budget.spent().usd, 0.02);
 }
 
 }  // namespace

@@ -42,6 +42,9 @@ class scripted_verifier final : public lineages::verifier {
  public:
   std::map<std::string, double> gains{{"omp_parallel", 2.0}, {"simd", 1.3}, {"restrict", 1.02}};
   std::function<double(const std::string&, int)> drift;
+  // When it says so for (candidate, baseline, nth comparison of the pair), the gate answers
+  // `unstable` (too noisy to decide).
+  std::function<bool(const std::string&, const std::string&, int)> unstable;
   struct call {
     std::string candidate, baseline;
     bool timed = false;
@@ -94,6 +97,8 @@ class scripted_verifier final : public lineages::verifier {
                       }));
       e.paired = paired_series{};
       e.paired->ratio = score(k) / score(b) * (drift ? drift(k.hash, nth) : 1.0);
+      if (unstable && unstable(k.hash, b.hash, nth)) e.result = outcome::unstable;
+      e.median_seconds = 1e-3 / score(k);
       c.ratio = e.paired->ratio;
     }
     calls.push_back(c);
@@ -269,6 +274,20 @@ TEST_F(optimize_env, a_candidate_replaces_the_best_only_after_a_fresh_re_measure
     EXPECT_EQ(s.tr.evaluations.size(), 2u);
     product *= *s.tr.speedup;
   }
+  // Each proposal event records what the proposer was told of the best kernel: its verified
+  // features, and once a step was accepted, the re-measure's time.
+  auto events = db.run_events(r->r.id);
+  ASSERT_TRUE(events);
+  int told = 0;
+  bool measured = false;
+  for (const auto& e : *events) {
+    if (e.kind != "proposal") continue;
+    EXPECT_NE(e.json.find("verified features"), std::string::npos) << e.json.substr(0, 300);
+    measured |= e.json.find("last measured: median") != std::string::npos;
+    ++told;
+  }
+  EXPECT_GE(told, 2);
+  EXPECT_TRUE(measured);
   // The final figure is its own fresh series of best against start (not the product of steps).
   ASSERT_TRUE(r->best_vs_start);
   EXPECT_EQ(v.calls.back().candidate, r->best.hash);
@@ -285,12 +304,33 @@ TEST_F(optimize_env, a_candidate_replaces_the_best_only_after_a_fresh_re_measure
   EXPECT_TRUE(r2->steps.empty());
   EXPECT_EQ(r2->best.hash, naive_.hash);
   EXPECT_FALSE(r2->best_vs_start);
-  auto events = db2.run_events(r2->r.id);
-  ASSERT_TRUE(events);
+  auto events2 = db2.run_events(r2->r.id);
+  ASSERT_TRUE(events2);
   bool remeasure_rejection = false;
-  for (const auto& e : *events)
+  for (const auto& e : *events2)
     remeasure_rejection |= e.kind == "rejected" && e.json.find("\"stage\":\"remeasure\"") != std::string::npos;
   EXPECT_TRUE(remeasure_rejection);
+}
+
+TEST_F(optimize_env, a_final_series_that_does_not_decide_leaves_the_figure_empty_and_says_why) {
+  store db = open_store("u.db");
+  ASSERT_TRUE(db.put_card(card("omp-card", "omp_parallel", 1.6)));
+  scripted_verifier v;
+  // The step's two comparisons decide; the final one of best against naive (the same pair's
+  // third and fourth) does not.
+  v.unstable = [&](const std::string& k, const std::string& b, int nth) {
+    return b == naive_.hash && k != naive_.hash && nth >= 3;
+  };
+  auto r = run(db, rules_, v, steps(1), options(strategy::skills));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->steps.size(), 1u);
+  EXPECT_FALSE(r->best_vs_start);
+  EXPECT_EQ(r->final_best_outcome, "unstable");
+  EXPECT_EQ(r->final_evaluations.size(), 1u);  // the last of the two tries
+  EXPECT_EQ(v.timed_calls(), 4);                // first series, re-measure, final asked twice
+  auto stored = db.get_run(r->r.id);
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_NE((*stored)->summary.find("\"final_best_outcome\":\"unstable\""), std::string::npos);
 }
 
 // The run as its summary and steps show it, for comparing two runs.
