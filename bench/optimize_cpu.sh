@@ -13,7 +13,7 @@
 #   bench/optimize_cpu.sh WORKSPACE [BUILD_DIR] [OUT_DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-src_ws=${1:?a workspace with a library (e.g. the main job's)}
+src_ws=${1:?usage: bench/optimize_cpu.sh WORKSPACE [BUILD_DIR] [OUT_DIR]}
 lathe=${2:-build}/lathe
 out=${3:-/tmp/lathe-optimize-cpu}
 budget=${LATHE_BENCH_BUDGET:-steps=4}

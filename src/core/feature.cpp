@@ -1,5 +1,11 @@
 #include "core/feature.h"
 
+#include <cstdio>
+#include <ctime>
+#include <random>
+
+#include "core/text.h"
+
 namespace lathe {
 
 std::string to_string(const provenance& p) {
@@ -108,6 +114,22 @@ const char* to_string(run_state s) {
       return "interrupted";
   }
   return "?";
+}
+
+}  // namespace lathe
+
+namespace lathe {
+
+std::string new_run_id(run_kind k) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  char tail[8];
+  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(rd() & 0xffffu));
+  return cat(to_string(k), "-", stamp, "-", tail);
 }
 
 }  // namespace lathe

@@ -173,6 +173,8 @@ const char* to_string(forward_status s);
 const char* to_string(trial_verdict v);
 const char* to_string(card_status s);
 const char* to_string(run_kind k);
+// A new run's id: "<kind>-YYYYMMDD-HHMMSS-xxxx" (UTC, 4 random hex digits).
+std::string new_run_id(run_kind k);
 const char* to_string(run_state s);
 
 }  // namespace lathe

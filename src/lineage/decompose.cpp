@@ -18,17 +18,7 @@ namespace lathe::lineages {
 using detail::kernel_state;
 using detail::walk_context;
 
-std::string new_run_id() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::random_device rd;
-  char tail[8];
-  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(rd() & 0xffffu));
-  return cat("decompose-", stamp, "-", tail);
-}
+std::string new_run_id() { return lathe::new_run_id(run_kind::decompose); }
 
 std::string lineage_id(const std::string& task, const std::string& expert_hash, const std::string& run_id) {
   return cat(task, "/", expert_hash.substr(0, 12), "/", run_id);

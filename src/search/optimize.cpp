@@ -38,17 +38,7 @@ const char* to_string(stop_reason s) {
   return "?";
 }
 
-std::string new_run_id() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  std::random_device rd;
-  char tail[8];
-  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(rd() & 0xffffu));
-  return cat("optimize-", stamp, "-", tail);
-}
+std::string new_run_id() { return lathe::new_run_id(run_kind::optimize); }
 
 result<double> resume_seconds(store& db, const std::string& run_id) {
   detail::journal j(db, run_id);
@@ -658,8 +648,9 @@ struct runner {
         if ((*vd)->passed && (*vd)->ratio) out.expert_vs_start = (*vd)->ratio;
       }
     }
-    if (out.expert_vs_start && *out.expert_vs_start > 1.0) {
-      const double got = out.steps.empty() ? 1.0 : out.best_vs_start.value_or(1.0);
+    // Undefined when the best's own figure is missing (its final series did not decide).
+    if (out.expert_vs_start && *out.expert_vs_start > 1.0 && (out.steps.empty() || out.best_vs_start)) {
+      const double got = out.steps.empty() ? 1.0 : *out.best_vs_start;
       out.gap_recovered = std::log(got) / std::log(*out.expert_vs_start);
     }
     return {};
