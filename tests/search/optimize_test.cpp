@@ -22,6 +22,7 @@
 #include "gate/bundle.h"
 #include "gate/task_file.h"
 #include "llm/command.h"
+#include "llm/metered.h"
 #include "search/optimize.h"
 
 namespace lathe::search_test {
@@ -609,6 +610,64 @@ TEST_F(optimize_env, the_mock_model_optimizes_through_the_llm_proposer_and_a_res
   EXPECT_EQ(trace(*resumed), trace(*whole));
   EXPECT_EQ(r1.calls + r2.calls, whole_rec.calls);
   EXPECT_EQ(v1.calls.size() + v2.calls.size(), whole_v.calls.size());
+}
+
+}  // namespace
+}  // namespace lathe::search_test
+
+namespace lathe::search_test {
+namespace {
+
+// Without a start kernel the proposer seeds one from the task's reference; the mock model writes
+// one (a generic CPU kernel over the reference), which the gate checks before the run uses it.
+TEST_F(optimize_env, without_a_start_kernel_the_mock_model_seeds_one_and_the_gate_checks_it) {
+  auto prompts = agent::prompt_library::load(source_dir() / "prompts");
+  ASSERT_TRUE(prompts) << prompts.error().message;
+  llm::command_config cc;
+  cc.name = "mock";
+  cc.argv = {LATHE_MOCK_MODEL, "--seed", "5"};
+  cc.timeout_seconds = 60;
+  llm::command_provider model(cc);
+  agent::llm_proposer p(model, *prompts);
+  store db = open_store("seed.db");
+  scripted_verifier v;
+  llm::ledger ledger(llm::limits{steps(1), std::nullopt});
+  search::optimize_kernels ks;
+  ks.naive = naive_;  // only if the seed failed
+  auto r = optimize(t_, ks, v, p, db, ledger, options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->start_how, "seeded");
+  EXPECT_NE(r->start.hash, naive_.hash);
+  ASSERT_FALSE(v.calls.empty());
+  EXPECT_EQ(v.calls.front().candidate, r->start.hash);  // checked before anything else
+  EXPECT_FALSE(v.calls.front().timed);
+  auto stored = db.get_kernel(r->start.hash);
+  EXPECT_TRUE(stored) << "the seeded kernel is stored, so that a resumed run can start from it";
+}
+
+// The model side of the budget: a limit on model calls ends the run at the call the ledger
+// refuses (the metered provider reserves each call before it is made), with that limit named.
+TEST_F(optimize_env, a_model_call_limit_ends_the_run_at_the_refused_call) {
+  auto prompts = agent::prompt_library::load(source_dir() / "prompts");
+  ASSERT_TRUE(prompts) << prompts.error().message;
+  llm::command_config cc;
+  cc.name = "mock";
+  cc.argv = {LATHE_MOCK_MODEL, "--seed", "5"};
+  cc.timeout_seconds = 60;
+  llm::ledger ledger(llm::limits{steps(10), int64_t{2}});
+  llm::meter m;
+  m.budget = &ledger;
+  m.max_seconds = 60;
+  m.command = true;
+  llm::metered_provider model(std::make_unique<llm::command_provider>(cc), m);
+  agent::llm_proposer p(model, *prompts);
+  store db = open_store("calls.db");
+  scripted_verifier v;
+  auto r = optimize(t_, start(), v, p, db, ledger, options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->stop, search::stop_reason::calls) << r->stop_detail;
+  EXPECT_EQ(ledger.spent().calls, 2);
+  EXPECT_LE(r->used.steps, 3);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// The suite aggregates of `lathe bench` (docs/bench.md) on hand-computed cases: fast_p over all
+// tasks (KernelBench's denominator), speedup statistics over correct tasks only, failures and
+// missing candidates as 0 in the all-task mean, and no figure made up where there is none.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "search/bench_stats.h"
+
+namespace lathe::search {
+namespace {
+
+task_result ok(const std::string& t, double x) { return {t, task_status::correct, "ok", x}; }
+
+TEST(bench_stats, five_tasks_by_hand) {
+  const std::vector<task_result> rs = {
+      ok("a", 0.8), ok("b", 1.5), ok("c", 3.0),
+      {"d", task_status::failed, "wrong_result", std::nullopt},
+      {"e", task_status::no_candidate, "", std::nullopt},
+  };
+  const bench_summary s = summarize(rs);
+  EXPECT_EQ(s.tasks, 5);
+  EXPECT_EQ(s.correct, 3);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.no_candidate, 1);
+  EXPECT_DOUBLE_EQ(s.correctness_rate, 0.6);
+  ASSERT_EQ(s.fast.size(), 3u);
+  // fast_1.0: b and c; fast_1.5: only c (strictly above p); fast_2.0: c. Over all 5 tasks.
+  EXPECT_EQ(s.fast[0].count, 2);
+  EXPECT_DOUBLE_EQ(s.fast[0].fraction, 0.4);
+  EXPECT_EQ(s.fast[1].count, 1);
+  EXPECT_DOUBLE_EQ(s.fast[1].fraction, 0.2);
+  EXPECT_EQ(s.fast[2].count, 1);
+  ASSERT_TRUE(s.geomean && s.mean && s.median);
+  EXPECT_NEAR(*s.geomean, std::cbrt(0.8 * 1.5 * 3.0), 1e-12);
+  EXPECT_NEAR(*s.mean, (0.8 + 1.5 + 3.0) / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(*s.median, 1.5);
+  EXPECT_NEAR(s.mean_with_failures_as_zero, (0.8 + 1.5 + 3.0) / 5, 1e-12);
+}
+
+TEST(bench_stats, an_even_count_takes_the_middle_pair_and_no_correct_task_gives_no_figure) {
+  const bench_summary even = summarize({ok("a", 1.0), ok("b", 4.0), ok("c", 2.0), ok("d", 3.0)}, {2.5});
+  ASSERT_TRUE(even.median);
+  EXPECT_DOUBLE_EQ(*even.median, 2.5);
+  ASSERT_EQ(even.fast.size(), 1u);
+  EXPECT_EQ(even.fast[0].count, 2);
+
+  const bench_summary none = summarize({{"a", task_status::failed, "crash", std::nullopt},
+                                        {"b", task_status::no_candidate, "", std::nullopt}});
+  EXPECT_FALSE(none.geomean);
+  EXPECT_FALSE(none.mean);
+  EXPECT_FALSE(none.median);
+  EXPECT_DOUBLE_EQ(none.correctness_rate, 0);
+  EXPECT_DOUBLE_EQ(none.mean_with_failures_as_zero, 0);
+  for (const auto& f : none.fast) EXPECT_EQ(f.count, 0);
+
+  const bench_summary empty = summarize({});
+  EXPECT_EQ(empty.tasks, 0);
+  EXPECT_DOUBLE_EQ(empty.correctness_rate, 0);
+  EXPECT_FALSE(empty.geomean);
+}
+
+// A correct but untimed candidate is correct and never fast, and stays out of the speedup figures.
+TEST(bench_stats, a_correct_untimed_candidate_counts_as_correct_only) {
+  const bench_summary s = summarize({ok("a", 2.0), {"b", task_status::correct, "ok", std::nullopt}});
+  EXPECT_EQ(s.correct, 2);
+  EXPECT_EQ(s.fast[0].count, 1);
+  ASSERT_TRUE(s.geomean);
+  EXPECT_DOUBLE_EQ(*s.geomean, 2.0);
+  EXPECT_DOUBLE_EQ(s.mean_with_failures_as_zero, 1.0);
+}
+
+}  // namespace
+}  // namespace lathe::search
