@@ -71,6 +71,21 @@ std::string result_text(const run& r) {
     out += prop.rfind("rule-engine", 0) == 0 ? " [rules, mechanical]" : (prop.empty() ? "" : " [" + prop.substr(0, 40) + "]");
     return out;
   }
+  if (r.kind == run_kind::bench && s.contains("aggregates")) {
+    const json& a = s.at("aggregates");
+    std::snprintf(buf, sizeof buf, "%d of %d correct", a.value("correct", 0), a.value("tasks", 0));
+    std::string out = buf;
+    if (a.contains("geomean") && a.at("geomean").is_number()) {
+      std::snprintf(buf, sizeof buf, ", geomean %.2fx", a.at("geomean").get<double>());
+      out += buf;
+    }
+    if (a.contains("fast_p") && !a.at("fast_p").empty()) {
+      std::snprintf(buf, sizeof buf, ", fast_%.1f %.2f", a.at("fast_p")[0].value("p", 1.0),
+                    a.at("fast_p")[0].value("fraction", 0.0));
+      out += buf;
+    }
+    return out;
+  }
   return "";
 }
 

@@ -21,5 +21,6 @@ void add_runs(CLI::App& app, const common_options& common, int& exit_code);
 void add_lineage(CLI::App& app, const common_options& common, int& exit_code);  // init, decompose
 void add_skills(CLI::App& app, const common_options& common, int& exit_code);
 void add_optimize(CLI::App& app, const common_options& common, int& exit_code);
+void add_bench(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli
