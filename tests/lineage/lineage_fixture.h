@@ -37,6 +37,9 @@ class lineage_env : public lathe::testing::gate_env {
     // gate_env's short series (1.5 s at most) on two process pairs instead of four: a step's
     // ratio only has to exist, and the forward check only has to clear 1 - margin.
     cfg_.policy.processes = 2;
+    // And 4 rounds before the noise criterion may stop a series, as lathe's --quick: a step's
+    // ratio only has to exist, and the A/A margin grows with the wider intervals.
+    cfg_.policy.min_rounds = 4;
     // The 2-core VM is shared: under load its A/A interval reaches 0.78..1.31, which the default
     // (0.20) calls unstable. Deciding anyway is safe here because the margin grows with the
     // measured A/A spread (verifier.h margin), so noise only makes "faster" harder to show.

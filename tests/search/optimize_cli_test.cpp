@@ -120,7 +120,7 @@ TEST_F(optimize_cli, a_rules_run_prints_its_result_writes_the_best_bundle_and_re
 }
 
 TEST_F(optimize_cli, without_a_kernel_the_rule_engine_starts_from_the_naive_one_and_says_why) {
-  const run_result r = run_lathe(ws() + "optimize silu --strategy skills --no-free --proposer rules "
+  const run_result r = run_lathe(ws() + "optimize silu --strategy skills --no-free --no-expert --proposer rules "
                                         "--budget steps=1 --max-time 0.3 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = parse(r);
