@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "gate/bundle.h"
+#include "gate/task_file.h"
 #include "cli/proposer_session.h"  // make_gate_hooks
 #include "cli/verbs.h"
 #include "core/json.h"
@@ -77,9 +79,8 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     e.baseline = std::move(*base);
     std::error_code ec;
     if (!o.kernel.empty()) {
-      const fs::path k = t->dir / "kernels";
-      if (fs::exists(k / o.kernel, ec) || fs::exists(k / (o.kernel + ".cpp"), ec) || fs::exists(k / (o.kernel + ".cu"), ec)) {
-        auto got = find_task_kernel(*t, o.kernel);
+      if (auto p = find_kernel(*t, o.kernel)) {
+        auto got = load_bundle(*p);
         if (!got) return fail_with(got.error().message, 2);
         e.candidate = std::move(*got);
       }

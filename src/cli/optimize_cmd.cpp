@@ -10,6 +10,8 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "gate/bundle.h"
+#include "gate/task_file.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"
@@ -73,12 +75,11 @@ result<json> fill_from_run(context& ctx, optimize_cli& o) {
   return a;
 }
 
+// The task's kernels/<name> when it has one (gate/task_file.h find_kernel) and it loads.
 std::optional<kernel_bundle> optional_kernel(const task& t, const std::string& name) {
-  std::error_code ec;
-  if (!fs::exists(t.dir / "kernels" / name, ec) && !fs::exists(t.dir / "kernels" / (name + ".cpp"), ec) &&
-      !fs::exists(t.dir / "kernels" / (name + ".cu"), ec))
-    return std::nullopt;
-  auto k = find_task_kernel(t, name);
+  auto p = find_kernel(t, name);
+  if (!p) return std::nullopt;
+  auto k = load_bundle(*p);
   return k ? std::optional<kernel_bundle>(std::move(*k)) : std::nullopt;
 }
 

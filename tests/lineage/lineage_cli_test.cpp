@@ -2,7 +2,7 @@
 // decompose resumed from the command line, the library exported as JSON and as Agent Skills
 // folders and imported into a fresh workspace. The rule engine proposes (offline); a copy of the
 // softmax task with a smaller timed shape keeps the timed comparisons short.
-#include "lathe_cli_run.h"
+#include "lathe_cli_json.h"
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -23,10 +23,7 @@ namespace {
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
 
-json parse(const run_result& r) {
-  EXPECT_TRUE(json::accept(r.out)) << r.out.substr(0, 400) << "\nstderr: " << r.err.substr(0, 2000);
-  return json::accept(r.out) ? json::parse(r.out) : json::object();
-}
+json parse(const run_result& r) { return lathe::testing::parse_json(r); }
 
 class lineage_cli : public ::testing::Test {
  protected:

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "lathe_cli_run.h"
+#include "lathe_cli_json.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -18,10 +18,7 @@ namespace {
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
 
-json parse(const run_result& r) {
-  EXPECT_TRUE(json::accept(r.out)) << r.out.substr(0, 400) << "\nstderr: " << r.err.substr(0, 2000);
-  return json::accept(r.out) ? json::parse(r.out) : json::object();
-}
+json parse(const run_result& r) { return lathe::testing::parse_json(r); }
 
 class optimize_cli : public ::testing::Test {
  protected:
