@@ -12,7 +12,13 @@
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
+#include "agent/kernel_text.h"
+#include "gate/gate.h"
+#include "gate/problem.h"
+#include "llm/budget.h"
 #include "search/bench.h"
+#include "search/optimize.h"
+#include "search/strategy.h"
 
 namespace fs = std::filesystem;
 
@@ -21,6 +27,8 @@ namespace {
 
 struct bench_cli {
   std::string suite, candidates, kernel, markdown, strategy;
+  std::string budget = "steps=3", proposer = "auto", protocol = "lathe";
+  int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   double max_time = 1.0;
   bool quick = false, json = false;
 };
@@ -40,17 +48,103 @@ result<std::vector<fs::path>> suite_dirs(const std::string& suite, const paths& 
     return fail(errc::not_found, "suite '" + suite + "': not a directory, nor all | source | heldout");
   std::vector<fs::path> out;
   for (const auto& e : fs::directory_iterator(root, ec))
-    if (fs::exists(e.path() / "task.toml", ec)) out.push_back(e.path());
+    if (fs::exists(e.path() / "task.toml", ec) ||
+        (!shipped && e.is_regular_file(ec) && gate::is_problem_file(e.path())))
+      out.push_back(e.path());
   std::sort(out.begin(), out.end());
-  if (out.empty()) return fail(errc::not_found, "suite '" + suite + "' holds no task (no */task.toml)");
+  if (out.empty())
+    return fail(errc::not_found, "suite '" + suite + "' holds no task (no */task.toml, no problem file)");
   return out;
 }
 
+// --strategy: each task optimized from its baseline kernel under the budget; the attempt's
+// candidate is the run's best and its figure the run's final paired series (best vs start).
+search::bench_producer optimizer(context& ctx, const bench_cli& o, search::strategy strat,
+                                 const budget& limits, lineages::verifier& v) {
+  return [&ctx, &o, strat, limits, &v](const search::bench_entry& e, int32_t attempt) {
+    search::bench_attempt a;
+    const std::string run_id = search::new_run_id();
+    a.run = run_id;
+    auto session = open_proposer(ctx, e.t, o.proposer, run_id, limits, {}, false);
+    if (!session) {
+      a.failure = "no proposer: " + session.error().message;
+      return a;
+    }
+    search::optimize_kernels ks;
+    ks.start = e.baseline;
+    ks.naive = e.baseline;
+    search::optimize_options so;
+    so.strat = strat;
+    so.measure_expert = false;
+    so.tgt = e.t.plat == platform::cuda ? *ctx.gpu : ctx.tgt;
+    so.target_text = agent::target_text(so.tgt);
+    so.proposer_label = (*session)->label();
+    so.run_id = run_id;
+    so.args_json = json{{"task", e.t.name}, {"strategy", o.strategy}, {"budget", o.budget},
+                        {"bench", o.suite}, {"attempt", attempt}}.dump();
+    auto res = search::optimize(e.t, ks, v, *(*session)->proposer, *ctx.db, *(*session)->budget, so);
+    if (!res) {
+      a.failure = res.error().message;
+      return a;
+    }
+    a.candidate = res->best;
+    if (res->steps.empty()) {
+      a.speedup = 1.0;  // nothing accepted: the best found is the baseline itself
+      a.outcome = "ok";
+      a.message = std::string("no step accepted (") + search::to_string(res->stop) + "): the best is the baseline";
+    } else if (res->best_vs_start) {
+      a.speedup = res->best_vs_start;
+      a.outcome = "ok";
+      a.message = std::to_string(res->steps.size()) + " step(s) accepted, re-measured against the baseline";
+    } else {
+      a.outcome = res->final_best_outcome.empty() ? "unstable" : res->final_best_outcome;
+      a.message = "the final series against the baseline did not decide (" + a.outcome + ")";
+    }
+    if (!res->final_evaluations.empty()) a.evaluation = res->final_evaluations.front();
+    return a;
+  };
+}
+
+// KLineage's timing: the kernel checked on 3 seeds, then timed with Triton's do_bench budgets.
+search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
+  return [&ctx, &o](const task& t, const kernel_bundle& k) {
+    gate_settings gs;
+    gs.mode = "do_bench";
+    gs.seeds = 3;
+    gs.quick = o.quick;
+    gs.progress = false;
+    gate::gate_config cfg = make_gate_config(ctx, t, gs);
+    gate::gate_request req;
+    req.t = &t;
+    req.candidate = k;
+    req.prov = {"human", "bench", false};
+    evaluation e = gate::evaluate(cfg, req);
+    search::bench_timing out;
+    if (auto id = store_evaluation(ctx, k, e)) out.evaluation = *id;
+    out.outcome = std::string(to_string(e.result));
+    out.message = e.message;
+    if (e.result == outcome::ok && e.comparability && e.comparability->mean_seconds > 0)
+      out.mean_seconds = e.comparability->mean_seconds;
+    return out;
+  };
+}
+
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
-  if (!o.strategy.empty())
-    return fail_with("bench --strategy (optimize every task of the suite) is not built yet: use --candidates DIR or --kernel NAME", 2);
-  if (o.candidates.empty() == o.kernel.empty())
-    return fail_with("bench needs exactly one of --candidates DIR and --kernel NAME", 2);
+  const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
+  if (sources != 1)
+    return fail_with("bench needs exactly one of --candidates DIR, --kernel NAME and --strategy S", 2);
+  if (o.protocol != "lathe" && o.protocol != "klineage")
+    return fail_with("unknown protocol '" + o.protocol + "' (lathe | klineage)", 2);
+  const bool klineage = o.protocol == "klineage";
+  const int32_t runs = o.runs > 0 ? o.runs : (klineage ? 3 : 1);
+  if (!klineage && runs != 1) return fail_with("--runs is for --protocol klineage (N independent runs per task)", 2);
+  std::optional<search::strategy> strat;
+  if (!o.strategy.empty()) {
+    strat = search::parse_strategy(o.strategy);
+    if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (skills, none, forward-memory, expert-source)", 2);
+  }
+  auto limits = llm::parse_budget(o.budget);
+  if (!limits) return fail_with("--budget: " + limits.error(), 2);
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
@@ -62,15 +156,30 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
 
   search::bench_options bo;
   bo.suite = o.suite;
-  bo.candidates = o.candidates.empty() ? "each task's kernels/" + o.kernel : o.candidates;
+  bo.candidates = !o.strategy.empty() ? "optimize --strategy " + o.strategy + " --budget " + o.budget + " from each baseline"
+                  : o.candidates.empty() ? "each task's kernels/" + o.kernel
+                                         : o.candidates;
+  bo.protocol = klineage ? search::bench_protocol::klineage : search::bench_protocol::lathe;
+  bo.runs = runs;
   std::vector<search::bench_entry> entries;
   for (const auto& d : *dirs) {
     auto t = find_task(d.string(), ctx->where);
+    if (!t && gate::is_problem_file(d)) {
+      // A problem file that does not import is the problem's failure, not a candidate's.
+      std::string why = t.error().message;
+      why = why.substr(why.find(": ") + 2);
+      bo.skipped.push_back(d.filename().string() + ": cannot be imported (" + why.substr(0, why.find('\n')) + ")");
+      continue;
+    }
     if (!t) return fail_with(t.error().message, 2);
     if (o.suite == "source" && t->role != task_role::source) continue;
     if (o.suite == "heldout" && t->role != task_role::heldout) continue;
     if (t->plat == platform::cuda && !ctx->gpu) {
       bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
+      continue;
+    }
+    if (t->baseline.empty()) {
+      bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and kernels/)");
       continue;
     }
     search::bench_entry e;
@@ -84,7 +193,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
         if (!got) return fail_with(got.error().message, 2);
         e.candidate = std::move(*got);
       }
-    } else {
+    } else if (!o.candidates.empty()) {
       for (const fs::path& p : {fs::path(o.candidates) / t->name, fs::path(o.candidates) / (t->name + ".cpp"),
                                fs::path(o.candidates) / (t->name + ".cu")}) {
         if (!fs::exists(p, ec)) continue;
@@ -107,7 +216,10 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
       std::fprintf(stderr, "… %s: %s%s\n", r.result.task.c_str(), to_string(r.result.status),
                    r.result.speedup ? (" " + std::to_string(*r.result.speedup) + "x").c_str() : "");
     };
-  auto res = search::run_bench(entries, v, *ctx->db, bo);
+  const search::bench_producer produce =
+      strat ? optimizer(*ctx, o, *strat, *limits, v) : search::given_candidates();
+  auto res = klineage ? search::run_bench_klineage(entries, produce, do_bench_timer(*ctx, o), *ctx->db, bo)
+                      : search::run_bench(entries, produce, v, *ctx->db, bo);
   if (!res) return fail_with(res.error().message, 1);
   const std::string md = search::bench_markdown(*res, bo);
   if (!o.markdown.empty()) {
@@ -131,10 +243,21 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
 void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
   auto o = std::make_shared<bench_cli>();
   CLI::App* b = app.add_subcommand("bench", "gate a suite's candidates against each task's baseline: per task outcome and paired speedup, and the suite's aggregates");
-  b->add_option("suite", o->suite, "all | source | heldout (the shipped tasks), or a directory of task directories")->required();
+  b->add_option("suite", o->suite, "all | source | heldout (the shipped tasks), or a directory of task directories and PyTorch problem files")->required();
   b->add_option("--candidates", o->candidates, "a directory with one candidate per task: DIR/<task> (bundle), DIR/<task>.cpp or DIR/<task>.cu");
   b->add_option("--kernel", o->kernel, "instead: each task's own kernels/<NAME> as its candidate (e.g. expert)");
-  b->add_option("--strategy", o->strategy, "optimize every task with this strategy (not built yet)");
+  b->add_option("--strategy", o->strategy,
+                "instead: optimize every task from its baseline with this strategy (skills | none | "
+                "forward-memory | expert-source); its figure is the run's final paired best vs baseline");
+  b->add_option("--budget", o->budget, "with --strategy: each task's optimize budget (as lathe optimize)")
+      ->capture_default_str();
+  b->add_option("--proposer", o->proposer, "with --strategy: rules | llm | auto")->capture_default_str();
+  b->add_option("--protocol", o->protocol,
+                "lathe: one paired series per task; klineage: KLineage's Appendix D (--runs independent runs "
+                "per task, 3 correctness seeds, do_bench timing of the kernel and the baseline, the "
+                "success-only geometric mean with the failure count, source and held-out tasks apart)")
+      ->capture_default_str();
+  b->add_option("--runs", o->runs, "klineage: independent runs per task (default 3)");
   b->add_option("--max-time", o->max_time, "longest paired timing series per task, seconds")->capture_default_str();
   b->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");

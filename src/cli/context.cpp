@@ -102,10 +102,21 @@ result<fs::path> find_task_path(const std::string& arg, const paths& where) {
                                    (where.tasks_dir.empty() ? std::string("(none found)") : where.tasks_dir.string()));
 }
 
-result<task> find_task(const std::string& arg, const paths& where) {
+result<task> find_task(const std::string& arg, const paths& where,
+                       std::optional<platform> problem_platform) {
   auto p = find_task_path(arg, where);
   if (!p) return tl::unexpected(p.error());
-  return load_task(*p);
+  return load_task(*p, problem_platform);
+}
+
+platform problem_platform_of(const std::string& kernel_arg) {
+  std::error_code ec;
+  const fs::path k(kernel_arg);
+  if (k.extension() == ".cu") return platform::cuda;
+  if (fs::is_directory(k, ec))
+    for (const auto& f : fs::directory_iterator(k, ec))
+      if (f.path().extension() == ".cu") return platform::cuda;
+  return platform::cpu;
 }
 
 // The one NVIDIA GPU of this machine, named without creating a CUDA context (which costs a

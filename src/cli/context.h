@@ -93,6 +93,11 @@ result<kernel_bundle> find_task_kernel(const task& t, const std::string& arg);
 result<std::filesystem::path> find_task_path(const std::string& arg, const paths& where);
 
 // find_task_path, then the task file read (gate/task_file.h): what every verb taking TASK does.
-result<task> find_task(const std::string& arg, const paths& where);
+// A PyTorch problem file is imported on `problem_platform` (problem_platform_of a kernel).
+result<task> find_task(const std::string& arg, const paths& where,
+                       std::optional<platform> problem_platform = std::nullopt);
+// The platform a kernel argument implies for a problem file: cuda for a .cu file or a directory
+// holding one, else cpu.
+platform problem_platform_of(const std::string& kernel_arg);
 
 }  // namespace lathe::cli

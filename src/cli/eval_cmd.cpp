@@ -45,6 +45,7 @@ std::string fmt_time(double s) {
 void print_human(const evaluation& e, const task& t, int64_t id, const fs::path& db) {
   std::printf("task      %s (%s, %s)\n", t.name.c_str(), to_string(t.plat), to_string(t.role));
   std::printf("kernel    %s  [%.12s]\n", e.kernel_name.c_str(), e.kernel_hash.c_str());
+  if (!e.reference_runtime.empty()) std::printf("reference %s problem on %s\n", t.problem_format.c_str(), e.reference_runtime.c_str());
   std::printf("outcome   %s: %s\n", std::string(to_string(e.result)).c_str(), e.message.c_str());
   if (!e.checks.empty()) {
     double rel = 0, nerr = 0;
@@ -67,6 +68,10 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
                 c.protocol.c_str(), c.trials, e.timing_shape.c_str(), fmt_time(c.mean_seconds).c_str(),
                 fmt_time(c.std_seconds).c_str(), fmt_time(c.min_seconds).c_str(),
                 fmt_time(c.max_seconds).c_str(), fmt_time(c.median_seconds).c_str());
+    if (c.eager_mean_seconds)
+      std::printf("eager     PyTorch, same protocol: mean %s, median %s; speedup %.3fx (mean / mean)\n",
+                  fmt_time(*c.eager_mean_seconds).c_str(), fmt_time(c.eager_median_seconds.value_or(0)).c_str(),
+                  c.speedup_vs_eager.value_or(0));
   } else if (e.median_seconds) {
     std::printf("time      %s median, dispersion %.1f%% (MAD) on shape set '%s'\n",
                 fmt_time(*e.median_seconds).c_str(), 100 * e.dispersion.value_or(0),
@@ -124,7 +129,7 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
     return 2;
   }
-  auto t = find_task(o.task, ctx->where);
+  auto t = find_task(o.task, ctx->where, problem_platform_of(o.kernel));
   if (!t) {
     std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
     return 2;
@@ -134,13 +139,23 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: %s\n", cand.error().message.c_str());
     return 2;
   }
-  auto base = find_task_kernel(*t, o.baseline.empty() ? t->baseline : o.baseline);
+  // A PyTorch problem without kernels has no ABI baseline: eager PyTorch is timed live in the
+  // comparability modes; decision mode checks only.
+  const std::string base_name = o.baseline.empty() ? t->baseline : o.baseline;
+  result<kernel_bundle> base = kernel_bundle{};
+  if (!base_name.empty()) base = find_task_kernel(*t, base_name);
   if (!base) {
     std::fprintf(stderr, "lathe: baseline: %s\n", base.error().message.c_str());
     return 2;
   }
   gate_settings gs;
   gs.time = !o.no_time;
+  if (base_name.empty() && o.mode == "decision" && gs.time) {
+    std::fprintf(stderr, "lathe: %s has no baseline kernel: checked, not timed (--baseline KERNEL for "
+                         "a paired ratio; --mode kernelbench or do_bench times it against eager "
+                         "PyTorch)\n", t->name.c_str());
+    gs.time = false;
+  }
   gs.aa_control = !o.no_aa;
   gs.seeds = o.seeds;
   gs.max_time = o.max_time;
@@ -158,7 +173,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   req.candidate = *cand;
   req.baseline = *base;
   req.prov = {"human", "", false};
-  if (cand->hash == base->hash) req.role = gate::screen_role::baseline;
+  if (!base_name.empty() && cand->hash == base->hash) req.role = gate::screen_role::baseline;
   evaluation e = gate::evaluate(cfg, req);
 
   int64_t id = 0;
@@ -179,7 +194,10 @@ int run_eval(const common_options& common, const eval_options& o) {
 void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   auto o = std::make_shared<eval_options>();
   CLI::App* sub = app.add_subcommand("eval", "gate one kernel: screen, compile, check, time against the baseline");
-  sub->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task")->required();
+  sub->add_option("task", o->task,
+                  "task directory, task.toml, the name of a shipped task, or a PyTorch problem file "
+                  "(KernelBench or KLineage .py, KLineage definition .json; docs/problems.md)")
+      ->required();
   sub->add_option("kernel", o->kernel, "kernel bundle (directory or .cpp/.cu file) or a kernel name of the task")->required();
   sub->add_option("--baseline", o->baseline, "kernel to compare with (default: the task's baseline)");
   sub->add_flag("--json", o->json, "print the evaluation as JSON (schema lathe.eval/1)");
@@ -204,7 +222,10 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_flag("--host-trials", o->host_trials,
                 "CUDA tasks: generate inputs and references on the host even when the task has a "
                 "GPU reference");
-  sub->footer("Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
+  sub->footer("A PyTorch problem file runs on CPU PyTorch for a .cpp kernel and on CUDA PyTorch for a .cu "
+              "one (LATHE_PYTHON picks the interpreter); without a baseline kernel it is checked in "
+              "decision mode and timed against eager PyTorch in the kernelbench and do_bench modes.\n"
+              "Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
   sub->callback([o, &common, &exit_code] { exit_code = run_eval(common, *o); });
 }
 

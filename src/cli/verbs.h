@@ -22,5 +22,6 @@ void add_lineage(CLI::App& app, const common_options& common, int& exit_code);  
 void add_skills(CLI::App& app, const common_options& common, int& exit_code);
 void add_optimize(CLI::App& app, const common_options& common, int& exit_code);
 void add_bench(CLI::App& app, const common_options& common, int& exit_code);
+void add_screen(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

@@ -72,6 +72,9 @@ struct comparability_result {
   double mean_seconds = 0, std_seconds = 0, min_seconds = 0, max_seconds = 0;
   double median_seconds = 0, p20_seconds = 0, p80_seconds = 0;
   double host_seconds = 0;  // lathe's clock around the whole protocol
+  // PyTorch problems: the eager problem timed live on the same device with the same protocol
+  // (its own process), and mean eager / mean candidate, as KernelBench reports a speedup.
+  std::optional<double> eager_mean_seconds, eager_median_seconds, speedup_vs_eager;
 };
 
 // What ptxas reported for one kernel function (CUDA builds, -Xptxas -v).
@@ -111,6 +114,8 @@ struct evaluation {
   // on the CPU) or "device" (generated on the GPU, fp64 GPU reference in a trusted oracle
   // process, compared there; the GPU reference checked against the CPU one on the small set).
   std::string trials_on = "host";
+  // PyTorch problems: the oracle's runtime ("torch 2.11.0 (cuda 13.0, python 3.12.3)").
+  std::string reference_runtime;
   std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
   std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
   std::string ptx_blob;  // content hash of the stored PTX

@@ -112,6 +112,10 @@ void to_json(json& j, const task& t) {
            {"cost", {{"flops", t.cost.flops}, {"bytes", t.cost.bytes}}},
            {"allow_libraries", t.allow_libraries},
            {"allow_fast_math", t.allow_fast_math}};
+  if (!t.problem.empty())
+    j["problem"] = json{{"file", t.problem.generic_string()},
+                        {"format", t.problem_format},
+                        {"runtime", t.problem_runtime}};
 }
 
 void from_json(const json& j, task& t) {
@@ -128,6 +132,13 @@ void from_json(const json& j, task& t) {
   path.clear();
   get(j, "reference", path);
   t.reference = path;
+  if (auto it = j.find("problem"); it != j.end() && it->is_object()) {
+    path.clear();
+    get(*it, "file", path);
+    t.problem = path;
+    get(*it, "format", t.problem_format);
+    get(*it, "runtime", t.problem_runtime);
+  }
   get(j, "inputs", t.inputs);
   get(j, "outputs", t.outputs);
   if (auto it = j.find("scalars"); it != j.end() && it->is_array()) {

@@ -69,6 +69,9 @@ void to_json(json& j, const comparability_result& c) {
            {"max_seconds", c.max_seconds},   {"median_seconds", c.median_seconds},
            {"p20_seconds", c.p20_seconds},   {"p80_seconds", c.p80_seconds},
            {"host_seconds", c.host_seconds}};
+  put_opt(j, "eager_mean_seconds", c.eager_mean_seconds);
+  put_opt(j, "eager_median_seconds", c.eager_median_seconds);
+  put_opt(j, "speedup_vs_eager", c.speedup_vs_eager);
 }
 
 void from_json(const json& j, comparability_result& c) {
@@ -84,6 +87,9 @@ void from_json(const json& j, comparability_result& c) {
   get_double(j, "p20_seconds", c.p20_seconds);
   get_double(j, "p80_seconds", c.p80_seconds);
   get_double(j, "host_seconds", c.host_seconds);
+  get_opt(j, "eager_mean_seconds", c.eager_mean_seconds);
+  get_opt(j, "eager_median_seconds", c.eager_median_seconds);
+  get_opt(j, "speedup_vs_eager", c.speedup_vs_eager);
 }
 
 void from_json(const json& j, paired_series& s) {
@@ -139,6 +145,7 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "gpu_before", e.gpu_before);
   put_opt(j, "gpu_after", e.gpu_after);
   j["trials_on"] = e.trials_on;
+  if (!e.reference_runtime.empty()) j["reference_runtime"] = e.reference_runtime;
   json res = json::array();
   for (const auto& r : e.resources)
     res.push_back({{"function", r.function}, {"registers", r.registers},
@@ -179,6 +186,7 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "gpu_before", e.gpu_before);
   get_opt(j, "gpu_after", e.gpu_after);
   get(j, "trials_on", e.trials_on);
+  get(j, "reference_runtime", e.reference_runtime);
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
   if (auto it = j.find("resources"); it != j.end() && it->is_array()) {

@@ -102,6 +102,11 @@ struct task {
   cost_model cost;
   std::vector<std::string> allow_libraries;  // vendor libraries candidates may call
   bool allow_fast_math = false;
+  // A PyTorch problem file (docs/problems.md): when set, its Python worker draws the inputs and
+  // computes the reference instead of `reference` and the distributions above.
+  std::filesystem::path problem;
+  std::string problem_format;   // kernelbench | klineage | klineage-definition
+  std::string problem_runtime;  // "torch 1.13.1 (cpu, python 3.11.2)"
 };
 
 // Resolved sizes of one tensor in one shape set; errors on unknown symbols and on overflow.

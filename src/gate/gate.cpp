@@ -19,6 +19,7 @@
 #include "gate/host_target.h"
 #include "gate/nvml.h"
 #include "gate/paired.h"
+#include "gate/problem.h"
 #include "gate/reference.h"
 #include "gate/screen.h"
 #include "gate/task_file.h"
@@ -130,6 +131,7 @@ class evaluator {
   std::optional<stop> check_all();
   std::optional<stop> check_all_device(const std::vector<slot_layout>& layouts);
   std::optional<stop> bench();
+  std::optional<stop> bench_host(const wire::command& c, worker_result& out);
   // Device trials: the inputs of slot k of worker w from `spec`, outputs poisoned (host trials:
   // staged from `host` and uploaded).
   std::optional<stop> prepare_slot(worker& w, uint8_t* slot_mem, const slot_layout& l, uint32_t k,
@@ -243,23 +245,28 @@ std::optional<stop> evaluator::build_all() {
       return build(b, isa, cfg_.tools, cache, kind);
     });
   };
-  const kernel_bundle ref_bundle = reference_bundle(t_, t_.reference, language::cpp);
+  const kernel_bundle ref_bundle =
+      t_.problem.empty() ? reference_bundle(t_, t_.reference, language::cpp) : kernel_bundle{};
   kernel_bundle gpu_bundle;
   if (dev_trials_) gpu_bundle = reference_bundle(t_, t_.gpu_reference, language::cuda);
   auto c_job = start(req_.candidate, resolved_isa(req_.candidate, cfg_.tgt), build_kind::kernel);
   std::future<result<build_output>> b_job, g_job;
-  // Comparability mode times the candidate alone: no baseline to build.
-  if (!comparability_)
+  // Comparability mode times the candidate alone, and checks alone time nothing: no baseline
+  // to build (a PyTorch problem may have none).
+  if (!comparability_ && (cfg_.time || !req_.baseline.sources.empty()))
     b_job = start(req_.baseline, resolved_isa(req_.baseline, cfg_.tgt), build_kind::kernel);
   // The CPU reference runs here, on the host, whatever the task's target.
   const std::string host_arch =
       cfg_.tgt.plat == platform::cpu ? cfg_.tgt.arch : detect_cpu_target().arch;
-  auto r_job = start(ref_bundle, host_arch, build_kind::reference);
+  // A PyTorch problem's reference is its Python worker: nothing to build.
+  const bool problem = !t_.problem.empty();
+  std::future<result<build_output>> r_job;
+  if (!problem) r_job = start(ref_bundle, host_arch, build_kind::reference);
   if (dev_trials_) g_job = start(gpu_bundle, resolved_isa(gpu_bundle, cfg_.tgt), build_kind::reference);
   const bool with_baseline = b_job.valid(), with_gpu_ref = g_job.valid();
   auto c = c_job.get();
   auto b = with_baseline ? b_job.get() : result<build_output>{};
-  auto r = r_job.get();
+  auto r = problem ? result<build_output>{} : r_job.get();
   auto g = with_gpu_ref ? g_job.get() : result<build_output>{};
 
   if (!c) return stop{outcome::compile_error, c.error().message, {}};
@@ -275,10 +282,10 @@ std::optional<stop> evaluator::build_all() {
                   b ? b->log : b.error().message};
     base_ = *b;
   }
-  if (!r || !r->ok)
+  if (!problem && (!r || !r->ok))
     return stop{outcome::compile_error, "the task's reference does not compile (a task problem)",
                 r ? r->log : r.error().message};
-  ref_obj_ = *r;
+  if (!problem) ref_obj_ = *r;
   if (with_gpu_ref) {
     if (!g || !g->ok)
       return stop{outcome::compile_error,
@@ -294,6 +301,14 @@ std::optional<stop> evaluator::build_all() {
   if (!findings.empty())
     return stop{outcome::forbidden, findings.front().what + ": " + findings.front().detail,
                 describe(findings)};
+  if (problem) {
+    auto oracle = problem_oracle::shared(t_.problem, t_.plat);
+    if (!oracle)
+      return stop{outcome::compile_error, "the problem's Python worker: " + oracle.error().message, {}};
+    ref_ = reference::of_problem(*oracle);
+    e_.reference_runtime = (*oracle)->runtime();
+    return std::nullopt;
+  }
   auto loaded = reference::load(ref_obj_.object);
   if (!loaded) return stop{outcome::compile_error, loaded.error().message, {}};
   ref_ = *loaded;
@@ -867,13 +882,63 @@ std::optional<stop> evaluator::time_all() {
   return std::nullopt;
 }
 
+static wire::bench_stats bench_stats_of(std::vector<double> t) {
+  wire::bench_stats b;
+  if (t.empty()) return b;
+  b.trials = static_cast<uint32_t>(t.size());
+  double sum = 0;
+  for (double x : t) sum += x;
+  b.mean_s = sum / static_cast<double>(t.size());
+  double var = 0;
+  for (double x : t) var += (x - b.mean_s) * (x - b.mean_s);
+  b.std_s = std::sqrt(var / static_cast<double>(t.size()));
+  std::sort(t.begin(), t.end());
+  b.min_s = t.front();
+  b.max_s = t.back();
+  auto at = [&](double q) { return t[std::min(t.size() - 1, static_cast<size_t>(q * static_cast<double>(t.size())))]; };
+  b.median_s = at(0.5);
+  b.p20_s = at(0.2);
+  b.p80_s = at(0.8);
+  return b;
+}
+
+// CPU comparability: the CPU worker keeps no clock, so lathe's clock times each request. A
+// trial is one request of k calls (k sized so that a request lasts about a millisecond, at least
+// 1) and its time per call is the request's over k: the pipe round trip (tens of microseconds
+// here) is spread over the block instead of added to each call. Comparable in method to the
+// harness's per-call events, not to the microsecond (docs/problems.md).
+std::optional<stop> evaluator::bench_host(const wire::command& c, worker_result& out) {
+  const auto t0 = clock_type::now();
+  worker_result est = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
+  if (!est.ok()) return from_worker(est, "comparability timing");
+  const double one = std::max(est.seconds, 1e-7);
+  const uint64_t k = std::clamp<uint64_t>(static_cast<uint64_t>(1e-3 / one), 1, 1000);
+  uint32_t warm = c.warmup, trials = c.trials;
+  if (c.protocol == wire::bench_protocol::do_bench) {
+    warm = static_cast<uint32_t>(std::max(1.0, c.warmup_ms * 1e-3 / one));
+    trials = static_cast<uint32_t>(std::min(100000.0, std::max(1.0, c.rep_ms * 1e-3 / (one * k))));
+  }
+  if (warm > 0) {
+    worker_result w = cand_worker_.run(0, 1, warm, cfg_.call_timeout_s * warm);
+    if (!w.ok()) return from_worker(w, "comparability warm-up");
+  }
+  std::vector<double> times;
+  for (uint32_t i = 0; i < trials; ++i) {
+    worker_result w = cand_worker_.run(0, 1, k, cfg_.call_timeout_s * static_cast<double>(k));
+    if (!w.ok()) return from_worker(w, "comparability timing");
+    times.push_back(w.seconds / static_cast<double>(k));
+  }
+  out.reply.bench = bench_stats_of(std::move(times));
+  out.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return std::nullopt;
+}
+
 // Comparability mode: the other harness's timing on the worker that ran the checks (as they
 // time in the process that checked), then the outputs checked once more.
 std::optional<stop> evaluator::bench() {
   auto t0 = clock_type::now();
   progress(cfg_.mode == timing_mode::kernelbench ? "time (KernelBench cuda_event protocol)"
                                                  : "time (do_bench protocol)");
-  if (!cuda_) return stop{outcome::unsupported_target, "comparability modes time CUDA kernels", {}};
   const shape_set& ts = timing_shape(t_);
   e_.timing_shape = ts.name;
   auto l = make_layout(t_, ts);
@@ -884,8 +949,13 @@ std::optional<stop> evaluator::bench() {
                                                       : wire::bench_protocol::do_bench;
   c.warmup = cfg_.bench_warmup;
   c.trials = cfg_.bench_trials;
-  worker_result r = cand_worker_.request(c, cfg_.call_timeout_s * 10);
-  if (!r.ok()) return from_worker(r, "comparability timing");
+  worker_result r;
+  if (cuda_) {
+    r = cand_worker_.request(c, cfg_.call_timeout_s * 10);
+    if (!r.ok()) return from_worker(r, "comparability timing");
+  } else if (auto s = bench_host(c, r)) {
+    return s;
+  }
   const wire::bench_stats& b = r.reply.bench;
   comparability_result cr;
   cr.protocol = cfg_.mode == timing_mode::kernelbench ? "kernelbench" : "do_bench";
@@ -899,6 +969,29 @@ std::optional<stop> evaluator::bench() {
   cr.p20_seconds = b.p20_s;
   cr.p80_seconds = b.p80_s;
   cr.host_seconds = r.seconds;
+  if (problem_oracle* o = ref_.problem()) {
+    // The eager problem, timed live on the same device by the same protocol in its own process
+    // (KernelBench's reference timing); a failure there is the problem's, not the candidate's.
+    progress("time the eager PyTorch problem");
+    std::lock_guard<std::mutex> g(o->lock());
+    auto er = o->request({{"op", "time"}, {"seed", last_seed_}, {"protocol", cr.protocol},
+                          {"warmup", c.warmup}, {"trials", c.trials},
+                          {"warmup_ms", c.warmup_ms}, {"rep_ms", c.rep_ms}});
+    if (!er) {
+      e_.diagnostics += "eager PyTorch timing failed: " + er.error().message + "\n";
+    } else {
+      std::vector<double> s;
+      for (const auto& x : er->value("seconds", nlohmann::json::array())) s.push_back(x.get<double>());
+      if (!s.empty()) {
+        double sum = 0;
+        for (double x : s) sum += x;
+        cr.eager_mean_seconds = sum / static_cast<double>(s.size());
+        std::sort(s.begin(), s.end());
+        cr.eager_median_seconds = s[s.size() / 2];
+        if (cr.mean_seconds > 0) cr.speedup_vs_eager = *cr.eager_mean_seconds / cr.mean_seconds;
+      }
+    }
+  }
   e_.comparability = cr;
   e_.median_seconds = b.median_s;
   stage_done("time", t0);

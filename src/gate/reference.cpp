@@ -1,5 +1,7 @@
 #include "gate/reference.h"
 
+#include "gate/problem.h"
+
 #include <dlfcn.h>
 
 #include <string>
@@ -20,7 +22,14 @@ result<reference> reference::load(const std::filesystem::path& object) {
   return r;
 }
 
+reference reference::of_problem(std::shared_ptr<problem_oracle> oracle) {
+  reference r;
+  r.problem_ = std::move(oracle);
+  return r;
+}
+
 result<void> reference::compute(const lathe_args& args) const {
+  if (!fn_) return fail(errc::internal, "a problem's reference draws its own inputs (make_trial)");
   const int rc = fn_(&args);
   if (rc != 0)
     return fail(errc::internal, "the reference failed (" + std::to_string(rc) + "): " +

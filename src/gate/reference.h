@@ -10,10 +10,15 @@
 
 namespace lathe::gate {
 
+class problem_oracle;
+
 class reference {
  public:
   static result<reference> load(const std::filesystem::path& object);
+  // A PyTorch problem's reference: its Python worker draws the inputs too (gate/problem.h).
+  static reference of_problem(std::shared_ptr<problem_oracle> oracle);
   reference() = default;
+  problem_oracle* problem() const { return problem_.get(); }
   // Computes every output in fp64 into `outputs` (one DLTensor of kDLFloat/64 per output).
   result<void> compute(const lathe_args& args) const;
 
@@ -23,6 +28,7 @@ class reference {
   };
   std::shared_ptr<void> handle_;
   int (*fn_)(const lathe_args*) = nullptr;
+  std::shared_ptr<problem_oracle> problem_;
 };
 
 }  // namespace lathe::gate

@@ -5,7 +5,14 @@
 #include <set>
 #include <sstream>
 
+#include "gate/problem.h"
 #include "gate/process.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
 
 namespace lathe::gate {
 namespace {
@@ -229,6 +236,10 @@ std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, scree
     return false;
   }();
   for (const auto& [path, text] : b.sources) {
+    if (path.ends_with(".py")) {
+      for (auto& f : screen_python_binding(path, text, t, role)) out.push_back(std::move(f));
+      continue;
+    }
     const std::string code = strip(text);
     if (path.ends_with(".cu") || path.ends_with(".cuh")) screen_launches(path, code, out);
     std::istringstream raw(text);
@@ -319,6 +330,48 @@ std::vector<finding> screen_object(const std::filesystem::path& object, const ta
           out.push_back({"vendor library", "links " + so,
                          std::string("links ") + v.library + ", which the task forbids"});
     }
+  }
+  return out;
+}
+
+std::vector<finding> screen_python_binding(const std::string& name, const std::string& text,
+                                           const task& t, screen_role role) {
+  std::vector<finding> out;
+  const std::string rel = "python binding";
+  char tmpl[] = "/tmp/lathe-binding-XXXXXX.py";
+  const int fd = mkstemps(tmpl, 3);
+  if (fd < 0) return {{rel, name, "cannot screen: no temporary file"}};
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  bool fp32 = false, low = false;
+  for (const auto* list : {&t.inputs, &t.outputs})
+    for (const auto& x : *list) {
+      fp32 |= x.type == dtype::f32;
+      low |= x.type == dtype::f16 || x.type == dtype::bf16;
+    }
+  std::vector<std::string> argv{"python3", "-I", "-B",
+                                (problem_worker_script().parent_path() / "lathe_screen.py").string(),
+                                tmpl};
+  const bool torch_allowed =
+      role == screen_role::baseline ||
+      std::find(t.allow_libraries.begin(), t.allow_libraries.end(), "torch") != t.allow_libraries.end();
+  if (torch_allowed) argv.push_back("--allow-torch-ops");
+  // fp32 contract: the task's floats are fp32, or there is no task to say otherwise.
+  if ((fp32 && !low) || (t.inputs.empty() && t.outputs.empty())) argv.push_back("--fp32");
+  const tool_result r = written ? run_tool(argv, 30) : tool_result{};
+  ::unlink(tmpl);
+  nlohmann::json j = nlohmann::json::parse(r.output, nullptr, false);
+  if (r.exit_code != 0 || !j.is_object())
+    return {{rel, name, "cannot screen (python3 " + std::to_string(r.exit_code) + "): " + r.output.substr(0, 300)}};
+  if (!j.value("ok", false))
+    return {{rel, name, j.value("error", std::string("does not parse"))}};
+  for (const auto& f : j["findings"]) {
+    const std::string rule = f.value("rule", std::string());
+    const std::string what = rule == "fallback"    ? "python fallback"
+                             : rule == "torch_op"  ? "torch compute op"
+                             : rule == "precision" ? "precision downgrade"
+                                                   : "python binding";
+    out.push_back({what, name + ":" + std::to_string(f.value("line", 0)), f.value("detail", std::string())});
   }
   return out;
 }

@@ -30,6 +30,13 @@ std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, scree
 std::vector<finding> screen_object(const std::filesystem::path& object, const task& t,
                                    screen_role role);
 
+// A Python binding (a bundle's *.py: KernelBench's ModelNew, a ctypes wrapper), read with
+// Python's ast by python/lathe_screen.py, never imported: try/except fallbacks, calls into
+// PyTorch's compute (unless the task allows "torch"), precision below the task's. `name` is the
+// file's path in the bundle. A binding that cannot be screened is a finding too.
+std::vector<finding> screen_python_binding(const std::string& name, const std::string& text,
+                                           const task& t, screen_role role);
+
 std::string describe(const std::vector<finding>& f);  // one line per finding
 
 }  // namespace lathe::gate

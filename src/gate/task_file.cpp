@@ -4,6 +4,8 @@
 #include <cstdint>
 #include "gate/task_file.h"
 
+#include "gate/problem.h"
+
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>
 #else
@@ -391,10 +393,51 @@ result<std::string> read_file(const fs::path& p) {
   return ss.str();
 }
 
+// A task.toml with `problem = "file.py"`: the problem gives inputs, outputs, scalars, shapes
+// and the reference; the file gives identity, role, baseline kernels, perturbations, comparison.
+result<task> problem_task(const task_reader& r, const toml::table& root, const task& head,
+                          const std::string& file) {
+  for (const char* k : {"reference", "gpu_reference", "input", "output", "shapes", "scalar"})
+    if (const toml::node* n = root.get(k))
+      return r.err(line_of(*n), "",
+                   std::string("'") + k + "' comes from the problem file (problem = \"" + file +
+                       "\"); remove it");
+  std::error_code ec;
+  const toml::node* pn = root.get("problem");
+  const fs::path p = head.dir / file;
+  if (fs::path(file).is_absolute() || !fs::is_regular_file(p, ec))
+    return r.err(line_of(*pn), "", "problem '" + file + "' is not a file in " + head.dir.string());
+  auto t = gate::import_problem(p, head.plat);
+  if (!t) return r.err(line_of(*pn), "", t.error().message);
+  const std::string imported = t->description;
+  t->name = head.name;
+  t->op = head.op;
+  t->role = head.role;
+  t->dir = head.dir;
+  t->description = head.description.empty() ? imported : head.description;
+  LATHE_TRY(sections, read_sections(r, root, *t));
+  LATHE_TRY(libs, r.str_array(root, "allow_libraries", ""));
+  t->allow_libraries = *libs;
+  LATHE_TRY(fast, r.boolean(root, "allow_fast_math", ""));
+  t->allow_fast_math = fast->value_or(false);
+  LATHE_TRY(base, r.str(root, "baseline", "", false));
+  if (*base) {
+    t->baseline = **base;
+    if (!find_kernel(*t, t->baseline))
+      return r.err(line_of(*root.get("baseline")), "",
+                   "baseline kernel '" + t->baseline + "' not found under " + (t->dir / "kernels").string());
+  } else {
+    t->baseline = find_kernel(*t, "naive") ? "naive" : "";
+  }
+  return t;
+}
+
 }  // namespace
 
-result<task> load_task(const fs::path& path) {
+result<task> load_task(const fs::path& path, std::optional<platform> problem_platform) {
   std::error_code ec;
+  if (gate::is_problem_file(path) && fs::is_regular_file(path, ec))
+    return gate::import_problem(path, problem_platform.value_or(platform::cpu));
   const fs::path file = fs::is_directory(path, ec) ? path / "task.toml" : path;
   if (!fs::is_regular_file(file, ec))
     return fail(errc::not_found,
@@ -412,7 +455,7 @@ result<task> load_task(const fs::path& path) {
   const toml::table& root = parsed.table();
   LATHE_TRY(keys, r.check_keys(root,
                                {"name", "operator", "platform", "role", "description", "baseline",
-                                "reference", "gpu_reference", "allow_libraries", "allow_fast_math", "scalar",
+                                "reference", "gpu_reference", "problem", "allow_libraries", "allow_fast_math", "scalar",
                                 "input", "output", "shapes", "perturbations", "comparison", "cost"},
                                ""));
   task t;
@@ -443,6 +486,8 @@ result<task> load_task(const fs::path& path) {
                  "unknown role '" + **role + "' (source | heldout)");
   LATHE_TRY(desc, r.str(root, "description", "", false));
   t.description = desc->value_or("");
+  LATHE_TRY(prob, r.str(root, "problem", "", false));
+  if (*prob) return problem_task(r, root, t, **prob);
   LATHE_TRY(ref, r.str(root, "reference", "", true));
   t.reference = **ref;
   if (t.reference.is_absolute() || !fs::is_regular_file(t.dir / t.reference, ec))

@@ -12,7 +12,11 @@ namespace lathe {
 
 // `path` is a task directory (holding task.toml) or the task.toml itself. Errors name the file,
 // the line and the field.
-result<task> load_task(const std::filesystem::path& path);
+// A PyTorch problem file (*.py; *.json KLineage definitions) is imported as a task
+// (gate/problem.h) on `problem_platform` (default: cpu); a task.toml may wrap one with
+// `problem = "file.py"` to give it a name, platform, role, baseline kernels and perturbations.
+result<task> load_task(const std::filesystem::path& path,
+                       std::optional<platform> problem_platform = std::nullopt);
 
 // Sizes of one tensor under one shape set; unknown symbols and overflow are errors.
 result<resolved_tensor> resolve(const tensor_spec& t, const shape_set& s);

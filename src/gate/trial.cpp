@@ -5,6 +5,7 @@
 
 #include "core/rng.h"
 #include "gate/check.h"
+#include "gate/problem.h"
 #include "gate/task_file.h"
 
 namespace lathe::gate {
@@ -107,8 +108,37 @@ trial_spec trial_for(const task& t, uint64_t seed_base, uint32_t i) {
   return s;
 }
 
+// A problem's trial: its Python worker writes the inputs (their own dtypes, at the slot's input
+// offsets) and the reference's outputs (float64, after the inputs) into the shared region.
+static result<trial_data> problem_trial(const slot_layout& l, problem_oracle& o, const trial_spec& spec) {
+  trial_data d;
+  d.spec = spec;
+  std::lock_guard<std::mutex> g(o.lock());
+  uint64_t end = align(l.input_bytes, 256);
+  std::vector<uint64_t> outs;
+  for (const auto& r : l.outputs) {
+    outs.push_back(end);
+    end += align(r.elements * sizeof(double), 256);
+  }
+  auto region = o.region(end);
+  if (!region) return tl::unexpected(region.error());
+  auto reply = o.request({{"op", "trial"}, {"seed", spec.seed}, {"scale", spec.scale},
+                          {"shift", spec.shift}, {"bytes", end}, {"inputs", l.input_offset},
+                          {"outputs", outs}});
+  if (!reply) return fail(reply.error().code, "the problem's reference: " + reply.error().message);
+  const uint8_t* m = *region;
+  d.inputs.assign(m, m + l.input_bytes);
+  d.ref.resize(l.outputs.size());
+  for (size_t i = 0; i < l.outputs.size(); ++i) {
+    const auto* p = reinterpret_cast<const double*>(m + outs[i]);
+    d.ref[i].assign(p, p + l.outputs[i].elements);
+  }
+  return d;
+}
+
 result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
                               const trial_spec& spec) {
+  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);
   trial_data d;
   d.spec = spec;
   d.inputs.assign(l.input_bytes, 0);

@@ -1,5 +1,7 @@
 #include "search/bench.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -19,7 +21,45 @@ json row_json(const bench_row& r) {
           {"speedup", r.result.speedup ? json(*r.result.speedup) : json(nullptr)},
           {"message", r.message},
           {"evaluation", r.evaluation},
-          {"candidate", r.candidate_hash}};
+          {"candidate", r.candidate_hash},
+          {"run", r.run},
+          {"attempt", r.attempt},
+          {"role", r.role}};
+}
+
+json groups_json(const std::vector<klineage_group>& gs) {
+  json out = json::array();
+  for (const auto& g : gs)
+    out.push_back({{"role", g.role}, {"tasks", g.tasks}, {"runs", g.runs}, {"successes", g.successes},
+                   {"failures", g.failures}, {"geomean", g.geomean ? json(*g.geomean) : json(nullptr)}});
+  return out;
+}
+
+result<void> open_run(run& r, store& db, const bench_options& o) {
+  r.id = o.run_id.empty() ? new_run_id(run_kind::bench) : o.run_id;
+  r.kind = run_kind::bench;
+  r.task = o.suite;
+  r.state = run_state::running;
+  r.args = json{{"suite", o.suite}, {"candidates", o.candidates}, {"p", o.ps},
+                {"protocol", to_string(o.protocol)}, {"runs", o.runs}}.dump();
+  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  return {};
+}
+
+// The attempt's own failure or missing candidate as a row; nullopt when there is a candidate.
+std::optional<bench_row> unproduced(const bench_attempt& a, bench_row row) {
+  if (!a.failure.empty()) {
+    row.result.status = task_status::failed;
+    row.result.outcome = a.outcome.empty() ? "error" : a.outcome;
+    row.message = a.failure.substr(0, a.failure.find('\n'));
+    return row;
+  }
+  if (!a.candidate) {
+    row.result.status = task_status::no_candidate;
+    row.message = "no candidate";
+    return row;
+  }
+  return std::nullopt;
 }
 
 json summary_json(const bench_summary& s) {
@@ -46,28 +86,44 @@ std::string fixed(double x, const char* fmt = "%.3f") {
 
 }  // namespace
 
-result<bench_result> run_bench(const std::vector<bench_entry>& entries, lineages::verifier& v, store& db,
-                               const bench_options& o) {
+const char* to_string(bench_protocol p) { return p == bench_protocol::klineage ? "klineage" : "lathe"; }
+
+bench_producer given_candidates() {
+  return [](const bench_entry& e, int32_t) {
+    bench_attempt a;
+    a.candidate = e.candidate;
+    return a;
+  };
+}
+
+result<bench_result> run_bench(const std::vector<bench_entry>& entries, const bench_producer& produce,
+                               lineages::verifier& v, store& db, const bench_options& o) {
   bench_result out;
   run& r = out.r;
-  r.id = o.run_id.empty() ? new_run_id(run_kind::bench) : o.run_id;
-  r.kind = run_kind::bench;
-  r.task = o.suite;
-  r.state = run_state::running;
-  r.args = json{{"suite", o.suite}, {"candidates", o.candidates}, {"p", o.ps}}.dump();
-  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  if (auto opened = open_run(r, db, o); !opened) return tl::unexpected(opened.error());
   for (const auto& e : entries) {
     bench_row row;
     row.result.task = e.t.name;
-    if (!e.candidate) {
-      row.result.status = task_status::no_candidate;
-      row.message = "no candidate";
+    row.role = to_string(e.t.role);
+    const bench_attempt a = produce(e, 0);
+    row.run = a.run;
+    if (auto early = unproduced(a, row)) {
+      row = *early;
+    } else if (a.speedup || !a.outcome.empty()) {
+      // Measured by its producer (optimize's final paired series against the start = baseline).
+      row.candidate_hash = a.candidate->hash;
+      row.result.outcome = a.outcome.empty() ? "ok" : a.outcome;
+      row.message = a.message;
+      row.evaluation = a.evaluation;
+      row.result.status = row.result.outcome == "ok" || row.result.outcome == "unstable" ? task_status::correct
+                                                                                        : task_status::failed;
+      if (row.result.outcome == "ok") row.result.speedup = a.speedup;
     } else {
-      evaluation ev = v.compare(e.t, *e.candidate, e.baseline, {"human", "bench", false});
+      evaluation ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
       for (int32_t again = 0; again < o.unstable_retries && ev.result == outcome::unstable; ++again)
-        ev = v.compare(e.t, *e.candidate, e.baseline, {"human", "bench", false});
+        ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
       row.evaluation = ev.id;
-      row.candidate_hash = e.candidate->hash;
+      row.candidate_hash = a.candidate->hash;
       row.result.outcome = std::string(to_string(ev.result));
       row.message = ev.message.substr(0, ev.message.find('\n'));
       const bool undecided = ev.result == outcome::unstable;
@@ -85,6 +141,7 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, lineages
   for (const auto& row : out.rows) rows.push_back(row_json(row));
   r.summary = json{{"suite", o.suite},
                    {"candidates", o.candidates},
+                   {"protocol", to_string(o.protocol)},
                    {"tasks", rows},
                    {"skipped", o.skipped},
                    {"aggregates", summary_json(out.summary)}}
@@ -94,13 +151,118 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, lineages
   return out;
 }
 
+std::vector<klineage_group> klineage_groups(const std::vector<bench_row>& rows) {
+  std::vector<klineage_group> out;
+  for (const char* role : {"source", "heldout"}) {
+    klineage_group g;
+    g.role = role;
+    std::vector<std::string> tasks;
+    double logs = 0;
+    for (const auto& row : rows) {
+      if (row.role != role) continue;
+      if (std::find(tasks.begin(), tasks.end(), row.result.task) == tasks.end()) tasks.push_back(row.result.task);
+      ++g.runs;
+      if (row.result.status == task_status::correct && row.result.speedup && *row.result.speedup > 0) {
+        ++g.successes;
+        logs += std::log(*row.result.speedup);
+      } else {
+        ++g.failures;  // failed, no candidate, or correct without a time
+      }
+    }
+    g.tasks = static_cast<int32_t>(tasks.size());
+    if (g.successes > 0) g.geomean = std::exp(logs / g.successes);
+    if (g.runs > 0) out.push_back(g);
+  }
+  return out;
+}
+
+result<bench_result> run_bench_klineage(const std::vector<bench_entry>& entries, const bench_producer& produce,
+                                        const bench_timer& time, store& db, const bench_options& o) {
+  bench_result out;
+  run& r = out.r;
+  if (auto opened = open_run(r, db, o); !opened) return tl::unexpected(opened.error());
+  for (const auto& e : entries) {
+    for (int32_t i = 0; i < std::max(1, o.runs); ++i) {
+      bench_row row;
+      row.result.task = e.t.name;
+      row.role = to_string(e.t.role);
+      row.attempt = i;
+      const bench_attempt a = produce(e, i);
+      row.run = a.run;
+      if (auto early = unproduced(a, row)) {
+        row = *early;
+      } else {
+        // The run's kernel, then the baseline, each checked on 3 seeds and timed do_bench-style
+        // in this run: the ratio of their means.
+        row.candidate_hash = a.candidate->hash;
+        const bench_timing c = time(e.t, *a.candidate);
+        row.evaluation = c.evaluation;
+        row.result.outcome = c.outcome;
+        row.message = c.message.substr(0, c.message.find('\n'));
+        if (!c.mean_seconds) {
+          row.result.status = task_status::failed;
+        } else {
+          const bench_timing b = time(e.t, e.baseline);
+          if (!b.mean_seconds || *c.mean_seconds <= 0) {
+            row.result.status = task_status::failed;
+            row.result.outcome = "baseline_" + b.outcome;
+            row.message = "the baseline failed: " + b.message.substr(0, b.message.find('\n'));
+          } else {
+            row.result.status = task_status::correct;
+            row.result.speedup = *b.mean_seconds / *c.mean_seconds;
+          }
+        }
+      }
+      if (auto ev = db.add_run_event(r.id, "task", row_json(row).dump()); !ev) return tl::unexpected(ev.error());
+      if (o.progress) o.progress(row);
+      out.rows.push_back(std::move(row));
+    }
+  }
+  out.groups = klineage_groups(out.rows);
+  json rows = json::array();
+  for (const auto& row : out.rows) rows.push_back(row_json(row));
+  r.summary = json{{"suite", o.suite},
+                   {"candidates", o.candidates},
+                   {"protocol", to_string(o.protocol)},
+                   {"runs_per_task", o.runs},
+                   {"tasks", rows},
+                   {"skipped", o.skipped},
+                   {"groups", groups_json(out.groups)}}
+                  .dump();
+  r.state = run_state::finished;
+  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  return out;
+}
+
+std::string klineage_markdown(const bench_result& r, const bench_options& o) {
+  std::string md = cat("# lathe bench ", o.suite, " (KLineage Appendix-D protocol)\n\ncandidates: `", o.candidates,
+                       "`, ", std::to_string(o.runs), " runs per task, run `", r.r.id, "`\n\n");
+  md += "| task | role | run | status | outcome | speedup vs baseline (do_bench means) |\n|---|---|---|---|---|---|\n";
+  for (const auto& row : r.rows)
+    md += cat("| ", row.result.task, " | ", row.role, " | ", std::to_string(row.attempt + 1), " | ",
+              to_string(row.result.status), " | ", row.result.outcome.empty() ? "-" : row.result.outcome, " | ",
+              row.result.speedup ? fixed(*row.result.speedup, "%.3fx") : std::string("-"), " |\n");
+  md += "\n| tasks | runs | successes | failures | geometric mean speedup (successful runs only) |\n|---|---|---|---|---|\n";
+  for (const auto& g : r.groups)
+    md += cat("| ", g.role, ": ", std::to_string(g.tasks), " | ", std::to_string(g.runs), " | ",
+              std::to_string(g.successes), " | ", std::to_string(g.failures), " | ",
+              g.geomean ? fixed(*g.geomean, "%.3fx") : std::string("- (no success)"), " |\n");
+  md += "\nSource tasks and held-out (new-operator) tasks are reported apart, never pooled.\n";
+  if (!o.skipped.empty()) md += "\nskipped (not run here, not counted): " + join(o.skipped, "; ") + "\n";
+  return md;
+}
+
 std::string bench_markdown(const bench_result& r, const bench_options& o) {
+  if (o.protocol == bench_protocol::klineage) return klineage_markdown(r, o);
   std::string md = cat("# lathe bench ", o.suite, "\n\ncandidates: `", o.candidates, "`, run `", r.r.id, "`\n\n");
-  md += "| task | status | outcome | speedup vs baseline |\n|---|---|---|---|\n";
+  const bool runs = std::any_of(r.rows.begin(), r.rows.end(), [](const bench_row& x) { return !x.run.empty(); });
+  md += runs ? "| task | status | outcome | speedup vs baseline | optimize run |\n|---|---|---|---|---|\n"
+             : "| task | status | outcome | speedup vs baseline |\n|---|---|---|---|\n";
   for (const auto& row : r.rows)
     md += cat("| ", row.result.task, " | ", to_string(row.result.status), " | ",
               row.result.outcome.empty() ? "-" : row.result.outcome, " | ",
-              row.result.speedup ? fixed(*row.result.speedup, "%.3fx") : std::string("-"), " |\n");
+              row.result.speedup ? fixed(*row.result.speedup, "%.3fx") : std::string("-"),
+              runs ? " | " + (row.run.empty() ? std::string("-") : row.run) : std::string(), " |\n");
   const bench_summary& s = r.summary;
   md += cat("\n| aggregate | value |\n|---|---|\n| tasks | ", std::to_string(s.tasks), " (", std::to_string(s.correct),
             " correct, ", std::to_string(s.failed), " failed, ", std::to_string(s.no_candidate), " without a candidate) |\n",

@@ -419,7 +419,8 @@ struct runner {
     } else {
       agent::seed_request sr;
       sr.t = &t;
-      std::ifstream in(t.dir / t.reference);
+      // A PyTorch problem's reference is the problem file itself.
+      std::ifstream in(t.problem.empty() ? t.dir / t.reference : t.problem);
       std::stringstream ss;
       ss << in.rdbuf();
       sr.reference_source = ss.str();

@@ -320,6 +320,37 @@ TEST(json, evaluation_round_trips) {
   round_trip(budget{});
 }
 
+TEST(json, problem_fields_round_trip) {
+  evaluation e;
+  e.reference_runtime = "torch 2.11.0 (cuda 13.0, python 3.12.3)";
+  comparability_result c;
+  c.protocol = "kernelbench";
+  c.mean_seconds = 2e-3;
+  c.eager_mean_seconds = 3e-3;
+  c.eager_median_seconds = 2.9e-3;
+  c.speedup_vs_eager = 1.5;
+  e.comparability = c;
+  evaluation back = json::parse(json(e).dump()).get<evaluation>();
+  EXPECT_EQ(back.reference_runtime, e.reference_runtime);
+  ASSERT_TRUE(back.comparability && back.comparability->speedup_vs_eager);
+  EXPECT_EQ(*back.comparability->speedup_vs_eager, 1.5);
+  EXPECT_EQ(*back.comparability->eager_median_seconds, 2.9e-3);
+  // Absent for tasks that are not problems: no key, not an empty string or a null figure.
+  const json plain = evaluation{};
+  EXPECT_FALSE(plain.contains("reference_runtime"));
+  task t;
+  t.name = "kb";
+  t.problem = "/x/kb.py";
+  t.problem_format = "kernelbench";
+  t.problem_runtime = "torch 1.13.1 (cpu, python 3.11.2)";
+  const json tj = t;
+  EXPECT_EQ(tj["problem"]["format"], "kernelbench");
+  task tb = json::parse(tj.dump()).get<task>();
+  EXPECT_EQ(tb.problem, t.problem);
+  EXPECT_EQ(tb.problem_runtime, t.problem_runtime);
+  EXPECT_FALSE(json(task{}).contains("problem"));
+}
+
 TEST(json, gpu_evaluation_fields_round_trip) {
   evaluation e;
   e.trials_on = "device";

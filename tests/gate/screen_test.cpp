@@ -2,6 +2,10 @@
 
 #include "gate/screen.h"
 
+#include <fstream>
+#include <set>
+#include <sstream>
+
 using namespace lathe;
 using namespace lathe::gate;
 
@@ -157,4 +161,63 @@ TEST(screen, cuda_default_streams_persistent_l2_and_the_driver_api_by_name) {
   EXPECT_TRUE(has(screen_cu("auto p = cudaAccessPropertyPersisting;"), "CUDA ABI violation (persistent L2)"));
   auto f = screen_cu("void f() { void* fn; cudaGetDriverEntryPoint(\"cuCtxSetLimit\", &fn, 0); }");
   EXPECT_TRUE(has(f, "dynamic loading")) << describe(f);
+}
+
+// Python bindings (tests/problems/bindings): each file's first line names the rules it must
+// trip, "# expect: fallback torch_op"; an empty list means clean.
+namespace {
+
+std::set<std::string> binding_rules(const std::string& file, const task& t) {
+  std::ifstream in(std::string(LATHE_SOURCE_DIR) + "/tests/problems/bindings/" + file);
+  const std::string text(std::istreambuf_iterator<char>(in), {});
+  std::set<std::string> out;
+  for (const auto& f : screen_python_binding(file, text, t, screen_role::candidate)) {
+    EXPECT_NE(f.where.find(file + ":"), std::string::npos) << f.where;
+    out.insert(f.what);
+  }
+  return out;
+}
+
+std::set<std::string> expected_rules(const std::string& file) {
+  std::ifstream in(std::string(LATHE_SOURCE_DIR) + "/tests/problems/bindings/" + file);
+  std::string line;
+  std::getline(in, line);
+  std::set<std::string> out;
+  std::istringstream words(line.substr(line.find(':') + 1));
+  for (std::string w; words >> w;)
+    out.insert(w == "fallback" ? "python fallback" : w == "torch_op" ? "torch compute op" : "precision downgrade");
+  return out;
+}
+
+}  // namespace
+
+TEST(screen_python, each_binding_trips_exactly_its_rules) {
+  for (const char* f : {"clean.py", "fallback.py", "swallow.py", "torch_ops.py", "precision.py"})
+    EXPECT_EQ(binding_rules(f, fp32_task()), expected_rules(f)) << f;
+}
+
+TEST(screen_python, the_task_decides_what_is_allowed) {
+  task t = fp32_task();
+  t.allow_libraries = {"torch"};  // PyTorch's compute allowed: the matmul binding passes
+  EXPECT_TRUE(binding_rules("torch_ops.py", t).empty());
+  // ...but a fallback still computes behind a failure, and is still refused.
+  EXPECT_EQ(binding_rules("fallback.py", t), std::set<std::string>{"python fallback"});
+  task half = fp32_task();
+  half.outputs[0].type = dtype::f16;  // a half task: half types in the source are its contract
+  EXPECT_TRUE(binding_rules("precision.py", half).empty());
+}
+
+TEST(screen_python, a_binding_that_does_not_parse_is_a_finding) {
+  const auto f = screen_python_binding("broken.py", "def forward(x:\n  return", fp32_task(),
+                                       screen_role::candidate);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].detail.find("syntax error"), std::string::npos) << f[0].detail;
+}
+
+TEST(screen_python, a_bundle_carrying_a_binding_is_screened_with_its_sources) {
+  kernel_bundle b = bundle("extern \"C\" int lathe_launch(const void*) { return 0; }\n");
+  b.manifest.files.push_back("binding.py");
+  b.sources["binding.py"] = "import torch\ndef run(x):\n    return torch.matmul(x, x)\n";
+  const auto f = screen_sources(b, fp32_task(), screen_role::candidate);
+  EXPECT_TRUE(has(f, "torch compute op"));
 }

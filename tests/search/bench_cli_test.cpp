@@ -115,10 +115,70 @@ TEST_F(bench_cli, a_candidates_directory_with_a_correct_a_wrong_and_a_missing_ca
   EXPECT_EQ(t["transpose"].value("status", ""), "no_candidate");
 
   for (const char* bad : {"bench heldout", "bench heldout --kernel expert --candidates /tmp",
-                          "bench nowhere --kernel expert", "bench heldout --strategy skills"}) {
+                          "bench nowhere --kernel expert", "bench heldout --strategy skills --kernel expert",
+                          "bench heldout --strategy nonesuch", "bench heldout --kernel expert --protocol x",
+                          "bench heldout --kernel expert --runs 2"}) {
     const run_result u = run_lathe(ws() + bad);
     EXPECT_EQ(u.code, 2) << bad << ": " << u.err;
   }
 }
 
 }  // namespace
+
+// A directory suite mixing a wrapped PyTorch problem (tests/problems/scale_relu: a baseline kernel)
+// with bare problem files (no baseline: skipped and listed). KLineage's protocol: two independent
+// runs of the task's own naive kernel, each checked on 3 seeds and timed do_bench-style beside the
+// baseline; the held-out group reported on its own.
+TEST_F(bench_cli, klineage_protocol_on_a_problem_suite) {
+  const std::string suite = std::string(LATHE_SOURCE_DIR) + "/tests/problems";
+  const run_result r = run_lathe(ws() + "bench '" + suite + "' --kernel naive --protocol klineage --runs 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  EXPECT_EQ(j.value("protocol", ""), "klineage");
+  ASSERT_EQ(j["tasks"].size(), 2u) << j.dump();  // scale_relu, two runs
+  for (const auto& row : j["tasks"]) {
+    EXPECT_EQ(row.value("task", ""), "scale_relu");
+    EXPECT_EQ(row.value("role", ""), "heldout");
+    EXPECT_EQ(row.value("status", ""), "correct") << row.dump();
+    ASSERT_TRUE(row["speedup"].is_number());
+    // The same kernel as its baseline, timed one after the other (not paired): the CPU VM's
+    // noise on a microsecond kernel, nothing more.
+    EXPECT_GT(row["speedup"].get<double>(), 1.0 / 3);
+    EXPECT_LT(row["speedup"].get<double>(), 3.0);
+  }
+  // The group's figure is the geometric mean of exactly its successful runs.
+  const double g = std::sqrt(j["tasks"][0]["speedup"].get<double>() * j["tasks"][1]["speedup"].get<double>());
+  EXPECT_EQ(j["tasks"][0].value("attempt", -1), 0);
+  EXPECT_EQ(j["tasks"][1].value("attempt", -1), 1);
+  ASSERT_EQ(j["groups"].size(), 1u);
+  EXPECT_EQ(j["groups"][0].value("role", ""), "heldout");
+  EXPECT_EQ(j["groups"][0].value("runs", 0), 2);
+  EXPECT_EQ(j["groups"][0].value("successes", 0), 2);
+  EXPECT_EQ(j["groups"][0].value("failures", -1), 0);
+  EXPECT_NEAR(j["groups"][0].value("geomean", 0.0), g, 1e-9 * g);
+  // The bare problem files have no baseline kernel, and two cannot be imported at all: listed
+  // as skipped with why, never counted.
+  const std::string skipped = j["skipped"].dump();
+  EXPECT_NE(skipped.find("kb_linear_gelu: no baseline kernel"), std::string::npos) << skipped;
+  EXPECT_NE(skipped.find("kb_bad_init.py: cannot be imported"), std::string::npos) << skipped;
+  EXPECT_NE(skipped.find("broken on purpose"), std::string::npos) << skipped;
+}
+
+// --strategy: every task optimized from its baseline under the budget (the rule engine: these
+// are machinery results, not what a model would find); each row names its optimize run, which
+// `lathe runs list` shows.
+TEST_F(bench_cli, strategy_optimizes_each_task_and_names_its_run) {
+  const std::string suite = std::string(LATHE_SOURCE_DIR) + "/tests/problems";
+  const run_result r = run_lathe(ws() + "bench '" + suite + "' --strategy none --budget steps=1 --proposer rules "
+                                        "--quick --max-time 0.3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  ASSERT_EQ(j["tasks"].size(), 1u) << j.dump();
+  const json row = j["tasks"][0];
+  EXPECT_EQ(row.value("task", ""), "scale_relu");
+  const std::string run = row.value("run", "");
+  ASSERT_EQ(run.rfind("optimize-", 0), 0u) << row.dump();
+  EXPECT_TRUE(row.value("status", "") == "correct") << row.dump();
+  const run_result runs = run_lathe(ws() + "runs list");
+  EXPECT_NE(runs.out.find(run), std::string::npos) << runs.out;
+}

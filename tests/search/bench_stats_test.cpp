@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "search/bench.h"
 #include "search/bench_stats.h"
 
 namespace lathe::search {
@@ -68,6 +69,55 @@ TEST(bench_stats, a_correct_untimed_candidate_counts_as_correct_only) {
   ASSERT_TRUE(s.geomean);
   EXPECT_DOUBLE_EQ(*s.geomean, 2.0);
   EXPECT_DOUBLE_EQ(s.mean_with_failures_as_zero, 1.0);
+}
+
+}  // namespace
+}  // namespace lathe::search
+
+// KLineage's Appendix-D report (search/bench.h klineage_groups): per role, every run of every
+// task; the geometric mean over successful runs only, failures counted beside it, roles apart.
+namespace lathe::search {
+namespace {
+
+bench_row run_row(const std::string& task, const std::string& role, task_status s, std::optional<double> x) {
+  bench_row r;
+  r.result = {task, s, s == task_status::correct ? "ok" : "wrong_result", x};
+  r.role = role;
+  return r;
+}
+
+TEST(klineage_groups, success_only_geomean_with_failures_and_roles_apart) {
+  const std::vector<bench_row> rows = {
+      run_row("gemm", "source", task_status::correct, 2.0),
+      run_row("gemm", "source", task_status::correct, 8.0),
+      run_row("gemm", "source", task_status::failed, std::nullopt),
+      run_row("conv", "source", task_status::correct, 1.0),
+      run_row("silu", "heldout", task_status::failed, std::nullopt),
+      run_row("silu", "heldout", task_status::no_candidate, std::nullopt),
+      run_row("norm", "heldout", task_status::correct, std::nullopt),  // correct, untimed: not a success
+  };
+  const auto g = klineage_groups(rows);
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].role, "source");
+  EXPECT_EQ(g[0].tasks, 2);
+  EXPECT_EQ(g[0].runs, 4);
+  EXPECT_EQ(g[0].successes, 3);
+  EXPECT_EQ(g[0].failures, 1);
+  ASSERT_TRUE(g[0].geomean);
+  EXPECT_NEAR(*g[0].geomean, std::cbrt(2.0 * 8.0 * 1.0), 1e-12);  // the failure is not a 0 in it
+  EXPECT_EQ(g[1].role, "heldout");
+  EXPECT_EQ(g[1].tasks, 2);
+  EXPECT_EQ(g[1].runs, 3);
+  EXPECT_EQ(g[1].successes, 0);
+  EXPECT_EQ(g[1].failures, 3);
+  EXPECT_FALSE(g[1].geomean);  // no success, no figure
+}
+
+TEST(klineage_groups, a_role_without_runs_is_left_out) {
+  const auto g = klineage_groups({run_row("gemm", "source", task_status::correct, 1.5)});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].role, "source");
+  EXPECT_NEAR(*g[0].geomean, 1.5, 1e-12);
 }
 
 }  // namespace

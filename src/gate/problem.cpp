@@ -1,0 +1,347 @@
+#include "gate/problem.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "core/dtype.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::gate {
+namespace {
+
+constexpr int shared_fd = 3;  // python/lathe_problem.py: SHARED_FD
+
+// What the worker may see: enough to find its interpreter, torch and the GPU; no API keys.
+std::vector<std::string> worker_environment() {
+  std::vector<std::string> env{"LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
+  for (const char* k : {"PATH", "HOME", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONPATH",
+                        "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CUDA_HOME"})
+    if (const char* v = std::getenv(k)) env.push_back(std::string(k) + "=" + v);
+  return env;
+}
+
+std::vector<fs::path> interpreters() {
+  if (const char* p = std::getenv("LATHE_PYTHON"); p && *p) return {p};
+  std::vector<fs::path> out;
+  if (const char* path = std::getenv("PATH")) {
+    std::string s = path;
+    for (size_t i = 0; i <= s.size();) {
+      const size_t j = std::min(s.find(':', i), s.size());
+      const fs::path cand = fs::path(s.substr(i, j - i)) / "python3";
+      std::error_code ec;
+      if (j > i && fs::exists(cand, ec)) {
+        out.push_back(cand);
+        break;
+      }
+      i = j + 1;
+    }
+  }
+  std::error_code ec;
+  if (fs::exists("/usr/bin/python3", ec) &&
+      (out.empty() || !fs::equivalent(out.front(), "/usr/bin/python3", ec)))
+    out.push_back("/usr/bin/python3");
+  return out;
+}
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+fs::path problem_worker_script() {
+  if (const char* p = std::getenv("LATHE_PROBLEM_WORKER"); p && *p) return p;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  for (const fs::path& c : {exe / "../share/lathe/python/lathe_problem.py",
+                            fs::path(LATHE_SOURCE_DIR) / "python/lathe_problem.py"})
+    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
+  return fs::path(LATHE_SOURCE_DIR) / "python/lathe_problem.py";
+}
+
+bool is_problem_file(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".py" || ext == ".json";
+}
+
+result<std::unique_ptr<problem_oracle>> problem_oracle::start(const fs::path& python,
+                                                               const fs::path& problem,
+                                                               platform p) {
+  static const bool pipes_ignored = [] {
+    std::signal(SIGPIPE, SIG_IGN);  // a worker that died closes its stdin: an error, not a signal
+    return true;
+  }();
+  (void)pipes_ignored;
+  std::unique_ptr<problem_oracle> o(new problem_oracle());
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]);
+    return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
+  }
+  if (pipe2(err, O_CLOEXEC) != 0) {
+    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+    return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
+  }
+  o->mem_ = memfd_create("lathe-problem", MFD_CLOEXEC);
+  if (o->mem_ < 0) return fail(errc::io_error, "memfd_create: " + std::string(std::strerror(errno)));
+  const std::string script = problem_worker_script().string();
+  std::vector<std::string> argv{python.string(), "-B", script, fs::absolute(problem).string(),
+                                "--device", p == platform::cuda ? "cuda" : "cpu"};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_s = worker_environment();
+  std::vector<char*> env;
+  for (auto& e : env_s) env.push_back(e.data());
+  env.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return fail(errc::io_error, "fork: " + std::string(std::strerror(errno)));
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    dup2(o->mem_, shared_fd);  // dup2 leaves the new descriptor inheritable
+    execve(args[0], args.data(), env.data());
+    dprintf(2, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  o->pid_ = pid;
+  o->to_ = in[1];
+  o->from_ = out[0];
+  o->err_ = err[0];
+  return o;
+}
+
+problem_oracle::~problem_oracle() {
+  if (to_ >= 0) {
+    const char quit[] = "{\"op\":\"quit\"}\n";
+    (void)!write(to_, quit, sizeof quit - 1);
+    close(to_);
+  }
+  if (pid_ > 0) {
+    int status = 0;
+    for (int i = 0; i < 50 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(10000);
+    if (waitpid(pid_, &status, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+  }
+  for (int fd : {from_, err_, mem_})
+    if (fd >= 0) close(fd);
+  if (map_) munmap(map_, map_bytes_);
+}
+
+std::string problem_oracle::stderr_tail() const {
+  const size_t keep = 2000;
+  return errors_.size() > keep ? errors_.substr(errors_.size() - keep) : errors_;
+}
+
+result<std::string> problem_oracle::read_line(double timeout_s) {
+  const double deadline = now() + timeout_s;
+  char buf[65536];
+  for (;;) {
+    if (const size_t nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    const double left = deadline - now();
+    if (left <= 0) {
+      kill(pid_, SIGKILL);
+      return fail(errc::io_error, "the problem worker did not answer within " +
+                                     std::to_string(static_cast<int>(timeout_s)) + " s");
+    }
+    pollfd p[2] = {{from_, POLLIN, 0}, {err_, POLLIN, 0}};
+    const int n = poll(p, err_ >= 0 ? 2 : 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    if (n < 0 && errno != EINTR) return fail(errc::io_error, std::string("poll: ") + std::strerror(errno));
+    if (err_ >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+      const ssize_t k = read(err_, buf, sizeof buf);
+      if (k > 0) {
+        errors_.append(buf, static_cast<size_t>(k));
+        if (errors_.size() > (1u << 16)) errors_.erase(0, errors_.size() - (1u << 15));
+      } else if (k == 0) {
+        close(err_);
+        err_ = -1;
+      }
+    }
+    if (p[0].revents & (POLLIN | POLLHUP)) {
+      const ssize_t k = read(from_, buf, sizeof buf);
+      if (k > 0) {
+        pending_.append(buf, static_cast<size_t>(k));
+      } else if (k == 0) {
+        return fail(errc::io_error, "the problem worker exited" +
+                                        (errors_.empty() ? std::string() : ": " + stderr_tail()));
+      }
+    }
+  }
+}
+
+result<nlohmann::json> problem_oracle::request(const nlohmann::json& req, double timeout_s) {
+  const std::string line = req.dump() + "\n";
+  for (size_t off = 0; off < line.size();) {
+    const ssize_t k = write(to_, line.data() + off, line.size() - off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0)
+      return fail(errc::io_error, "the problem worker is gone" +
+                                      (errors_.empty() ? std::string() : ": " + stderr_tail()));
+    off += static_cast<size_t>(k);
+  }
+  auto reply_line = read_line(timeout_s);
+  if (!reply_line) return tl::unexpected(reply_line.error());
+  nlohmann::json reply = nlohmann::json::parse(*reply_line, nullptr, false);
+  if (reply.is_discarded() || !reply.is_object())
+    return fail(errc::parse_error, "the problem worker answered something else: " + reply_line->substr(0, 200));
+  if (!reply.value("ok", false))
+    return fail(errc::invalid_argument,
+                reply.value("message", std::string("the problem failed")) +
+                    (reply.contains("trace") ? "\n" + reply["trace"].get<std::string>() : ""));
+  return reply;
+}
+
+result<uint8_t*> problem_oracle::region(uint64_t bytes) {
+  bytes = std::max<uint64_t>(bytes, 4096);
+  if (bytes <= map_bytes_) return map_;
+  if (map_) munmap(map_, map_bytes_), map_ = nullptr, map_bytes_ = 0;
+  if (ftruncate(mem_, static_cast<off_t>(bytes)) != 0)
+    return fail(errc::io_error, "the shared region: " + std::string(std::strerror(errno)));
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, mem_, 0);
+  if (m == MAP_FAILED) return fail(errc::io_error, "mmap: " + std::string(std::strerror(errno)));
+  map_ = static_cast<uint8_t*>(m);
+  map_bytes_ = bytes;
+  return map_;
+}
+
+result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& problem, platform p) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, std::shared_ptr<problem_oracle>> oracles;
+  std::error_code ec;
+  const std::string key = fs::weakly_canonical(problem, ec).string();
+  std::lock_guard<std::mutex> g(mu);
+  if (auto it = oracles.find({key, static_cast<int>(p)}); it != oracles.end()) return it->second;
+  if (!fs::is_regular_file(problem, ec)) return fail(errc::not_found, problem.string() + ": no such problem file");
+  std::string tried;
+  for (const fs::path& python : interpreters()) {
+    auto o = start(python, problem, p);
+    if (!o) return tl::unexpected(o.error());
+    auto ready = (*o)->read_line(600);
+    if (!ready) return fail(ready.error().code, problem.string() + ": " + ready.error().message);
+    nlohmann::json r = nlohmann::json::parse(*ready, nullptr, false);
+    if (r.is_object() && r.value("error", "") == "no_torch") {
+      tried += (tried.empty() ? "" : ", ") + python.string();
+      continue;
+    }
+    if (!r.is_object() || !r.value("ok", false))
+      return fail(errc::invalid_argument,
+                  problem.string() + ": " +
+                      (r.is_object() ? r.value("message", std::string("cannot import")) +
+                                           (r.contains("trace") ? "\n" + r["trace"].get<std::string>() : "")
+                                     : ready->substr(0, 300)));
+    auto d = (*o)->request({{"op", "describe"}});
+    if (!d) return fail(d.error().code, problem.string() + ": " + d.error().message);
+    (*o)->description_ = *d;
+    std::string rt = "torch " + d->value("torch", std::string("?"));
+    if (d->contains("cuda") && (*d)["cuda"].is_string()) rt += " (cuda " + (*d)["cuda"].get<std::string>() + ", ";
+    else rt += " (cpu, ";
+    rt += "python " + d->value("python", std::string("?")) + ")";
+    (*o)->runtime_ = rt;
+    std::shared_ptr<problem_oracle> s(std::move(*o));
+    oracles[{key, static_cast<int>(p)}] = s;
+    return s;
+  }
+  return fail(errc::unsupported,
+              "no Python with torch: tried " + (tried.empty() ? std::string("none found") : tried) +
+                  " (set LATHE_PYTHON; on Debian: apt-get install python3-torch)");
+}
+
+result<task> import_problem(const fs::path& file, platform p) {
+  auto o = problem_oracle::shared(file, p);
+  if (!o) return tl::unexpected(o.error());
+  const nlohmann::json& d = (*o)->description();
+  std::error_code ec;
+  task t;
+  const fs::path abs = fs::weakly_canonical(file, ec);
+  t.name = abs.stem().string();
+  t.op = t.name;
+  t.plat = p;
+  t.role = task_role::source;
+  t.dir = abs.parent_path();
+  t.baseline.clear();  // eager PyTorch: no ABI kernel to pair with
+  t.problem = abs;
+  t.problem_format = d.value("format", std::string());
+  t.problem_runtime = (*o)->runtime();
+  t.description = t.problem_format + " problem " + abs.filename().string() + " (" + t.problem_runtime + ")";
+  shape_set s;
+  s.name = "problem";
+  s.time = true;
+  uint64_t bytes = 0;
+  auto tensor = [&](const nlohmann::json& j) -> result<tensor_spec> {
+    tensor_spec spec;
+    spec.name = j.at("name").get<std::string>();
+    auto dt = parse_dtype(j.at("dtype").get<std::string>());
+    if (!dt) return fail(errc::unsupported, spec.name + ": dtype " + j.at("dtype").dump() + " is not one lathe speaks");
+    spec.type = *dt;
+    uint64_t n = 1;
+    for (const auto& x : j.at("shape")) {
+      dim dm;
+      dm.value = x.get<int64_t>();
+      spec.shape.push_back(dm);
+      n *= static_cast<uint64_t>(dm.value);
+    }
+    bytes += n * size_of(spec.type);
+    spec.dist.kind = distribution_kind::constant;  // drawn by the problem, not by lathe
+    return spec;
+  };
+  for (const auto& j : d.at("inputs")) {
+    auto spec = tensor(j);
+    if (!spec) return tl::unexpected(spec.error());
+    t.inputs.push_back(*spec);
+  }
+  for (const auto& j : d.at("outputs")) {
+    auto spec = tensor(j);
+    if (!spec) return tl::unexpected(spec.error());
+    t.outputs.push_back(*spec);
+  }
+  if (t.outputs.empty()) return fail(errc::invalid_argument, file.string() + ": the problem has no outputs");
+  for (const auto& j : d.at("scalars")) t.scalars.push_back({j.at("name").get<std::string>(), j.at("value").get<double>()});
+  if (d.contains("perturbations")) {
+    for (const auto& v : d["perturbations"].value("scale", nlohmann::json::array())) t.perturb.scale.push_back(v.get<double>());
+    for (const auto& v : d["perturbations"].value("shift", nlohmann::json::array())) t.perturb.shift.push_back(v.get<double>());
+  }
+  // Tolerances: the dtype's defaults (gate/check.cpp tolerance_for), but the absolute one scaled
+  // to the outputs' magnitude: a reduction's rounding is relative to what it sums, not to each
+  // result, and an imported problem says nothing about its structure. A problem's own
+  // LATHE_TOLERANCE (or a wrapper's [comparison]) wins.
+  const double rms = d.value("output_rms", 0.0);
+  double rtol = 0, atol = 0;
+  for (const auto& o : t.outputs) {
+    if (o.type == dtype::f32) rtol = std::max(rtol, 1e-4), atol = std::max(atol, 1e-5);
+    if (o.type == dtype::f16 || o.type == dtype::bf16) rtol = std::max(rtol, 1e-2), atol = std::max(atol, 1e-3);
+    if (o.type == dtype::f64) rtol = std::max(rtol, 1e-9), atol = std::max(atol, 1e-12);
+  }
+  if (rtol > 0 && rms > 0 && rtol * rms > atol) t.compare.tol.atol = rtol * rms;
+  if (d.contains("tolerance") && d["tolerance"].is_object())
+    for (auto [key, slot] : {std::pair{"rtol", &t.compare.tol.rtol}, std::pair{"atol", &t.compare.tol.atol},
+                             std::pair{"nerr", &t.compare.tol.nerr}})
+      if (d["tolerance"].contains(key)) *slot = d["tolerance"][key].get<double>();
+  t.shapes.push_back(s);
+  t.cost.bytes = std::to_string(bytes);  // every input read once, every output written once
+  return t;
+}
+
+}  // namespace lathe::gate

@@ -1,0 +1,221 @@
+// PyTorch problem files as tasks (gate/problem.h), on CPU PyTorch: KernelBench and KLineage
+// formats and a KLineage definition imported, their trials drawn by the Python worker through
+// shared memory, and hand-written candidates (correct and wrong) gated against them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "gate/problem.h"
+#include "gate/trial.h"
+#include "gate_fixture.h"
+#include "lathe_cli_json.h"
+#include "lathe_cli_run.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::testing {
+namespace {
+
+fs::path problems() { return source_dir() / "tests/problems"; }
+
+class problem_test : public gate_env {
+ protected:
+  task import(const std::string& file) {
+    auto t = load_task(problems() / file);
+    EXPECT_TRUE(t) << (t ? "" : t.error().message);
+    return t ? *t : task{};
+  }
+  // The inputs and the fp64 reference of one trial, drawn by the problem's worker.
+  gate::trial_data trial(const task& t, const gate::trial_spec& spec) {
+    auto l = gate::make_layout(t, t.shapes.front());
+    EXPECT_TRUE(l);
+    auto o = gate::problem_oracle::shared(t.problem, t.plat);
+    EXPECT_TRUE(o) << (o ? "" : o.error().message);
+    auto d = gate::make_trial(t, *l, gate::reference::of_problem(*o), spec);
+    EXPECT_TRUE(d) << (d ? "" : d.error().message);
+    return d ? *d : gate::trial_data{};
+  }
+  std::vector<float> input_f32(const task& t, const gate::trial_data& d, size_t i) {
+    auto l = gate::make_layout(t, t.shapes.front());
+    std::vector<float> v(l->inputs[i].elements);
+    std::memcpy(v.data(), d.inputs.data() + l->input_offset[i], v.size() * sizeof(float));
+    return v;
+  }
+  void expect_outcome(const task& t, const std::string& cand) {
+    const fs::path file = problems() / "candidates" / cand;
+    gate::gate_config cfg = cfg_;
+    cfg.time = false;
+    gate::gate_request req;
+    req.t = &t;
+    req.candidate = kernel(file);  // no baseline: checks time nothing
+    req.prov = {"human", "test", false};
+    evaluation e = gate::evaluate(cfg, req);
+    EXPECT_EQ(to_string(e.result), expected_outcome(file)) << cand << ": " << e.message;
+    EXPECT_NE(e.reference_runtime.find("torch "), std::string::npos) << e.reference_runtime;
+  }
+};
+
+TEST_F(problem_test, kernelbench_inputs_then_parameters_in_state_dict_order_init_numbers_as_scalars) {
+  task t = import("kb_linear_gelu.py");
+  EXPECT_EQ(t.name, "kb_linear_gelu");
+  EXPECT_EQ(t.problem_format, "kernelbench");
+  ASSERT_EQ(t.inputs.size(), 3u);
+  EXPECT_EQ(t.inputs[0].name, "x");
+  EXPECT_EQ(t.inputs[1].name, "fc_weight");
+  EXPECT_EQ(t.inputs[2].name, "fc_bias");
+  ASSERT_EQ(t.inputs[1].shape.size(), 2u);
+  EXPECT_EQ(t.inputs[1].shape[0].value, 16);  // nn.Linear(32, 16): weight [16, 32]
+  EXPECT_EQ(t.inputs[1].shape[1].value, 32);
+  ASSERT_EQ(t.outputs.size(), 1u);
+  EXPECT_EQ(t.outputs[0].type, dtype::f32);
+  ASSERT_EQ(t.scalars.size(), 2u);
+  EXPECT_EQ(t.scalars[0].name, "in_features");
+  EXPECT_EQ(t.scalars[0].value, 32);
+  EXPECT_EQ(t.scalars[1].value, 16);
+  EXPECT_TRUE(t.baseline.empty());   // eager PyTorch: no ABI kernel
+  EXPECT_TRUE(t.perturb.scale.empty() && t.perturb.shift.empty());  // none declared, none applied
+  EXPECT_NE(t.problem_runtime.find("torch "), std::string::npos);
+}
+
+TEST_F(problem_test, trials_come_through_shared_memory_seeded_and_the_reference_matches_them) {
+  task t = import("kb_scale_relu.py");
+  ASSERT_EQ(t.scalars.size(), 1u);
+  EXPECT_EQ(t.scalars[0].name, "alpha");
+  const auto a = trial(t, {7, 1.0, 0.0});
+  const auto b = trial(t, {7, 1.0, 0.0});
+  const auto c = trial(t, {8, 1.0, 0.0});
+  EXPECT_EQ(a.inputs, b.inputs);  // the problem's seed, not a fresh draw
+  EXPECT_NE(a.inputs, c.inputs);
+  const std::vector<float> x = input_f32(t, a, 0);
+  ASSERT_EQ(a.ref.size(), 1u);
+  ASSERT_EQ(a.ref[0].size(), x.size());
+  size_t positive = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_DOUBLE_EQ(a.ref[0][i], std::max(0.0, static_cast<double>(x[i])) * 0.5) << i;
+    positive += x[i] > 0;
+  }
+  EXPECT_GT(positive, x.size() / 4);  // randn: about half
+}
+
+TEST_F(problem_test, perturbations_apply_only_where_declared) {
+  task t = import("kl_rmsnorm.py");
+  EXPECT_EQ(t.problem_format, "klineage");
+  EXPECT_EQ(t.perturb.scale, (std::vector<double>{0.01, 100.0}));
+  const auto plain = trial(t, {3, 1.0, 0.0});
+  const auto scaled = trial(t, {3, 100.0, 0.0});
+  const auto x0 = input_f32(t, plain, 0), x1 = input_f32(t, scaled, 0);
+  for (size_t i = 0; i < x0.size(); i += 97) EXPECT_FLOAT_EQ(x1[i], x0[i] * 100.0f) << i;
+  // The trial sequence: the declared scales only (no shift was declared).
+  std::set<double> scales;
+  for (uint32_t i = 0; i < 6; ++i) {
+    const auto s = gate::trial_for(t, 1, i);
+    scales.insert(s.scale);
+    EXPECT_EQ(s.shift, 0.0);
+  }
+  EXPECT_EQ(scales, (std::set<double>{1.0, 0.01, 100.0}));
+  // A wrapper's [perturbations] are the task's, whatever the problem file says.
+  task w = load(problems() / "scale_relu");
+  EXPECT_EQ(w.name, "scale_relu");
+  EXPECT_EQ(w.role, task_role::heldout);
+  EXPECT_EQ(w.baseline, "naive");
+  EXPECT_EQ(w.perturb.scale, (std::vector<double>{4.0}));
+  EXPECT_EQ(w.perturb.shift, (std::vector<double>{-1.0}));
+}
+
+TEST_F(problem_test, klineage_definition_names_its_outputs) {
+  task t = import("kl_softmax.json");
+  EXPECT_EQ(t.problem_format, "klineage-definition");
+  ASSERT_EQ(t.inputs.size(), 1u);
+  EXPECT_EQ(t.inputs[0].shape[0].value, 8);
+  EXPECT_EQ(t.inputs[0].shape[1].value, 100);
+  ASSERT_EQ(t.outputs.size(), 1u);
+  EXPECT_EQ(t.outputs[0].name, "y");
+  const auto d = trial(t, {1, 1.0, 0.0});
+  for (size_t r = 0; r < 8; ++r) {
+    double s = 0;
+    for (size_t c = 0; c < 100; ++c) s += d.ref[0][r * 100 + c];
+    EXPECT_NEAR(s, 1.0, 1e-12) << "row " << r;  // computed in float64
+  }
+}
+
+TEST_F(problem_test, hand_written_candidates_get_their_outcomes) {
+  const task relu = import("kb_scale_relu.py");
+  for (const char* c : {"scale_relu_ok.cpp", "scale_relu_noalpha.cpp", "scale_relu_half.cpp"})
+    expect_outcome(relu, c);
+  const task gelu = import("kb_linear_gelu.py");
+  for (const char* c : {"linear_gelu_ok.cpp", "linear_gelu_transposed.cpp"}) expect_outcome(gelu, c);
+  const task rms = import("kl_rmsnorm.py");
+  for (const char* c : {"rmsnorm_ok.cpp", "rmsnorm_big_eps.cpp"}) expect_outcome(rms, c);
+  const task sm = import("kl_softmax.json");
+  for (const char* c : {"softmax_ok.cpp", "softmax_unnormalized.cpp"}) expect_outcome(sm, c);
+}
+
+TEST_F(problem_test, the_absolute_tolerance_scales_with_the_outputs_magnitude) {
+  task t = import("kl_row_sum.py");
+  ASSERT_TRUE(t.compare.tol.atol);
+  // RMS of a sum of 4096 unit normals is 64: atol = fp32 rtol (1e-4) x 64, within sampling error.
+  EXPECT_GT(*t.compare.tol.atol, 1e-4 * 64 * 0.8);
+  EXPECT_LT(*t.compare.tol.atol, 1e-4 * 64 * 1.2);
+  EXPECT_FALSE(t.compare.tol.rtol);  // the dtype's
+  for (const char* c : {"row_sum_f32.cpp", "row_sum_skip_tail.cpp"}) expect_outcome(t, c);
+  // Small outputs keep the dtype's atol: softmax rows of 100 sum to 1 (RMS about 0.01), and
+  // 1e-4 x 0.01 is below the fp32 default (1e-5), which stays.
+  task sm = import("kl_softmax.json");
+  EXPECT_FALSE(sm.compare.tol.atol);
+}
+
+TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
+  auto bad = load_task(problems() / "kb_bad_init.py");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("mode"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("neither a number nor a tuple"), std::string::npos);
+  auto raises = load_task(problems() / "kl_raises.py");
+  ASSERT_FALSE(raises);
+  EXPECT_NE(raises.error().message.find("broken on purpose"), std::string::npos) << raises.error().message;
+}
+
+TEST(problem_cli, eval_decides_against_a_wrapped_baseline_and_times_eager_pytorch_in_comparability) {
+  const fs::path dir = problems();
+  unsetenv("LATHE_LOCK_DIR");  // the fixture's, removed with its directory
+  // Wrapped: a baseline kernel, so decision mode gives a paired ratio.
+  auto r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "scale_relu").string() + " " +
+                     (dir / "candidates/scale_relu_ok.cpp").string() + " --quick --json");
+  // The candidate is the baseline's loop: a ratio near 1, which a 1 us kernel on this VM may
+  // also call unstable (the A/A control's verdict), never wrong.
+  nlohmann::json j = parse_json(r);
+  ASSERT_TRUE(j.contains("paired")) << r.out << r.err;
+  EXPECT_TRUE(j["outcome"] == "ok" || j["outcome"] == "unstable") << j["outcome"];
+  EXPECT_EQ(r.code, j["outcome"] == "ok" ? 0 : 1);
+  EXPECT_GT(j["paired"]["ratio"].get<double>(), 0.5);
+  EXPECT_LT(j["paired"]["ratio"].get<double>(), 2.0);
+  EXPECT_NE(j.value("reference_runtime", std::string()).find("torch"), std::string::npos);
+  // Bare problem file, KernelBench protocol: the eager problem is timed live beside the candidate.
+  r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +
+                (dir / "candidates/scale_relu_ok.cpp").string() +
+                " --mode kernelbench --trials 20 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  j = parse_json(r);
+  ASSERT_TRUE(j.contains("comparability")) << r.out;
+  EXPECT_EQ(j["comparability"]["trials"], 20);
+  EXPECT_GT(j["comparability"].value("eager_mean_seconds", 0.0), 0.0);
+  EXPECT_GT(j["comparability"].value("speedup_vs_eager", 0.0), 0.0);
+  // Bare problem in decision mode: checked, and says why it was not timed.
+  r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +
+                (dir / "candidates/scale_relu_noalpha.cpp").string() + " ");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("wrong_result"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no baseline kernel"), std::string::npos) << r.err;
+  // No Python with torch: a clear error, not a crash.
+  setenv("LATHE_PYTHON", "/bin/false", 1);
+  auto none = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +
+                        (dir / "candidates/scale_relu_ok.cpp").string() + " ");
+  unsetenv("LATHE_PYTHON");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("problem worker exited"), std::string::npos) << none.err;
+  fs::remove_all("/tmp/lathe-problem-cli-ws");
+}
+
+}  // namespace
+}  // namespace lathe::testing

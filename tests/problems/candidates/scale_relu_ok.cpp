@@ -1,0 +1,12 @@
+// expect: ok
+// kb_scale_relu: y = max(x, 0) * alpha, alpha the first ABI scalar (get_init_inputs).
+#include <lathe/abi.h>
+extern "C" int lathe_launch(const lathe_args* a) {
+  const DLTensor& X = a->inputs[0];
+  const float* x = static_cast<const float*>(X.data);
+  float* y = static_cast<float*>(a->outputs[0].data);
+  const long n = X.shape[0] * X.shape[1];
+  const float alpha = static_cast<float>(a->scalars[0]);
+  for (long i = 0; i < n; ++i) y[i] = (x[i] > 0 ? x[i] : 0.0f) * alpha;
+  return 0;
+}
