@@ -86,6 +86,31 @@ std::string result_text(const run& r) {
     }
     return out;
   }
+  if (r.kind == run_kind::bench && s.contains("groups")) {  // KLineage protocol
+    std::string out;
+    for (const auto& g : s.at("groups")) {
+      std::snprintf(buf, sizeof buf, "%s%s: %d/%d runs ok", out.empty() ? "" : "; ", g.value("role", std::string()).c_str(),
+                    g.value("successes", 0), g.value("runs", 0));
+      out += buf;
+      if (g.contains("geomean") && g.at("geomean").is_number()) {
+        std::snprintf(buf, sizeof buf, ", geomean %.2fx", g.at("geomean").get<double>());
+        out += buf;
+      }
+    }
+    return out;
+  }
+  if (r.kind == run_kind::evolve) {
+    std::snprintf(buf, sizeof buf, "%d children, %zu elites", s.value("children", 0),
+                  s.contains("archive") ? s.at("archive").size() : size_t{0});
+    std::string out = buf;
+    if (s.contains("best_speedup") && s.at("best_speedup").is_number()) {
+      std::snprintf(buf, sizeof buf, ", best %.2fx over the baseline", s.at("best_speedup").get<double>());
+      out += buf;
+    }
+    const std::string prop = s.value("proposer", std::string());
+    if (prop.rfind("rules", 0) == 0) out += " [rules, mechanical]";
+    return out;
+  }
   return "";
 }
 

@@ -23,5 +23,7 @@ void add_skills(CLI::App& app, const common_options& common, int& exit_code);
 void add_optimize(CLI::App& app, const common_options& common, int& exit_code);
 void add_bench(CLI::App& app, const common_options& common, int& exit_code);
 void add_screen(CLI::App& app, const common_options& common, int& exit_code);
+void add_evolve(CLI::App& app, const common_options& common, int& exit_code);  // evolve, score
+void add_export(CLI::App& app, const common_options& common, int& exit_code);  // export training
 
 }  // namespace lathe::cli

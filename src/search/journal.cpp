@@ -23,6 +23,20 @@ llm::amounts amounts_from(const json& j) {
   return a;
 }
 
+result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task) {
+  auto got = db.get_run(id);
+  if (!got) return tl::unexpected(got.error());
+  if (!*got)
+    return fail(errc::not_found, "no run '" + id + "' to resume (`lathe runs list --kind " + to_string(kind) + "`)");
+  const run& r = **got;
+  if (r.kind != kind)
+    return fail(errc::invalid_argument, "run '" + r.id + "' is a " + to_string(r.kind) + " run, not " +
+                                            (kind == run_kind::evolve ? "an " : "a ") + to_string(kind) + " run");
+  if (r.task != task)
+    return fail(errc::invalid_argument, "run '" + r.id + "' works on task " + r.task + ", not " + task);
+  return r;
+}
+
 result<void> journal::load() {
   auto events = db_.run_events(run_id_);
   if (!events) return tl::unexpected(events.error());

@@ -38,6 +38,9 @@ namespace lathe::search::detail {
 nlohmann::json amounts_json(const llm::amounts& a);
 llm::amounts amounts_from(const nlohmann::json& j);
 
+// The run a `--resume` names: it must exist, be of `kind` and work on `task`; errors say which.
+result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task);
+
 class journal {
  public:
   journal(store& db, std::string run_id) : db_(db), run_id_(std::move(run_id)) {}

@@ -697,14 +697,9 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
   optimize_result out;
   run& r = out.r;
   if (o.resume_run) {
-    auto got = db.get_run(*o.resume_run);
+    auto got = detail::resumable_run(db, *o.resume_run, run_kind::optimize, t.name);
     if (!got) return tl::unexpected(got.error());
-    if (!*got) return fail(errc::not_found, "no run '" + *o.resume_run + "' to resume (`lathe runs list --kind optimize`)");
-    r = **got;
-    if (r.kind != run_kind::optimize)
-      return fail(errc::invalid_argument, "run '" + r.id + "' is a " + to_string(r.kind) + " run, not an optimize run");
-    if (r.task != t.name)
-      return fail(errc::invalid_argument, "run '" + r.id + "' optimizes task " + r.task + ", not " + t.name);
+    r = *got;
     out.resumed = true;
   } else {
     r.id = o.run_id.empty() ? new_run_id() : o.run_id;

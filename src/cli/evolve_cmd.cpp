@@ -1,0 +1,264 @@
+// lathe evolve TASK [START] (issue 9; docs/evolve.md) and lathe score TASK PARENT CANDIDATE…
+// (the reward service): the verbs find the task, its kernels and the proposer; search/evolve.h
+// runs the search, the gate scores.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "agent/kernel_text.h"
+#include "cli/context.h"
+#include "cli/proposer_session.h"
+#include "cli/verbs.h"
+#include "core/json.h"
+#include "core/text.h"
+#include "gate/bundle.h"
+#include "gate/task_file.h"
+#include "lineage/feature_audit.h"
+#include "llm/budget.h"
+#include "search/evolve.h"
+#include "search/export.h"
+#include "search/optimize.h"
+#include "skills/retrieve.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::cli {
+namespace {
+
+int fail_with(const std::string& m, int code) {
+  std::fprintf(stderr, "lathe: %s\n", m.c_str());
+  return code;
+}
+
+struct evolve_cli {
+  std::string task, start, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
+  int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2;
+  uint64_t seed = 1;
+  bool library = false, quick = false, json = false, quiet = false;
+  double max_time = 1.0;
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int run_evolve(const common_options& common, const evolve_cli& o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  auto t = find_task(o.task, ctx->where);
+  if (!t) return fail_with(t.error().message, 2);
+  if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
+  if (t->baseline.empty()) return fail_with("task " + t->name + " has no baseline kernel to score children against", 2);
+  auto desc = search::parse_descriptors(o.descriptors);
+  if (!desc) return fail_with("--descriptors: " + desc.error().message, 2);
+  auto samp = search::parse_sampling(o.sampling);
+  if (!samp) return fail_with("--sampling: " + samp.error().message, 2);
+  auto limits = llm::parse_budget(o.budget);
+  if (!limits) return fail_with("--budget: " + limits.error(), 2);
+  auto baseline = find_task_kernel(*t, t->baseline);
+  if (!baseline) return fail_with(baseline.error().message, 2);
+  kernel_bundle start;
+  if (!o.start.empty()) {
+    auto k = find_task_kernel(*t, o.start);
+    if (!k) return fail_with(k.error().message, 2);
+    start = std::move(*k);
+  }
+  const std::string run_id = o.resume.empty() ? search::new_evolve_id() : o.resume;
+  llm::amounts spent;
+  if (!o.resume.empty()) {
+    auto secs = search::resume_seconds(*ctx->db, o.resume);
+    if (!secs) return fail_with(secs.error().message, 2);
+    spent.seconds = *secs;
+  }
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty());
+  if (!session) return fail_with(session.error().message, 2);
+  const bool rules = (*session)->decision.choice == proposer_choice::rules;
+  if (start.sources.empty() && rules) {
+    // The rule engine cannot translate a reference: start from the task's baseline, and say so.
+    start = *baseline;
+    if (!o.quiet) std::fprintf(stderr, "… the rule engine cannot translate the reference: evolving from %s\n", t->baseline.c_str());
+  }
+  gate_settings gs;
+  gs.max_time = o.max_time;
+  gs.quick = o.quick;
+  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+
+  search::evolve_options eo;
+  eo.generations = o.generations;
+  eo.islands = o.islands;
+  eo.population = o.population;
+  eo.children = o.children;
+  eo.migrate_every = o.migrate_every;
+  eo.descriptors = *desc;
+  eo.samp = *samp;
+  eo.seed = o.seed;
+  const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
+  eo.target_text = agent::target_text(tgt);
+  // The label export reads: "rules:…" marks the rule engine's runs as not training-grade.
+  eo.proposer_label = rules ? "rules: " + (*session)->label() : (*session)->label();
+  eo.reference_source = read_text(t->problem.empty() ? t->dir / t->reference : t->problem);
+  std::vector<skill_card> library;
+  if (o.library) {
+    auto cards = ctx->db->list_cards("");
+    if (!cards) return fail_with(cards.error().message, 2);
+    library = std::move(*cards);
+    eo.cards = [&library, tgt](const task& tk, const std::vector<feature>& fs) {
+      skills::retrieve_query q;
+      q.lang = tk.plat == platform::cuda ? language::cuda : language::cpp;
+      q.tgt = tgt;
+      q.t = &tk;
+      for (const auto& f : fs) q.features.push_back(f.name);
+      skills::retrieve_options ro;
+      ro.admitted_only = true;
+      std::vector<skill_card> out;
+      for (const auto& r : skills::retrieve(library, q, ro).ranked) {
+        if (out.size() >= 3) break;
+        out.push_back(r.card);
+      }
+      return out;
+    };
+  }
+  if (!o.resume.empty()) eo.resume_run = o.resume;
+  else eo.run_id = run_id;
+  eo.args_json = nlohmann::json{{"task", o.task}, {"start", o.start}, {"generations", o.generations},
+                                {"islands", o.islands}, {"population", o.population}, {"children", o.children},
+                                {"migrate_every", o.migrate_every}, {"descriptors", o.descriptors},
+                                {"sampling", o.sampling}, {"seed", o.seed}, {"library", o.library},
+                                {"proposer", o.proposer}, {"budget", o.budget}}
+                     .dump();
+  if (!o.quiet && !o.json)
+    eo.progress = [](const search::evolve_progress& p) {
+      std::fprintf(stderr, "… [%.0fs, %lld evals, best score %.3f] %s\n", p.seconds,
+                   static_cast<long long>(p.evaluations), p.best_score, p.message.c_str());
+    };
+  auto res = search::evolve(*t, start, *baseline, v, *(*session)->proposer, *ctx->db, *(*session)->budget, eo);
+  if (!res) return fail_with(res.error().message, 1);
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::parse(res->r.summary);
+    j["schema"] = "lathe.evolve/1";
+    j["run"] = res->r.id;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("run       %s (%s)\n", res->r.id.c_str(), (*session)->label().c_str());
+  std::printf("children  %zu, %lld gate evaluations, %zu elites in the archive\n", res->children.size(),
+              static_cast<long long>(res->evaluations), res->archive_size);
+  std::printf("best      %s%s\n", res->best.substr(0, 12).c_str(),
+              res->best_speedup ? cat(": ", std::to_string(*res->best_speedup), "x over ", t->baseline).c_str() : "");
+  std::printf("by generation (best score):");
+  for (double s : res->best_per_generation) std::printf(" %.3f", s);
+  std::printf("\n");
+  return 0;
+}
+
+// The reward service: each candidate against one parent, rewards as an RL trainer reads them.
+struct score_cli {
+  std::string task, parent;
+  std::vector<std::string> candidates;
+  double max_time = 1.0;
+  bool quick = false;
+};
+
+int run_score(const common_options& common, const score_cli& o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  auto t = find_task(o.task, ctx->where, problem_platform_of(o.parent));
+  if (!t) return fail_with(t.error().message, 2);
+  auto parent = find_task_kernel(*t, o.parent);
+  if (!parent) return fail_with("parent: " + parent.error().message, 2);
+  std::vector<kernel_bundle> cands;
+  for (const auto& c : o.candidates) {
+    auto k = find_task_kernel(*t, c);
+    if (!k) return fail_with(c + ": " + k.error().message, 2);
+    cands.push_back(std::move(*k));
+  }
+  gate_settings gs;
+  gs.max_time = o.max_time;
+  gs.quick = o.quick;
+  gs.progress = false;
+  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+  const evaluation pe = v.check(*t, *parent, *parent, {"human", "score parent", false});
+  if (!lineages::passed(pe))
+    return fail_with("the parent fails the gate (" + std::string(to_string(pe.result)) + "): " + pe.message, 1);
+  nlohmann::json rows = nlohmann::json::array();
+  std::vector<double> rewards;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const evaluation e = v.compare(*t, cands[i], *parent, {"human", "score", false});
+    const bool correct = lineages::passed(e) || e.result == outcome::unstable;
+    const auto r = lineages::ratio(e);
+    const double reward = correct && r ? *r : 0.0;
+    rewards.push_back(reward);
+    rows.push_back({{"candidate", o.candidates[i]}, {"hash", cands[i].hash}, {"outcome", to_string(e.result)},
+                    {"correct", correct}, {"decided", lineages::passed(e)}, {"reward", reward},
+                    {"ci", e.paired ? nlohmann::json{e.paired->ci_low, e.paired->ci_high} : nlohmann::json(nullptr)},
+                    {"message", e.message.substr(0, e.message.find('\n'))}, {"evaluation", e.id}});
+  }
+  double mean = 0, var = 0;
+  for (double x : rewards) mean += x;
+  mean /= std::max<size_t>(1, rewards.size());
+  for (double x : rewards) var += (x - mean) * (x - mean);
+  const double sd = rewards.size() > 1 ? std::sqrt(var / rewards.size()) : 0.0;
+  for (size_t i = 0; i < rows.size(); ++i) rows[i]["advantage"] = sd > 0 ? (rewards[i] - mean) / sd : 0.0;
+  nlohmann::json j{{"schema", "lathe.score/1"}, {"task", t->name}, {"parent", parent->hash},
+                   {"candidates", rows}, {"group", {{"size", rows.size()}, {"mean_reward", mean}, {"std_reward", sd}}}};
+  std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
+  auto o = std::make_shared<evolve_cli>();
+  CLI::App* e = app.add_subcommand("evolve", "Kernel-Smith evolutionary search: MAP-Elites islands over the gate");
+  e->add_option("task", o->task, "task directory, task.toml, shipped task name, or a wrapped problem")->required();
+  e->add_option("start", o->start,
+                "the start kernel (default: the proposer's translations of the reference; the rule engine "
+                "cannot translate and starts from the task's baseline)");
+  e->add_option("--generations", o->generations, "generations")->capture_default_str();
+  e->add_option("--islands", o->islands, "islands")->capture_default_str();
+  e->add_option("--population", o->population, "initial members per island")->capture_default_str();
+  e->add_option("--children", o->children, "children per island per generation")->capture_default_str();
+  e->add_option("--migrate-every", o->migrate_every, "generations between ring migrations (0: never)")->capture_default_str();
+  e->add_option("--descriptors", o->descriptors,
+                "archive dimensions, e.g. \"complexity:40,80,160;features:2,4\" (complexity, score, "
+                "features, feature:<name>; default complexity and features)");
+  e->add_option("--sampling", o->sampling,
+                "parent sampling, e.g. \"exploration=0.2,exploitation=0.5,elite=0.3,top=3,inspirations=2\"");
+  e->add_option("--seed", o->seed, "the sampling's random seed (stored with the run)")->capture_default_str();
+  e->add_flag("--library", o->library, "library-guided: the skill cards retrieved for a parent go into its prompt");
+  e->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
+  e->add_option("--budget", o->budget, "limits: steps=N (children),evals=N,tokens=N,usd=X,time=S")->capture_default_str();
+  e->add_option("--resume", o->resume, "continue this evolve run (its own arguments)");
+  e->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  e->add_flag("--quick", o->quick, "half the timing effort per evaluation");
+  e->add_flag("--json", o->json, "print the summary as JSON (schema lathe.evolve/1)");
+  e->add_flag("--quiet", o->quiet, "no progress lines");
+  e->footer("An elite is replaced only after a paired re-measure of the child against it in fresh worker\n"
+            "processes clears the gate's margin. Every child is a run event: --resume goes on without\n"
+            "repeating one. Exit code 0: the run finished; 1: it failed; 2: usage.");
+  e->callback([o, &common, &exit_code] { exit_code = run_evolve(common, *o); });
+
+  auto s = std::make_shared<score_cli>();
+  CLI::App* sc = app.add_subcommand("score", "rewards for a group of candidates against one parent (JSON, for RL trainers)");
+  sc->add_option("task", s->task, "the task")->required();
+  sc->add_option("parent", s->parent, "the parent kernel (bundle path or kernel name)")->required();
+  sc->add_option("candidates", s->candidates, "candidate kernels (a GRPO group: 8)")->required();
+  sc->add_option("--max-time", s->max_time, "longest paired timing series per candidate, seconds")->capture_default_str();
+  sc->add_flag("--quick", s->quick, "half the timing effort per candidate");
+  sc->footer("Per candidate: reward = paired speedup over the parent when correct (decided or not), 0 when it\n"
+             "fails; advantage = (reward - group mean) / group std. Prints lathe.score/1.\n"
+             "Exit code 0: scored (whatever the rewards); 1: the parent fails; 2: usage.");
+  sc->callback([s, &common, &exit_code] { exit_code = run_score(common, *s); });
+}
+
+}  // namespace lathe::cli

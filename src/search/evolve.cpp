@@ -1,0 +1,625 @@
+#include "search/evolve.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "core/json.h"
+#include "core/text.h"
+#include "lineage/feature_audit.h"
+#include "search/journal.h"
+
+namespace lathe::search {
+
+using nlohmann::json;
+using detail::amounts_from;
+using detail::amounts_json;
+
+namespace {
+
+std::string head(const std::string& s, size_t max) { return s.size() <= max ? s : s.substr(0, max) + "…"; }
+std::string line1(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// What the gate said about a kernel against the baseline, kept for the scores and the feedback.
+struct measured {
+  verdict_summary v;
+  std::string outcome, message, diagnostics;
+  int64_t id = 0;
+  std::optional<double> ratio;  // the paired ratio whatever the outcome (a contest reads it)
+  double margin = 0.05;         // the gate's margin for that ratio
+};
+
+json measured_json(const measured& m) {
+  return {{"compiles", m.v.compiles}, {"correct", m.v.correct},
+          {"speedup", m.v.speedup ? json(*m.v.speedup) : json(nullptr)}, {"outcome", m.outcome},
+          {"message", m.message}, {"diagnostics", m.diagnostics}, {"id", m.id}};
+}
+
+measured measured_from(const json& j) {
+  measured m;
+  m.v.compiles = j.value("compiles", false);
+  m.v.correct = j.value("correct", false);
+  if (j.contains("speedup") && j["speedup"].is_number()) m.v.speedup = j["speedup"].get<double>();
+  m.outcome = j.value("outcome", std::string());
+  m.message = j.value("message", std::string());
+  m.diagnostics = j.value("diagnostics", std::string());
+  m.id = j.value("id", int64_t{0});
+  return m;
+}
+
+measured summarize(const evaluation& e) {
+  measured m;
+  m.outcome = std::string(to_string(e.result));
+  m.message = line1(e.message);
+  m.diagnostics = head(e.diagnostics, 1500);
+  m.id = e.id;
+  m.v.compiles = e.result != outcome::compile_error && e.result != outcome::forbidden &&
+                 e.result != outcome::load_error;
+  m.v.correct = lineages::passed(e) || e.result == outcome::unstable;
+  if (lineages::passed(e)) m.v.speedup = lineages::ratio(e);
+  return m;
+}
+
+// The execution feedback of a kernel's last evaluation, as the proposer reads it.
+std::string feedback_text(const measured& m) {
+  std::string s = "outcome " + m.outcome + ": " + m.message;
+  if (m.v.speedup) s += cat("\nspeedup over the task's baseline: ", std::to_string(*m.v.speedup), "x (paired)");
+  if (!m.diagnostics.empty() && m.outcome != "ok") s += "\ndiagnostics:\n" + head(m.diagnostics, 1200);
+  return s;
+}
+
+size_t source_lines(const kernel_bundle& k) {
+  size_t n = 0;
+  for (const auto& [path, text] : k.sources) {
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);)
+      if (l.find_first_not_of(" \t\r") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+std::string placement_text(const child_record& c) {
+  if (c.placement == "contest")
+    return cat("contest ", c.placed ? "won" : "lost",
+               c.contest_ratio ? cat(" (", std::to_string(*c.contest_ratio), "x against the incumbent)") : "");
+  return c.placement + (c.placed ? " (placed)" : "");
+}
+
+class runner {
+ public:
+  runner(const task& t, const kernel_bundle& baseline, lineages::verifier& v, agent::proposer& p, store& db,
+         llm::ledger& ledger, const evolve_options& o, detail::journal& j, evolve_result& out)
+      : t_(t), baseline_(baseline), v_(v), p_(p), db_(db), ledger_(ledger), o_(o), j_(j), out_(out),
+        arch_(o.descriptors, o.islands), rng_(o.seed) {}
+
+  result<void> run(const kernel_bundle& start) {
+    if (start.sources.empty()) {
+      // No start kernel: the initial population is the proposer's translations of the reference.
+      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
+        for (int32_t k = 0; k < o_.population && !stopped_; ++k)
+          if (auto c = translation(cat("t/", std::to_string(i), "/", std::to_string(k)), i, k); !c) return c;
+      if (arch_.size() == 0)
+        return fail(errc::invalid_argument, "no translation of the reference passed the gate: nothing to evolve");
+    } else {
+      if (auto s = seed(start); !s) return s;
+      // The initial population: mutations of the start kernel on every island.
+      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
+        for (int32_t k = 1; k < o_.population && !stopped_; ++k)
+          if (auto c = child(cat("c/0/", std::to_string(i), "/", std::to_string(k)), 0, i, k, "initial", start_elite_); !c)
+            return c;
+    }
+    for (int32_t g = 1; g <= o_.generations && !stopped_; ++g) {
+      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
+        for (int32_t c = 0; c < o_.children && !stopped_; ++c) {
+          const elite* parent = arch_.parent(i, o_.samp, rng_);
+          if (!parent) continue;
+          const elite chosen = *parent;  // the archive may change under a pointer
+          if (auto r = child(cat("c/", std::to_string(g), "/", std::to_string(i), "/", std::to_string(c)), g, i, c,
+                             "child", chosen);
+              !r)
+            return r;
+        }
+      if (!stopped_ && o_.migrate_every > 0 && g % o_.migrate_every == 0)
+        if (auto m = migrate(g); !m) return m;
+      const elite* b = arch_.best();
+      out_.best_per_generation.push_back(b ? b->score : 0);
+      if (auto e = emit("generation", cat("g/", std::to_string(g)),
+                        {{"generation", g}, {"best_score", b ? b->score : 0}, {"best", b ? b->hash : ""},
+                         {"archive", arch_.size()}},
+                        cat("generation ", std::to_string(g), ": best score ", std::to_string(b ? b->score : 0),
+                            ", ", std::to_string(arch_.size()), " elites"));
+          !e)
+        return e;
+    }
+    return {};
+  }
+
+  const archive& arch() const { return arch_; }
+  const std::string& stop_detail() const { return stop_detail_; }
+
+ private:
+  double elapsed() const { return ledger_.spent().seconds; }
+  // A recorded action's use, charged again on resume (as the live run reserved it).
+  void charge(const llm::amounts& a) {
+    if (auto r = ledger_.reserve(a)) ledger_.commit(std::move(*r), a);
+  }
+
+  result<void> emit(const std::string& kind, const std::string& key, json body, const std::string& message) {
+    auto wrote = j_.emit(kind, key, std::move(body), elapsed());
+    if (!wrote) return tl::unexpected(wrote.error());
+    if (*wrote && o_.progress) {
+      evolve_progress pr;
+      pr.run_id = out_.r.id;
+      pr.message = message;
+      const elite* b = arch_.best();
+      pr.best_score = b ? b->score : 0;
+      pr.evaluations = out_.evaluations;
+      pr.seconds = elapsed();
+      o_.progress(pr);
+    }
+    return {};
+  }
+
+  // One evaluation against `against` (the baseline, or an incumbent in a contest), within the
+  // budget; nullopt when the budget refused it (the run stops).
+  std::optional<measured> gate(const kernel_bundle& k, const kernel_bundle& against, const provenance& prov) {
+    auto hold = ledger_.reserve({0, 1, 0, 0, 0, 0});
+    if (!hold) {
+      stopped_ = true;
+      stop_detail_ = hold.error().message;
+      return std::nullopt;
+    }
+    const evaluation e = v_.compare(t_, k, against, prov);
+    ledger_.commit(std::move(*hold), {0, 1, 0, 0, 0, 0});
+    ++out_.evaluations;
+    measured m = summarize(e);
+    m.ratio = lineages::ratio(e);
+    m.margin = lineages::margin(e, t_.plat);
+    return m;
+  }
+
+  std::vector<double> values_of(const kernel_bundle& k, double score) {
+    std::vector<double> out;
+    std::vector<std::string> names;
+    if (auto it = features_.find(k.hash); it != features_.end()) names = it->second;
+    else {
+      for (const auto& f : lineages::features_of(v_.features(t_, k))) names.push_back(f.name);
+      features_[k.hash] = names;
+    }
+    for (const auto& d : o_.descriptors) {
+      if (d.name == "complexity") out.push_back(static_cast<double>(source_lines(k)));
+      else if (d.name == "score") out.push_back(score);
+      else if (d.name == "features") out.push_back(static_cast<double>(names.size()));
+      else {
+        const std::string want = d.name.substr(8);
+        out.push_back(std::find(names.begin(), names.end(), want) != names.end() ? 1.0 : 0.0);
+      }
+    }
+    return out;
+  }
+
+  result<void> seed(const kernel_bundle& start) {
+    if (auto put = db_.put_kernel(start); !put) return tl::unexpected(put.error());
+    kernels_[start.hash] = start;
+    measured m;
+    if (const json* rec = j_.recorded("start")) {
+      m = measured_from(rec->at("verdict"));
+      ++out_.evaluations;
+      charge({0, 1, 0, 0, 0, 0});
+    } else {
+      auto got = gate(start, baseline_, {"human", "evolve start", false});
+      if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + stop_detail_);
+      m = *got;
+      if (!m.v.correct)
+        return fail(errc::invalid_argument, "the start kernel fails the gate (" + m.outcome + "): " + m.message);
+    }
+    if (!m.v.correct) return fail(errc::invalid_argument, "the start kernel fails the gate (" + m.outcome + ")");
+    start_elite_.hash = start.hash;
+    start_elite_.verdict = m.v;
+    start_elite_.score = composite_score(m.v);
+    start_elite_.values = values_of(start, start_elite_.score);
+    start_elite_.evaluation = m.id;
+    feedback_[start.hash] = feedback_text(m);
+    gated_[start.hash] = m;
+    for (int32_t i = 0; i < o_.islands; ++i) arch_.put(i, start_elite_);
+    return emit("start", "start", {{"kernel", start.hash}, {"verdict", measured_json(m)}},
+                "start " + start.hash.substr(0, 12) + ": " + m.outcome + ", score " + std::to_string(start_elite_.score));
+  }
+
+  std::string direction(const elite& parent, const std::vector<const elite*>& insp,
+                        const std::vector<skill_card>& cards, int32_t g, int32_t island) {
+    std::string s = cat("Evolutionary search, generation ", std::to_string(g), ", island ", std::to_string(island),
+                        ". Make one focused change to the parent that could make it faster while keeping "
+                        "it correct.\n\nThe parent's last evaluation (composite score ",
+                        std::to_string(parent.score), "):\n", feedback_[parent.hash]);
+    if (!insp.empty()) {
+      s += "\n\nInspirations (other elites of the archive, shown under `inspirations`):";
+      for (const elite* e : insp)
+        s += cat("\n- ", e->hash.substr(0, 12), ": score ", std::to_string(e->score),
+                 e->verdict.speedup ? cat(", ", std::to_string(*e->verdict.speedup), "x over the baseline") : "");
+    }
+    if (!cards.empty()) {
+      s += "\n\nSkill cards retrieved for the parent's verified features (apply at most one, where its "
+           "preconditions hold):";
+      for (const auto& c : cards) s += cat("\n- ", c.name, ": ", c.intent);
+    }
+    if (!o_.reference_source.empty())
+      s += "\n\nThe task's reference (what the kernel must compute):\n" + head(o_.reference_source, 4000);
+    return s;
+  }
+
+  // Places a gated kernel on `island`: an empty cell takes it; a lower-scoring incumbent is
+  // contested by a paired re-measure (child vs incumbent) that the child must win by the margin.
+  result<void> place(child_record& c, int32_t island, const kernel_bundle& k, const measured& m,
+                     const std::vector<double>& values) {
+    c.placement = to_string(arch_.place(island, c.score, values));
+    if (const elite* in = arch_.incumbent(island, arch_.cell_of(values)); in && in->hash == k.hash)
+      c.placement = "kept";  // the elite itself: nothing to contest
+    elite e;
+    e.hash = k.hash;
+    e.score = c.score;
+    e.verdict = m.v;
+    e.values = values;
+    e.generation = c.generation;
+    e.parent = c.parent;
+    e.evaluation = m.id;
+    if (c.placement == "new_cell") {
+      c.placed = true;
+    } else if (c.placement == "contest") {
+      const elite* in = arch_.incumbent(island, arch_.cell_of(values));
+      auto inc = kernels_.find(in->hash);
+      if (inc == kernels_.end()) return fail(errc::internal, "an elite's kernel is unknown: " + in->hash);
+      const std::string pair = k.hash + "|" + in->hash;
+      if (auto lost = contests_lost_.find(pair); lost != contests_lost_.end()) {
+        c.contest_ratio = lost->second;  // this child lost to this incumbent before: not asked again
+        c.duplicate = true;
+      } else {
+        auto again = gate(k, inc->second, {"human", "evolve contest", false});
+        if (!again) return {};
+        c.evaluations.push_back(again->id);
+        c.contest_ratio = again->ratio;
+        c.placed = again->outcome == "ok" && again->ratio && *again->ratio > 1.0 + again->margin;
+        if (!c.placed) contests_lost_[pair] = again->ratio;
+      }
+    }
+    if (c.placed) arch_.put(island, e);
+    return {};
+  }
+
+  result<void> child(const std::string& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
+                     const elite& parent) {
+    if (const json* rec = j_.recorded(key)) return replay(*rec, island);
+    auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
+    if (!step) {
+      stopped_ = true;
+      stop_detail_ = step.error().message;
+      return {};
+    }
+    child_record c;
+    c.generation = g, c.island = island, c.index = index, c.kind = kind, c.parent = parent.hash;
+    c.parent_speedup = parent.verdict.speedup;
+    const auto insp = arch_.inspirations(island, parent, o_.samp);
+    std::vector<skill_card> cards;
+    if (o_.cards) {
+      std::vector<feature> fs;
+      for (const auto& n : features_[parent.hash]) {
+        feature f;
+        f.name = n;
+        fs.push_back(std::move(f));
+      }
+      cards = o_.cards(t_, fs);
+    }
+    agent::mutate_request mr;
+    mr.t = &t_;
+    mr.parent = kernels_.at(parent.hash);
+    for (const elite* e : insp) {
+      mr.inspirations.push_back(kernels_.at(e->hash));
+      c.inspirations.push_back(e->hash);
+    }
+    for (const auto& cd : cards) c.cards.push_back(cd.id);
+    mr.direction = direction(parent, insp, cards, g, island);
+    mr.target = o_.target_text;
+    c.prompt_context = mr.direction;
+    auto pr = p_.mutate(mr);
+    ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
+    return finish(key, c, island, pr,
+                  cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": "));
+  }
+
+  // The proposer's answer for child `c`: the kernel gated against the baseline (a kernel gated
+  // before keeps its verdict), placed when correct, recorded as a `child` event.
+  result<void> finish(const std::string& key, child_record& c, int32_t island,
+                      const agent::op_result<agent::proposal>& pr, const std::string& what) {
+    if (!pr) {
+      c.failure = cat(agent::to_string(pr.error().kind), ": ", line1(pr.error().message));
+      c.placement = "failed";
+    } else {
+      c.kernel = pr->kernel.hash;
+      if (c.action.empty()) c.action = pr->action;
+      c.edits = pr->edits;
+      c.rationale = pr->rationale;
+      c.prov = pr->prov;
+      if (auto put = db_.put_kernel(pr->kernel); !put) return tl::unexpected(put.error());
+      kernels_[pr->kernel.hash] = pr->kernel;
+      std::optional<measured> m;
+      if (auto seen = gated_.find(pr->kernel.hash); seen != gated_.end()) {
+        m = seen->second;  // a kernel the run gated before: its verdict, no new evaluation
+        c.duplicate = true;
+      } else {
+        m = gate(pr->kernel, baseline_, pr->prov);
+        if (!m) return {};  // the budget ended the run before the child was measured
+        c.evaluations.push_back(m->id);
+        gated_[pr->kernel.hash] = *m;
+      }
+      c.outcome = m->outcome;
+      c.speedup = m->v.speedup;
+      c.score = composite_score(m->v);
+      feedback_[pr->kernel.hash] = feedback_text(*m);
+      if (m->v.correct) {
+        if (auto pl = place(c, island, pr->kernel, *m, values_of(pr->kernel, c.score)); !pl) return pl;
+      } else {
+        c.placement = "failed";
+      }
+    }
+    out_.children.push_back(c);
+    json body = child_json(c);
+    body["feedback"] = c.kernel.empty() ? "" : feedback_[c.kernel];
+    return emit("child", key, std::move(body),
+                what + (c.kernel.empty() ? "proposer failed (" + c.failure + ")"
+                                         : cat(c.action, " -> ", c.outcome, c.duplicate ? " (gated before)" : "",
+                                               ", score ", std::to_string(c.score), ", ", placement_text(c))));
+  }
+
+  // One translation of the reference by the proposer (seed_baseline), gated and placed.
+  result<void> translation(const std::string& key, int32_t island, int32_t index) {
+    if (const json* rec = j_.recorded(key)) return replay(*rec, island);
+    auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
+    if (!step) {
+      stopped_ = true;
+      stop_detail_ = step.error().message;
+      return {};
+    }
+    child_record c;
+    c.generation = 0, c.island = island, c.index = index, c.kind = "translation";
+    agent::seed_request sr;
+    sr.t = &t_;
+    sr.reference_source = o_.reference_source;
+    sr.target = o_.target_text;
+    c.prompt_context = "Translate the task's reference into a kernel on lathe's ABI.\n\n" + o_.reference_source;
+    auto pr = p_.seed_baseline(sr);
+    ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
+    if (pr && pr->action.empty()) c.action = "translate";
+    return finish(key, c, island, pr,
+                  cat("translation ", std::to_string(index), " on island ", std::to_string(island), ": "));
+  }
+
+  // A recorded child: its budget charged again, its kernel known, its placement redone.
+  result<void> replay(const json& rec, int32_t island) {
+    child_record c = child_from(rec);
+    if (c.kind != "migrant") charge({1, 0, 0, 0, 0, 0});
+    for (size_t i = 0; i < c.evaluations.size(); ++i) {
+      charge({0, 1, 0, 0, 0, 0});
+      ++out_.evaluations;
+    }
+    if (!c.kernel.empty()) {
+      auto k = db_.get_kernel(c.kernel);
+      if (!k) return tl::unexpected(k.error());
+      kernels_[c.kernel] = *k;
+      feedback_[c.kernel] = rec.value("feedback", std::string());
+      if (c.kind != "migrant" && !gated_.count(c.kernel)) {
+        measured m;
+        m.outcome = c.outcome;
+        m.v.compiles = c.outcome != "compile_error" && c.outcome != "forbidden" && c.outcome != "load_error";
+        m.v.correct = c.outcome == "ok" || c.outcome == "unstable";
+        m.v.speedup = c.speedup;
+        m.id = c.evaluations.empty() ? 0 : c.evaluations.front();
+        gated_[c.kernel] = m;
+      }
+      if (c.placement == "contest" && !c.placed && !c.duplicate) {
+        if (const elite* in = arch_.incumbent(island, arch_.cell_of(values_of(*k, c.score))))
+          contests_lost_[c.kernel + "|" + in->hash] = c.contest_ratio;
+      }
+      if (c.placed) {
+        elite e;
+        e.hash = c.kernel;
+        e.score = c.score;
+        e.verdict.compiles = true;
+        e.verdict.correct = true;
+        e.verdict.speedup = c.speedup;
+        e.values = values_of(*k, c.score);
+        e.generation = c.generation;
+        e.parent = c.parent;
+        e.evaluation = c.evaluations.empty() ? 0 : c.evaluations.front();
+        arch_.put(island, e);
+      }
+    }
+    out_.children.push_back(std::move(c));
+    return {};
+  }
+
+  result<void> migrate(int32_t g) {
+    for (const auto& [to, m] : arch_.migrants()) {
+      const std::string key = cat("m/", std::to_string(g), "/", std::to_string(to));
+      if (const json* rec = j_.recorded(key)) {
+        if (auto r = replay(*rec, to); !r) return r;
+        continue;
+      }
+      child_record c;
+      c.generation = g, c.island = to, c.kind = "migrant", c.parent = m.parent, c.kernel = m.hash;
+      c.outcome = "ok", c.speedup = m.verdict.speedup, c.score = m.score;
+      measured mm;
+      mm.v = m.verdict;
+      mm.id = m.evaluation;
+      if (auto pl = place(c, to, kernels_.at(m.hash), mm, m.values); !pl) return pl;
+      if (stopped_) return {};
+      out_.children.push_back(c);
+      json body = child_json(c);
+      body["feedback"] = feedback_[m.hash];
+      if (auto e = emit("child", key, std::move(body),
+                        cat("g", std::to_string(g), " migrant ", m.hash.substr(0, 12), " -> island ",
+                            std::to_string(to), ": ", placement_text(c)));
+          !e)
+        return e;
+    }
+    return {};
+  }
+
+  const task& t_;
+  const kernel_bundle& baseline_;
+  lineages::verifier& v_;
+  agent::proposer& p_;
+  store& db_;
+  llm::ledger& ledger_;
+  const evolve_options& o_;
+  detail::journal& j_;
+  evolve_result& out_;
+  archive arch_;
+  std::mt19937_64 rng_;
+  elite start_elite_;
+  std::map<std::string, kernel_bundle> kernels_;
+  std::map<std::string, std::string> feedback_;
+  std::map<std::string, std::vector<std::string>> features_;
+  std::map<std::string, measured> gated_;  // every kernel gated against the baseline, by hash
+  std::map<std::string, std::optional<double>> contests_lost_;  // "child|incumbent" -> its ratio
+  bool stopped_ = false;
+  std::string stop_detail_;
+};
+
+json options_json(const evolve_options& o) {
+  json d = json::array();
+  for (const auto& x : o.descriptors) d.push_back({{"name", x.name}, {"edges", x.edges}});
+  return {{"generations", o.generations}, {"islands", o.islands}, {"population", o.population},
+          {"children", o.children}, {"migrate_every", o.migrate_every}, {"descriptors", d},
+          {"sampling", {{"exploration", o.samp.exploration}, {"exploitation", o.samp.exploitation},
+                        {"elite", o.samp.elite}, {"top", o.samp.top_k}, {"inspirations", o.samp.inspirations}}},
+          {"seed", o.seed}, {"library", static_cast<bool>(o.cards)}};
+}
+
+}  // namespace
+
+json child_json(const child_record& c) {
+  auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  return {{"generation", c.generation}, {"island", c.island}, {"index", c.index}, {"kind", c.kind},
+          {"parent", c.parent}, {"inspirations", c.inspirations}, {"cards", c.cards}, {"kernel", c.kernel},
+          {"action", c.action}, {"edits", c.edits}, {"rationale", c.rationale}, {"provenance", c.prov},
+          {"failure", c.failure}, {"outcome", c.outcome}, {"speedup", opt(c.speedup)},
+          {"parent_speedup", opt(c.parent_speedup)}, {"score", c.score}, {"placement", c.placement},
+          {"contest_ratio", opt(c.contest_ratio)}, {"placed", c.placed}, {"duplicate", c.duplicate},
+          {"evaluations", c.evaluations},
+          {"prompt_context", c.prompt_context}};
+}
+
+child_record child_from(const json& j) {
+  child_record c;
+  auto opt = [&](const char* k) -> std::optional<double> {
+    if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
+    return std::nullopt;
+  };
+  c.generation = j.value("generation", 0);
+  c.island = j.value("island", 0);
+  c.index = j.value("index", 0);
+  c.kind = j.value("kind", std::string());
+  c.parent = j.value("parent", std::string());
+  c.inspirations = j.value("inspirations", std::vector<std::string>{});
+  c.cards = j.value("cards", std::vector<std::string>{});
+  c.kernel = j.value("kernel", std::string());
+  c.action = j.value("action", std::string());
+  c.edits = j.value("edits", std::string());
+  c.rationale = j.value("rationale", std::string());
+  if (j.contains("provenance")) c.prov = j.at("provenance").get<provenance>();
+  c.failure = j.value("failure", std::string());
+  c.outcome = j.value("outcome", std::string());
+  c.speedup = opt("speedup");
+  c.parent_speedup = opt("parent_speedup");
+  c.score = j.value("score", 0.0);
+  c.placement = j.value("placement", std::string());
+  c.contest_ratio = opt("contest_ratio");
+  c.placed = j.value("placed", false);
+  c.duplicate = j.value("duplicate", false);
+  c.evaluations = j.value("evaluations", std::vector<int64_t>{});
+  c.prompt_context = j.value("prompt_context", std::string());
+  return c;
+}
+
+std::string new_evolve_id() { return new_run_id(run_kind::evolve); }
+
+result<evolve_result> evolve(const task& t, const kernel_bundle& start, const kernel_bundle& baseline,
+                             lineages::verifier& v, agent::proposer& p, store& db, llm::ledger& ledger,
+                             const evolve_options& o) {
+  evolve_result out;
+  run& r = out.r;
+  if (o.resume_run) {
+    auto got = detail::resumable_run(db, *o.resume_run, run_kind::evolve, t.name);
+    if (!got) return tl::unexpected(got.error());
+    r = *got;
+    out.resumed = true;
+  } else {
+    r.id = o.run_id.empty() ? new_evolve_id() : o.run_id;
+    r.kind = run_kind::evolve;
+    r.task = t.name;
+    r.limits = ledger.bounds().run;
+    r.args = o.args_json.empty() ? "{}" : o.args_json;
+  }
+  r.state = run_state::running;
+  r.message.clear();
+  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  detail::journal j(db, r.id);
+  if (out.resumed)
+    if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());
+  if (const json* st = j.recorded("started"); st && st->value("seed", o.seed) != o.seed)
+    return fail(errc::invalid_argument, "run '" + r.id + "' was started with another seed: resume with its own arguments");
+  runner loop(t, baseline, v, p, db, ledger, o, j, out);
+  json st = options_json(o);
+  st["task"] = t.name;
+  st["start"] = start.hash;
+  st["baseline"] = baseline.hash;
+  st["proposer"] = o.proposer_label;
+  if (auto w = j.emit("started", "started", st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
+  auto body = loop.run(start);
+  if (!body) {
+    r.state = run_state::failed;
+    r.message = body.error().message;
+    (void)db.put_run(r);
+    return tl::unexpected(body.error());
+  }
+  const elite* b = loop.arch().best();
+  out.archive_size = loop.arch().size();
+  if (b) {
+    out.best = b->hash;
+    out.best_speedup = b->verdict.speedup;
+  }
+  json children = json::array();
+  int32_t placed = 0, failed = 0;
+  for (const auto& c : out.children) {
+    placed += c.placed;
+    failed += c.placement == "failed";
+  }
+  json elites = json::array();
+  for (int32_t i = 0; i < loop.arch().islands(); ++i)
+    for (const elite* e : loop.arch().elites(i))
+      elites.push_back({{"island", i}, {"cell", loop.arch().cell_of(e->values)}, {"kernel", e->hash},
+                        {"score", e->score}, {"values", e->values}, {"generation", e->generation},
+                        {"speedup", e->verdict.speedup ? json(*e->verdict.speedup) : json(nullptr)}});
+  r.summary = json{{"task", t.name},
+                   {"proposer", o.proposer_label},
+                   {"children", out.children.size()},
+                   {"placed", placed},
+                   {"failed", failed},
+                   {"evaluations", out.evaluations},
+                   {"best", out.best},
+                   {"best_speedup", out.best_speedup ? json(*out.best_speedup) : json(nullptr)},
+                   {"best_per_generation", out.best_per_generation},
+                   {"archive", elites},
+                   {"stopped", loop.stop_detail()},
+                   {"options", options_json(o)}}
+                  .dump();
+  r.state = run_state::finished;
+  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  (void)j.emit("finished", "finished", {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
+  return out;
+}
+
+}  // namespace lathe::search

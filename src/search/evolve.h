@@ -1,0 +1,115 @@
+// lathe evolve (issue 9; docs/evolve.md): Kernel-Smith's evolutionary search on lathe's gate.
+//
+// Islands of a MAP-Elites archive (archive.h) start from the start kernel (gated against the
+// task's baseline) and `population - 1` mutations of it per island. Each generation, each island
+// makes `children` children: a parent and inspirations sampled by the ratios, a mutate request
+// with the parent's execution feedback (its last verdict, error figures, timing, resources), the
+// reference's source, the target and, when library-guided, the skill cards retrieved for the
+// parent's verified features; the gate scores the child against the baseline (checks first: a
+// child that does not compile or is wrong is scored without timing); the child is placed: an
+// empty cell takes it, an occupied cell whose elite scores lower is contested by a paired
+// re-measure of the child against the incumbent in fresh worker processes, and the child
+// replaces the elite only if it is faster by the gate's margin. Every `migrate_every`
+// generations, each island's best migrates to the next island under the same rule.
+//
+// Persistence: one `child` event per child (its proposal, verdict, placement and contest) the
+// moment it is decided, a `generation` event per generation (the best score so far); `--resume`
+// replays the recorded children through the same loop (same seed, same sampling) and goes on live.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/proposer.h"
+#include "core/error.h"
+#include "core/feature.h"
+#include "core/kernel.h"
+#include "core/task.h"
+#include "lineage/verifier.h"
+#include "llm/budget.h"
+#include "search/archive.h"
+#include "store/store.h"
+
+namespace lathe::search {
+
+struct evolve_progress {
+  std::string run_id;
+  int32_t generation = 0, island = 0, child = 0;
+  std::string message;
+  double best_score = 0;
+  int64_t evaluations = 0;
+  double seconds = 0;
+};
+
+struct evolve_options {
+  int32_t generations = 3;
+  int32_t islands = 2;
+  int32_t population = 2;     // initial members per island: the start kernel and mutations of it
+  int32_t children = 2;       // children per island per generation
+  int32_t migrate_every = 2;  // generations between migrations (0: never)
+  std::vector<descriptor> descriptors;
+  sampling samp;
+  uint64_t seed = 1;          // the sampling's random stream (stored with the run)
+  // Library-guided evolution: the cards retrieved for a parent, shown in its mutate request.
+  std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> cards;
+  std::string reference_source;  // shown to the proposer
+  std::string target_text;
+  std::string proposer_label;
+  std::optional<std::string> resume_run;
+  std::string run_id;
+  std::string args_json;
+  std::function<void(const evolve_progress&)> progress;
+};
+
+// One child as the run records it (and as `lathe export training` reads it back).
+struct child_record {
+  int32_t generation = 0, island = 0, index = 0;
+  std::string kind;             // "initial" (population), "child", "migrant"
+  std::string parent;           // parent hash
+  std::vector<std::string> inspirations;  // hashes shown with the parent
+  std::vector<std::string> cards;         // card ids shown (library-guided)
+  std::string kernel;           // the child's hash ("" when the proposer failed)
+  std::string action, edits, rationale;
+  provenance prov;
+  std::string failure;          // the proposer's failure, if any
+  std::string outcome;          // the gate's outcome of the child against the baseline
+  std::optional<double> speedup;         // over the baseline (correct, decided)
+  std::optional<double> parent_speedup;  // the parent's, when known
+  double score = 0;
+  std::string placement;        // new_cell | contest | kept | failed
+  std::optional<double> contest_ratio;   // child vs incumbent, the re-measure
+  bool placed = false;
+  bool duplicate = false;       // a kernel the run had gated before: its verdict reused
+  std::vector<int64_t> evaluations;
+  std::string prompt_context;   // what the mutate request held besides the kernels (direction)
+};
+
+struct evolve_result {
+  run r;
+  std::vector<child_record> children;
+  std::vector<double> best_per_generation;  // the best score over all islands after each
+  int64_t evaluations = 0;
+  std::string best;                          // hash of the best elite
+  std::optional<double> best_speedup;
+  size_t archive_size = 0;
+  bool resumed = false;
+};
+
+// Runs (or resumes) an evolve run from `start` (which must pass the gate) against `baseline`.
+// `ledger` bounds it (evals, tokens, usd, time) like optimize's. Errors: a start kernel that
+// fails, a resume_run of another kind or task, the store.
+result<evolve_result> evolve(const task& t, const kernel_bundle& start, const kernel_bundle& baseline,
+                             lineages::verifier& v, agent::proposer& p, store& db, llm::ledger& ledger,
+                             const evolve_options& o);
+
+// "evolve-YYYYMMDD-HHMMSS-xxxx".
+std::string new_evolve_id();
+
+// A child record as JSON (the `child` event's body) and back.
+nlohmann::json child_json(const child_record& c);
+child_record child_from(const nlohmann::json& j);
+
+}  // namespace lathe::search

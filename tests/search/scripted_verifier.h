@@ -1,0 +1,99 @@
+// The gate as a script for search/ tests (optimize, evolve): deterministic verdicts from a
+// kernel's source features, no build and no timing.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/rules/detect.h"
+#include "lineage/verifier.h"
+
+namespace lathe::search_test {
+
+// The gate as a script: a kernel is correct unless a source says LATHE_BROKEN; a timed
+// comparison's ratio is score(candidate) / score(baseline), score the product of the gains of
+// the registry names its source shows, times `drift(candidate hash, nth comparison of this
+// pair)` (1 by default). No A/A series: the margin is the platform floor (5% on CPU).
+class scripted_verifier final : public lineages::verifier {
+ public:
+  std::map<std::string, double> gains{{"omp_parallel", 2.0}, {"simd", 1.3}, {"restrict", 1.02}};
+  std::function<double(const std::string&, int)> drift;
+  // Comparisons asked with provenance detail `away_for` (evolve's contests: "evolve contest")
+  // have their ratio multiplied by `away`.
+  std::string away_for;
+  double away = 1.0;
+  // When it says so for (candidate, baseline, nth comparison of the pair), the gate answers
+  // `unstable` (too noisy to decide).
+  std::function<bool(const std::string&, const std::string&, int)> unstable;
+  struct call {
+    std::string candidate, baseline;
+    bool timed = false;
+    std::optional<double> ratio;
+  };
+  std::vector<call> calls;
+
+  evaluation check(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p) override {
+    return run(t, k, b, p, false);
+  }
+  evaluation compare(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p) override {
+    return run(t, k, b, p, true);
+  }
+  agent::rules::detections features(const task&, const kernel_bundle& k) override {
+    agent::rules::detections d;
+    d.found = agent::rules::detect_source(k);
+    return d;
+  }
+  result<std::filesystem::path> object(const task&, const kernel_bundle&) override {
+    return fail(errc::unsupported, "scripted: nothing is built");
+  }
+  double score(const kernel_bundle& k) const {
+    std::set<std::string> names;
+    for (const auto& d : agent::rules::detect_source(k)) names.insert(d.what.name);
+    double s = 1;
+    for (const auto& n : names)
+      if (auto it = gains.find(n); it != gains.end()) s *= it->second;
+    return s;
+  }
+  int64_t timed_calls() const {
+    return std::count_if(calls.begin(), calls.end(), [](const call& c) { return c.timed; });
+  }
+
+ private:
+  evaluation run(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p, bool timed) {
+    evaluation e;
+    e.id = static_cast<int64_t>(calls.size()) + 1;
+    e.task = t.name;
+    e.kernel_hash = k.hash;
+    e.baseline_hash = b.hash;
+    e.prov = p;
+    bool broken = false;
+    for (const auto& [path, text] : k.sources) broken |= text.find("LATHE_BROKEN") != std::string::npos;
+    e.result = broken ? outcome::wrong_result : outcome::ok;
+    e.message = broken ? "scripted: wrong result" : "scripted: correct";
+    call c{k.hash, b.hash, timed, std::nullopt};
+    if (timed && !broken) {
+      const int nth = 1 + static_cast<int>(std::count_if(calls.begin(), calls.end(), [&](const call& x) {
+                        return x.timed && x.candidate == k.hash && x.baseline == b.hash;
+                      }));
+      e.paired = paired_series{};
+      e.paired->ratio = score(k) / score(b) * (drift ? drift(k.hash, nth) : 1.0) *
+                        (!away_for.empty() && p.detail == away_for ? away : 1.0);
+      if (unstable && unstable(k.hash, b.hash, nth)) e.result = outcome::unstable;
+      e.median_seconds = 1e-3 / score(k);
+      c.ratio = e.paired->ratio;
+    }
+    calls.push_back(c);
+    return e;
+  }
+};
+
+
+}  // namespace lathe::search_test
