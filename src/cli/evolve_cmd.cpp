@@ -198,8 +198,11 @@ int run_score(const common_options& common, const score_cli& o) {
     const auto r = lineages::ratio(e);
     const double reward = correct && r ? *r : 0.0;
     rewards.push_back(reward);
+    // `faster`: what an elite replacement asks, the ratio clearing the gate's margin (1 + ε).
+    const bool faster = lineages::passed(e) && r && *r > 1.0 + lineages::margin(e, t->plat);
     rows.push_back({{"candidate", o.candidates[i]}, {"hash", cands[i].hash}, {"outcome", to_string(e.result)},
                     {"correct", correct}, {"decided", lineages::passed(e)}, {"reward", reward},
+                    {"faster", faster}, {"margin", lineages::margin(e, t->plat)},
                     {"ci", e.paired ? nlohmann::json{e.paired->ci_low, e.paired->ci_high} : nlohmann::json(nullptr)},
                     {"message", e.message.substr(0, e.message.find('\n'))}, {"evaluation", e.id}});
   }

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
+#include "agent/llm_proposer.h"
+#include "agent/prompt.h"
 #include "agent/rules/rules_proposer.h"
+#include "llm/command.h"
 #include "core/test_util.h"
 #include "gate/bundle.h"
 #include "gate/task_file.h"
@@ -258,6 +262,52 @@ TEST_F(evolve_env, a_resumed_run_repeats_no_child_and_ends_like_an_uninterrupted
   EXPECT_EQ(resumed->best, full->best);
   // Nothing the first part decided was asked of the gate again.
   EXPECT_EQ(first.calls.size() + second.calls.size(), whole.calls.size());
+}
+
+// Without a start kernel, the initial population is the mock model's translations of the
+// reference (through the LLM proposer, metered); mutations follow; every child is a text edit the
+// scripted gate judged. Deterministic for a seed: two runs make the same children.
+TEST_F(evolve_env, the_mock_model_translates_the_reference_then_evolves) {
+  auto prompts = agent::prompt_library::load(fs::path(LATHE_SOURCE_DIR) / "prompts");
+  ASSERT_TRUE(prompts) << prompts.error().message;
+  auto once = [&](const std::string& name) -> result<evolve_result> {
+    llm::command_config cc;
+    cc.name = "mock";
+    cc.argv = {LATHE_MOCK_MODEL, "--seed", "5"};
+    cc.timeout_seconds = 60;
+    llm::command_provider model(cc);
+    agent::llm_proposer p(model, *prompts);
+    auto db = store::open(dir_.path() / name);
+    EXPECT_TRUE(db);
+    scripted_verifier v;
+    evolve_options o = options();
+    o.generations = 2;
+    std::ifstream ref(fs::path(LATHE_SOURCE_DIR) / "tasks/layernorm" / t_.reference);
+    o.reference_source.assign(std::istreambuf_iterator<char>(ref), {});
+    o.proposer_label = "llm:command/lathe-mock-model";
+    llm::ledger ledger(llm::limits{budget{}, std::nullopt});
+    return evolve(t_, kernel_bundle{}, naive_, v, p, *db, ledger, o);
+  };
+  auto a = once("mock-a.db");
+  ASSERT_TRUE(a) << a.error().message;
+  int translations = 0, mutations = 0;
+  for (const auto& c : a->children) {
+    translations += c.kind == "translation";
+    mutations += c.kind == "child";
+    if (c.kind == "translation") {
+      EXPECT_TRUE(c.parent.empty());
+    }
+    if (!c.kernel.empty() && c.kind != "migrant") {
+      EXPECT_NE(to_string(c.prov).find("mock"), std::string::npos) << to_string(c.prov);
+    }
+  }
+  EXPECT_EQ(translations, 2 * 2);  // population 2 on each of 2 islands
+  EXPECT_EQ(mutations, 2 * 2 * 2);
+  EXPECT_GT(a->archive_size, 0u);
+  auto b = once("mock-b.db");
+  ASSERT_TRUE(b) << b.error().message;
+  ASSERT_EQ(b->children.size(), a->children.size());
+  for (size_t i = 0; i < a->children.size(); ++i) EXPECT_EQ(b->children[i].kernel, a->children[i].kernel) << i;
 }
 
 // ---- the training export, each filter on a constructed case ----

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 9 on the GPU (not a test; numbers for the closing note): evolve's gated-evaluation
+# throughput with the mock model as proposer (a command provider: every child a real text edit,
+# no model latency), and the A/A false-acceptance rate of elite replacement (a kernel contested
+# against byte-different copies of itself: how often the paired re-measure calls a copy faster).
+#   bench/evolve_h200.sh BUILD_DIR OUT_DIR [TASK] [START]
+set -uo pipefail
+build=${1:?build dir}; out=${2:?out dir}; task=${3:-tasks/softmax_cuda}; start=${4:-naive}
+ws=$(mktemp -d)
+mkdir -p "$ws/.lathe" "$out"
+cat > "$ws/lathe.toml" <<TOML
+provider = "command"
+model = "lathe-mock-model"
+[command]
+argv = ["$PWD/$build/lathe-mock-model", "--seed", "5"]
+timeout_seconds = 60
+TOML
+t0=$(date +%s.%N)
+(cd "$ws" && "$OLDPWD/$build/lathe" evolve "$OLDPWD/$task" "$start" --proposer llm --generations 3 --islands 2 \
+   --population 2 --children 4 --migrate-every 1 --budget evals=200 --json) > "$out/evolve.json" 2> "$out/evolve.log"
+rc=$?
+t1=$(date +%s.%N)
+python3 - "$out/evolve.json" "$t0" "$t1" "$rc" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])) if sys.argv[4] == "0" else {}
+wall = float(sys.argv[3]) - float(sys.argv[2])
+ev = j.get("evaluations", 0)
+print(f"evolve exit {sys.argv[4]}: {j.get('children')} children, {ev} gate evaluations in {wall:.0f} s "
+      f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour (mock model, sequential children); "
+      f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}")
+PY
+# A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice.
+aa_task=${LATHE_AA_TASK:-tasks/relu_cuda}
+for i in 1 2 3 4 5 6 7 8; do
+  mkdir -p "$ws/copy$i"
+  src=$(ls "$aa_task"/kernels/expert/*.cu "$aa_task"/kernels/expert/*.cpp 2>/dev/null | head -1)
+  cp -r "$aa_task"/kernels/expert/. "$ws/copy$i/"
+  echo "// A/A copy $i" >> "$ws/copy$i/$(basename "$src")"
+done
+for round in 1 2; do
+  "$build/lathe" --workspace "$ws" score "$aa_task" expert $(for i in 1 2 3 4 5 6 7 8; do echo "$ws/copy$i"; done) \
+    > "$out/aa-$round.json" 2>> "$out/evolve.log"
+done
+python3 - "$out"/aa-1.json "$out"/aa-2.json <<'PY'
+import json, sys
+rows = [c for f in sys.argv[1:] for c in json.load(open(f))["candidates"]]
+faster = sum(1 for c in rows if c["faster"])
+decided = sum(1 for c in rows if c["decided"])
+ratios = sorted(c["reward"] for c in rows)
+print(f"A/A contests: {len(rows)}, decided {decided}, called faster {faster} "
+      f"(false-acceptance rate {faster / len(rows):.3f}); ratios {ratios[0]:.4f}..{ratios[-1]:.4f}, "
+      f"margin {rows[0]['margin']:.4f}")
+PY
