@@ -516,6 +516,11 @@ def main():
         return 3
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        reply({"ok": False, "error": "problem",
+               "message": f"torch {torch.__version__} at {sys.executable} sees no CUDA device: a .cu kernel "
+                          "needs CUDA PyTorch on an NVIDIA machine (a .cpp kernel runs on CPU PyTorch)"})
+        return 4
     try:
         worker = Worker(os.path.abspath(args.problem), args.device, torch, reply)
     except Exception as e:

@@ -27,6 +27,7 @@ std::string line1(const std::string& s) { return s.substr(0, s.find('\n')); }
 struct measured {
   verdict_summary v;
   std::string outcome, message, diagnostics;
+  std::string inspection;       // median, roofline position, ptxas resources
   int64_t id = 0;
   std::optional<double> ratio;  // the paired ratio whatever the outcome (a contest reads it)
   double margin = 0.05;         // the gate's margin for that ratio
@@ -35,7 +36,7 @@ struct measured {
 json measured_json(const measured& m) {
   return {{"compiles", m.v.compiles}, {"correct", m.v.correct},
           {"speedup", m.v.speedup ? json(*m.v.speedup) : json(nullptr)}, {"outcome", m.outcome},
-          {"message", m.message}, {"diagnostics", m.diagnostics}, {"id", m.id}};
+          {"message", m.message}, {"diagnostics", m.diagnostics}, {"inspection", m.inspection}, {"id", m.id}};
 }
 
 measured measured_from(const json& j) {
@@ -46,6 +47,7 @@ measured measured_from(const json& j) {
   m.outcome = j.value("outcome", std::string());
   m.message = j.value("message", std::string());
   m.diagnostics = j.value("diagnostics", std::string());
+  m.inspection = j.value("inspection", std::string());
   m.id = j.value("id", int64_t{0});
   return m;
 }
@@ -55,6 +57,7 @@ measured summarize(const evaluation& e) {
   m.outcome = std::string(to_string(e.result));
   m.message = line1(e.message);
   m.diagnostics = head(e.diagnostics, 1500);
+  m.inspection = detail::inspection_of(e);
   m.id = e.id;
   m.v.compiles = e.result != outcome::compile_error && e.result != outcome::forbidden &&
                  e.result != outcome::load_error;
@@ -67,6 +70,7 @@ measured summarize(const evaluation& e) {
 std::string feedback_text(const measured& m) {
   std::string s = "outcome " + m.outcome + ": " + m.message;
   if (m.v.speedup) s += cat("\nspeedup over the task's baseline: ", std::to_string(*m.v.speedup), "x (paired)");
+  if (!m.inspection.empty()) s += "\ntiming and resources: " + m.inspection;
   if (!m.diagnostics.empty() && m.outcome != "ok") s += "\ndiagnostics:\n" + head(m.diagnostics, 1200);
   return s;
 }

@@ -1,5 +1,10 @@
 #include "search/journal.h"
 
+#include <cstdio>
+
+#include "core/evaluation.h"
+#include "core/text.h"
+
 #include <algorithm>
 
 namespace lathe::search::detail {
@@ -21,6 +26,29 @@ llm::amounts amounts_from(const json& j) {
   a.usd = j.value("usd", 0.0);
   a.seconds = j.value("seconds", 0.0);
   return a;
+}
+
+// What the proposer is told of a kernel's last evaluation: its median, roofline position and
+// ptxas resources (empty parts left out).
+std::string inspection_of(const evaluation& e) {
+  std::vector<std::string> parts;
+  if (e.median_seconds) {
+    char b[64];
+    std::snprintf(b, sizeof b, "median %.3g s", *e.median_seconds);
+    parts.push_back(b);
+  }
+  if (e.roofline_fraction) {
+    char b[96];
+    std::snprintf(b, sizeof b, "%.1f%% of the roofline bound", 100 * *e.roofline_fraction);
+    parts.push_back(b);
+  }
+  for (const auto& r : e.resources)
+    parts.push_back(cat(r.function, ": ", std::to_string(r.registers), " registers, ",
+                        std::to_string(r.shared_bytes), " B static shared memory",
+                        r.spill_stores || r.spill_loads
+                            ? cat(", spills ", std::to_string(r.spill_stores), "/", std::to_string(r.spill_loads))
+                            : std::string()));
+  return join(parts, "; ");
 }
 
 result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task) {

@@ -31,12 +31,16 @@
 
 #include "core/error.h"
 #include "llm/budget.h"
+#include "core/evaluation.h"
 #include "store/store.h"
 
 namespace lathe::search::detail {
 
 nlohmann::json amounts_json(const llm::amounts& a);
 llm::amounts amounts_from(const nlohmann::json& j);
+
+// A kernel's last evaluation as the proposer reads it: median, roofline position, ptxas resources.
+std::string inspection_of(const evaluation& e);
 
 // The run a `--resume` names: it must exist, be of `kind` and work on `task`; errors say which.
 result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task);

@@ -108,27 +108,6 @@ struct verdict {
 };
 
 // The inspection an evaluation gives of its kernel: roofline position and resource report.
-std::string inspection_of(const evaluation& e) {
-  std::vector<std::string> parts;
-  if (e.median_seconds) {
-    char b[64];
-    std::snprintf(b, sizeof b, "median %.3g s", *e.median_seconds);
-    parts.push_back(b);
-  }
-  if (e.roofline_fraction) {
-    char b[96];
-    std::snprintf(b, sizeof b, "%.1f%% of the roofline bound", 100 * *e.roofline_fraction);
-    parts.push_back(b);
-  }
-  for (const auto& r : e.resources)
-    parts.push_back(cat(r.function, ": ", std::to_string(r.registers), " registers, ",
-                        std::to_string(r.shared_bytes), " B static shared memory",
-                        r.spill_stores || r.spill_loads
-                            ? cat(", spills ", std::to_string(r.spill_stores), "/", std::to_string(r.spill_loads))
-                            : std::string()));
-  return join(parts, "; ");
-}
-
 json verdict_json(const verdict& v) {
   json j{{"id", v.id},           {"outcome", v.outcome}, {"message", v.message},
          {"diagnostics", v.diagnostics}, {"margin", v.margin},   {"passed", v.passed},
@@ -349,7 +328,7 @@ struct runner {
     vd.ratio = lineages::ratio(e);
     vd.margin = lineages::margin(e, t.plat);
     vd.passed = lineages::passed(e);
-    vd.inspection = inspection_of(e);
+    vd.inspection = detail::inspection_of(e);
     json body = verdict_json(vd);
     body["purpose"] = purpose;
     body["kernel"] = k.hash;

@@ -207,6 +207,13 @@ TEST(problem_cli, eval_decides_against_a_wrapped_baseline_and_times_eager_pytorc
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.out.find("wrong_result"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("no baseline kernel"), std::string::npos) << r.err;
+  // A .cu kernel asks for CUDA PyTorch; without a GPU, that is said plainly.
+  if (!fs::exists("/dev/nvidiactl")) {
+    r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +
+                  (dir / "candidates/scale_relu_ok.cu").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("sees no CUDA device"), std::string::npos) << r.err;
+  }
   // No Python with torch: a clear error, not a crash.
   setenv("LATHE_PYTHON", "/bin/false", 1);
   auto none = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +

@@ -188,6 +188,14 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
     EXPECT_GE(res->best_per_generation[g], res->best_per_generation[g - 1]);  // elites only improve
   ASSERT_FALSE(res->best.empty());
   EXPECT_NE(res->best, naive_.hash);  // the rule engine's mutations found something faster
+  // Each child's prompt carried its parent's execution feedback: outcome, speedup, timing.
+  int with_feedback = 0;
+  for (const auto& c : res->children)
+    if (c.kind == "child") {
+      EXPECT_NE(c.prompt_context.find("The parent's last evaluation"), std::string::npos);
+      with_feedback += c.prompt_context.find("timing and resources: median") != std::string::npos;
+    }
+  EXPECT_GT(with_feedback, 0);
 }
 
 TEST_F(evolve_env, a_child_that_loses_the_re_measure_never_replaces_the_elite) {
