@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 9 on the GPU (not a test; numbers for the closing note): evolve's gated-evaluation
-# throughput with the mock model as proposer (a command provider: every child a real text edit,
+# throughput with the mock model as proposer (children gated in batches, --in-flight) (a command provider: every child a real text edit,
 # no model latency), and the A/A false-acceptance rate of elite replacement (a kernel contested
 # against byte-different copies of itself: how often the paired re-measure calls a copy faster).
 #   bench/evolve_h200.sh BUILD_DIR OUT_DIR [TASK] [START]
@@ -16,8 +16,10 @@ argv = ["$PWD/$build/lathe-mock-model", "--seed", "5"]
 timeout_seconds = 60
 TOML
 t0=$(date +%s.%N)
+inflight=${LATHE_EVOLVE_IN_FLIGHT:-4}
 (cd "$ws" && "$OLDPWD/$build/lathe" evolve "$OLDPWD/$task" "$start" --proposer llm --generations 3 --islands 2 \
-   --population 2 --children 4 --migrate-every 1 --budget evals=200 --json) > "$out/evolve.json" 2> "$out/evolve.log"
+   --population 2 --children 8 --in-flight "$inflight" --migrate-every 1 --budget evals=300 --json) \
+   > "$out/evolve.json" 2> "$out/evolve.log"
 rc=$?
 t1=$(date +%s.%N)
 python3 - "$out/evolve.json" "$t0" "$t1" "$rc" <<'PY'
@@ -26,7 +28,8 @@ j = json.load(open(sys.argv[1])) if sys.argv[4] == "0" else {}
 wall = float(sys.argv[3]) - float(sys.argv[2])
 ev = j.get("evaluations", 0)
 print(f"evolve exit {sys.argv[4]}: {j.get('children')} children, {ev} gate evaluations in {wall:.0f} s "
-      f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour (mock model, sequential children); "
+      f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour, {3600 * (j.get('children') or 0) / wall if wall else 0:.0f} "
+      f"children/hour (mock model, --in-flight from LATHE_EVOLVE_IN_FLIGHT, default 4); "
       f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}")
 PY
 # A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice.

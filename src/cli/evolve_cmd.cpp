@@ -35,7 +35,7 @@ int fail_with(const std::string& m, int code) {
 
 struct evolve_cli {
   std::string task, start, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
-  int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2;
+  int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2, in_flight = 1;
   uint64_t seed = 1;
   bool library = false, quick = false, json = false, quiet = false;
   double max_time = 1.0;
@@ -100,6 +100,7 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
   eo.descriptors = *desc;
   eo.samp = *samp;
   eo.seed = o.seed;
+  eo.in_flight = o.in_flight;
   const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   eo.target_text = agent::target_text(tgt);
   // The label export reads: "rules:…" marks the rule engine's runs as not training-grade.
@@ -131,7 +132,7 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
   eo.args_json = nlohmann::json{{"task", o.task}, {"start", o.start}, {"generations", o.generations},
                                 {"islands", o.islands}, {"population", o.population}, {"children", o.children},
                                 {"migrate_every", o.migrate_every}, {"descriptors", o.descriptors},
-                                {"sampling", o.sampling}, {"seed", o.seed}, {"library", o.library},
+                                {"sampling", o.sampling}, {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", o.library},
                                 {"proposer", o.proposer}, {"budget", o.budget}}
                      .dump();
   if (!o.quiet && !o.json)
@@ -238,6 +239,10 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->add_option("--sampling", o->sampling,
                 "parent sampling, e.g. \"exploration=0.2,exploitation=0.5,elite=0.3,top=3,inspirations=2\"");
   e->add_option("--seed", o->seed, "the sampling's random seed (stored with the run)")->capture_default_str();
+  e->add_option("--in-flight", o->in_flight,
+                "children proposed, then gated together, per batch (builds and checks overlap; timing is "
+                "serialized per device)")
+      ->capture_default_str();
   e->add_flag("--library", o->library, "library-guided: the skill cards retrieved for a parent go into its prompt");
   e->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
   e->add_option("--budget", o->budget, "limits: steps=N (children),evals=N,tokens=N,usd=X,time=S")->capture_default_str();

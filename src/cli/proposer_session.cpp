@@ -1,5 +1,7 @@
 #include "cli/proposer_session.h"
 
+#include <mutex>
+
 #include "agent/llm_proposer.h"
 #include "agent/rules/rules_proposer.h"
 #include "llm/factory.h"
@@ -58,7 +60,13 @@ lineages::gate_hooks make_gate_hooks(context& ctx, gate_settings s) {
     one.time = time;
     return make_gate_config(ctx, t, one);
   };
-  h.record = [&ctx](const kernel_bundle& k, evaluation& e) { return store_evaluation(ctx, k, e); };
+  // One writer at a time: evolve gates several children at once (its evaluations overlap in
+  // their builds and checks), and the store's connection takes one transaction at a time.
+  h.record = [&ctx](const kernel_bundle& k, evaluation& e) {
+    static std::mutex mu;
+    std::lock_guard<std::mutex> g(mu);
+    return store_evaluation(ctx, k, e);
+  };
   return h;
 }
 

@@ -5,6 +5,7 @@
 // gate_verifier (below); nothing here decides what a verdict means for a lineage or a card.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -67,13 +68,13 @@ class gate_verifier final : public verifier {
   agent::rules::detections features(const task& t, const kernel_bundle& k) override;
   result<std::filesystem::path> object(const task& t, const kernel_bundle& k) override;
 
-  int64_t evaluations() const { return evaluations_; }  // gate runs made through this verifier
+  int64_t evaluations() const { return evaluations_.load(); }  // gate runs made through this verifier
 
  private:
   evaluation run(const task& t, const kernel_bundle& c, const kernel_bundle& b,
                  const provenance& prov, bool time);
   gate_hooks hooks_;
-  int64_t evaluations_ = 0;
+  std::atomic<int64_t> evaluations_{0};  // several evaluations may run at once (evolve)
 };
 
 }  // namespace lathe::lineages

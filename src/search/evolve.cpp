@@ -1,6 +1,7 @@
 #include "search/evolve.h"
 
 #include <chrono>
+#include <future>
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -115,16 +116,17 @@ class runner {
           if (auto c = child(cat("c/0/", std::to_string(i), "/", std::to_string(k)), 0, i, k, "initial", start_elite_); !c)
             return c;
     }
+    const int32_t batch = std::max(1, o_.in_flight);
     for (int32_t g = 1; g <= o_.generations && !stopped_; ++g) {
       for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
-        for (int32_t c = 0; c < o_.children && !stopped_; ++c) {
-          const elite* parent = arch_.parent(i, o_.samp, rng_);
-          if (!parent) continue;
-          const elite chosen = *parent;  // the archive may change under a pointer
-          if (auto r = child(cat("c/", std::to_string(g), "/", std::to_string(i), "/", std::to_string(c)), g, i, c,
-                             "child", chosen);
-              !r)
-            return r;
+        for (int32_t c0 = 0; c0 < o_.children && !stopped_; c0 += batch) {
+          // The batch's parents are sampled before any of its children is placed; then its
+          // children are proposed (in order), gated together (builds and checks overlap, timing is
+          // serialized by the device lock) and placed in order.
+          std::vector<std::pair<int32_t, elite>> parents;
+          for (int32_t c = c0; c < std::min(o_.children, c0 + batch); ++c)
+            if (const elite* parent = arch_.parent(i, o_.samp, rng_)) parents.push_back({c, *parent});
+          if (auto r = children(g, i, parents); !r) return r;
         }
       if (!stopped_ && o_.migrate_every > 0 && g % o_.migrate_every == 0)
         if (auto m = migrate(g); !m) return m;
@@ -293,14 +295,75 @@ class runner {
     return {};
   }
 
+  // A proposed child waiting for its gate verdict.
+  struct pending {
+    std::string key, what;
+    child_record c;
+    agent::op_result<agent::proposal> pr = tl::unexpected(agent::failure{});
+  };
+
   result<void> child(const std::string& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
                      const elite& parent) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
+    auto p = propose(key, g, island, index, kind, parent);
+    if (!p) return {};
+    return finish(p->key, p->c, island, p->pr, p->what);
+  }
+
+  // Children of one island in one generation, `parents` sampled before: recorded ones replayed,
+  // the others proposed in order, gated together, placed in order.
+  result<void> children(int32_t g, int32_t island, const std::vector<std::pair<int32_t, elite>>& parents) {
+    std::vector<pending> live;
+    for (const auto& [c, parent] : parents) {
+      const std::string key = cat("c/", std::to_string(g), "/", std::to_string(island), "/", std::to_string(c));
+      if (const json* rec = j_.recorded(key)) {
+        if (auto r = replay(*rec, island); !r) return r;
+        continue;
+      }
+      auto p = propose(key, g, island, c, "child", parent);
+      if (!p) break;  // the budget
+      live.push_back(std::move(*p));
+    }
+    // Every new kernel of the batch gated against the baseline at once, each once.
+    std::map<std::string, std::future<evaluation>> jobs;
+    std::map<std::string, llm::reservation> holds;
+    for (const auto& p : live) {
+      if (!p.pr || gated_.count(p.pr->kernel.hash) || jobs.count(p.pr->kernel.hash)) continue;
+      auto hold = ledger_.reserve({0, 1, 0, 0, 0, 0});
+      if (!hold) {
+        stopped_ = true;
+        stop_detail_ = hold.error().message;
+        break;
+      }
+      holds.emplace(p.pr->kernel.hash, std::move(*hold));
+      const kernel_bundle* k = &p.pr->kernel;
+      const provenance prov = p.pr->prov;
+      jobs.emplace(k->hash, std::async(std::launch::async, [this, k, prov] { return v_.compare(t_, *k, baseline_, prov); }));
+    }
+    for (auto& [hash, job] : jobs) {
+      const evaluation e = job.get();
+      ledger_.commit(std::move(holds.at(hash)), {0, 1, 0, 0, 0, 0});
+      ++out_.evaluations;
+      measured m = summarize(e);
+      m.ratio = lineages::ratio(e);
+      m.margin = lineages::margin(e, t_.plat);
+      fresh_[hash] = m;
+    }
+    for (auto& p : live) {
+      if (p.pr && !gated_.count(p.pr->kernel.hash) && !fresh_.count(p.pr->kernel.hash)) break;  // not gated: the budget
+      if (auto r = finish(p.key, p.c, island, p.pr, p.what); !r) return r;
+    }
+    return {};
+  }
+
+  // The mutate request for one child and the proposer's answer (nullopt: the budget ended the run).
+  std::optional<pending> propose(const std::string& key, int32_t g, int32_t island, int32_t index,
+                                 const std::string& kind, const elite& parent) {
     auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
     if (!step) {
       stopped_ = true;
       stop_detail_ = step.error().message;
-      return {};
+      return std::nullopt;
     }
     child_record c;
     c.generation = g, c.island = island, c.index = index, c.kind = kind, c.parent = parent.hash;
@@ -327,10 +390,13 @@ class runner {
     mr.direction = direction(parent, insp, cards, g, island);
     mr.target = o_.target_text;
     c.prompt_context = mr.direction;
-    auto pr = p_.mutate(mr);
+    pending out;
+    out.pr = p_.mutate(mr);
     ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
-    return finish(key, c, island, pr,
-                  cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": "));
+    out.key = key;
+    out.c = std::move(c);
+    out.what = cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": ");
+    return out;
   }
 
   // The proposer's answer for child `c`: the kernel gated against the baseline (a kernel gated
@@ -352,6 +418,11 @@ class runner {
       if (auto seen = gated_.find(pr->kernel.hash); seen != gated_.end()) {
         m = seen->second;  // a kernel the run gated before: its verdict, no new evaluation
         c.duplicate = true;
+      } else if (auto batch = fresh_.find(pr->kernel.hash); batch != fresh_.end()) {
+        m = batch->second;  // gated with its batch
+        c.evaluations.push_back(m->id);
+        gated_[pr->kernel.hash] = *m;
+        fresh_.erase(batch);
       } else {
         m = gate(pr->kernel, baseline_, pr->prov);
         if (!m) return {};  // the budget ended the run before the child was measured
@@ -487,6 +558,7 @@ class runner {
   std::map<std::string, std::string> feedback_;
   std::map<std::string, std::vector<std::string>> features_;
   std::map<std::string, measured> gated_;  // every kernel gated against the baseline, by hash
+  std::map<std::string, measured> fresh_;  // gated with the current batch, not yet placed
   std::map<std::string, std::optional<double>> contests_lost_;  // "child|incumbent" -> its ratio
   bool stopped_ = false;
   std::string stop_detail_;
@@ -499,7 +571,7 @@ json options_json(const evolve_options& o) {
           {"children", o.children}, {"migrate_every", o.migrate_every}, {"descriptors", d},
           {"sampling", {{"exploration", o.samp.exploration}, {"exploitation", o.samp.exploitation},
                         {"elite", o.samp.elite}, {"top", o.samp.top_k}, {"inspirations", o.samp.inspirations}}},
-          {"seed", o.seed}, {"library", static_cast<bool>(o.cards)}};
+          {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", static_cast<bool>(o.cards)}};
 }
 
 }  // namespace
@@ -573,8 +645,10 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   detail::journal j(db, r.id);
   if (out.resumed)
     if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());
-  if (const json* st = j.recorded("started"); st && st->value("seed", o.seed) != o.seed)
-    return fail(errc::invalid_argument, "run '" + r.id + "' was started with another seed: resume with its own arguments");
+  if (const json* st = j.recorded("started");
+      st && (st->value("seed", o.seed) != o.seed || st->value("in_flight", o.in_flight) != o.in_flight))
+    return fail(errc::invalid_argument,
+                "run '" + r.id + "' was started with another seed or --in-flight: resume with its own arguments");
   runner loop(t, baseline, v, p, db, ledger, o, j, out);
   json st = options_json(o);
   st["task"] = t.name;

@@ -53,6 +53,10 @@ struct evolve_options {
   std::vector<descriptor> descriptors;
   sampling samp;
   uint64_t seed = 1;          // the sampling's random stream (stored with the run)
+  // Children proposed, then gated together, per batch: their builds and checks overlap, timing
+  // is serialized by the device lock. 1: one child at a time. A batch's parents are sampled
+  // before any of its children is placed, so the value is part of the run (a resume keeps it).
+  int32_t in_flight = 1;
   // Library-guided evolution: the cards retrieved for a parent, shown in its mutate request.
   std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> cards;
   std::string reference_source;  // shown to the proposer

@@ -12,6 +12,7 @@
 
 #include "agent/llm_proposer.h"
 #include "agent/prompt.h"
+#include "agent/delegating.h"
 #include "agent/rules/rules_proposer.h"
 #include "llm/command.h"
 #include "core/test_util.h"
@@ -316,6 +317,68 @@ TEST_F(evolve_env, the_mock_model_translates_the_reference_then_evolves) {
   ASSERT_TRUE(b) << b.error().message;
   ASSERT_EQ(b->children.size(), a->children.size());
   for (size_t i = 0; i < a->children.size(); ++i) EXPECT_EQ(b->children[i].kernel, a->children[i].kernel) << i;
+}
+
+// --in-flight: a batch's children are gated at the same time (the scripted gate counts the calls
+// in progress), the archive keeps its invariants, and a resumed batched run replays to the same
+// children.
+// Every mutation a new kernel: the parent with one more comment line (so every batch has work).
+class distinct : public test::delegating {
+ public:
+  using delegating::delegating;
+  int n = 0;
+  agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
+    agent::proposal p;
+    p.kernel = r.parent;
+    for (auto& [path, text] : p.kernel.sources) text += "// variant " + std::to_string(++n) + "\n";
+    p.kernel.hash = bundle_hash(p.kernel);
+    p.action = "comment";
+    p.locus = "function";
+    p.prov = {"rules", "test:distinct", true};
+    return p;
+  }
+};
+
+TEST_F(evolve_env, batches_gate_their_children_together_and_resume_alike) {
+  auto db = store::open(dir_.path() / "f.db");
+  ASSERT_TRUE(db);
+  scripted_verifier v;
+  v.probe_concurrency = true;
+  evolve_options o = options();
+  o.children = 4;
+  o.in_flight = 4;
+  o.run_id = "evolve-batched";
+  agent::rules::rules_proposer inner;
+  auto batched = [&](lathe::store& d, lineages::verifier& vv, const evolve_options& oo) {
+    llm::ledger ledger(llm::limits{budget{}, std::nullopt});
+    distinct fresh(inner);
+    return evolve(t_, naive_, naive_, vv, fresh, d, ledger, oo);
+  };
+  auto full = batched(*db, v, o);
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_GT(v.max_active.load(), 1);  // evaluations overlapped
+  for (const auto& c : full->children)
+    if (c.placement == "contest") {
+      EXPECT_EQ(c.placed, c.contest_ratio && *c.contest_ratio > 1.05);
+    }
+  const json summary = json::parse(full->r.summary);
+  std::set<std::pair<int, int64_t>> cells;
+  for (const auto& e : summary["archive"]) EXPECT_TRUE(cells.insert({e["island"].get<int>(), e["cell"].get<int64_t>()}).second);
+  // Resumed after it finished: the same children, no gate call.
+  scripted_verifier again_v;
+  evolve_options again = options();
+  again.children = 4;
+  again.in_flight = 4;
+  again.resume_run = "evolve-batched";
+  auto again_r = batched(*db, again_v, again);
+  ASSERT_TRUE(again_r) << again_r.error().message;
+  ASSERT_EQ(again_r->children.size(), full->children.size());
+  for (size_t i = 0; i < full->children.size(); ++i) EXPECT_EQ(again_r->children[i].kernel, full->children[i].kernel);
+  EXPECT_TRUE(again_v.calls.empty());
+  // A resume with another --in-flight is refused: the batches decide the sampling.
+  evolve_options other = again;
+  other.in_flight = 2;
+  EXPECT_FALSE(batched(*db, again_v, other));
 }
 
 // ---- the training export, each filter on a constructed case ----

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -66,8 +70,26 @@ class scripted_verifier final : public lineages::verifier {
     return std::count_if(calls.begin(), calls.end(), [](const call& c) { return c.timed; });
   }
 
+ public:
+  // With `probe_concurrency`, every call lasts 30 ms and the most calls in progress at once are
+  // counted (evolve's batches gate several children at the same time).
+  bool probe_concurrency = false;
+  std::atomic<int> active{0}, max_active{0};
+
+ private:
+  std::mutex mu_;
+
  private:
   evaluation run(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p, bool timed) {
+    if (probe_concurrency) {
+      const int now = ++active;
+      int seen = max_active.load();
+      while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      --active;
+    }
+    std::lock_guard<std::mutex> g(mu_);
     evaluation e;
     e.id = static_cast<int64_t>(calls.size()) + 1;
     e.task = t.name;
