@@ -627,21 +627,10 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
                              const evolve_options& o) {
   evolve_result out;
   run& r = out.r;
-  if (o.resume_run) {
-    auto got = detail::resumable_run(db, *o.resume_run, run_kind::evolve, t.name);
-    if (!got) return tl::unexpected(got.error());
-    r = *got;
-    out.resumed = true;
-  } else {
-    r.id = o.run_id.empty() ? new_evolve_id() : o.run_id;
-    r.kind = run_kind::evolve;
-    r.task = t.name;
-    r.limits = ledger.bounds().run;
-    r.args = o.args_json.empty() ? "{}" : o.args_json;
-  }
-  r.state = run_state::running;
-  r.message.clear();
-  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  auto begun = detail::begin_run(db, o.resume_run, run_kind::evolve, t.name, o.run_id, ledger.bounds().run,
+                                 o.args_json, out.resumed);
+  if (!begun) return tl::unexpected(begun.error());
+  r = *begun;
   detail::journal j(db, r.id);
   if (out.resumed)
     if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());

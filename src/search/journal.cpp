@@ -65,6 +65,27 @@ result<run> resumable_run(store& db, const std::string& id, run_kind kind, const
   return r;
 }
 
+result<run> begin_run(store& db, const std::optional<std::string>& resume, run_kind kind, const std::string& task,
+                      const std::string& run_id, const budget& limits, const std::string& args, bool& resumed) {
+  run r;
+  resumed = resume.has_value();
+  if (resume) {
+    auto got = resumable_run(db, *resume, kind, task);
+    if (!got) return tl::unexpected(got.error());
+    r = *got;
+  } else {
+    r.id = run_id.empty() ? new_run_id(kind) : run_id;
+    r.kind = kind;
+    r.task = task;
+    r.limits = limits;
+    r.args = args.empty() ? "{}" : args;
+  }
+  r.state = run_state::running;
+  r.message.clear();
+  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  return r;
+}
+
 result<void> journal::load() {
   auto events = db_.run_events(run_id_);
   if (!events) return tl::unexpected(events.error());

@@ -45,6 +45,11 @@ std::string inspection_of(const evaluation& e);
 // The run a `--resume` names: it must exist, be of `kind` and work on `task`; errors say which.
 result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task);
 
+// A new run (kind, task, limits, args; `run_id` or a fresh id), or the one `resume` names
+// (resumable_run), marked running and stored. `resumed` says which.
+result<run> begin_run(store& db, const std::optional<std::string>& resume, run_kind kind, const std::string& task,
+                      const std::string& run_id, const budget& limits, const std::string& args, bool& resumed);
+
 class journal {
  public:
   journal(store& db, std::string run_id) : db_(db), run_id_(std::move(run_id)) {}

@@ -675,21 +675,10 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
                                  agent::proposer& p, store& db, llm::ledger& ledger, const optimize_options& o) {
   optimize_result out;
   run& r = out.r;
-  if (o.resume_run) {
-    auto got = detail::resumable_run(db, *o.resume_run, run_kind::optimize, t.name);
-    if (!got) return tl::unexpected(got.error());
-    r = *got;
-    out.resumed = true;
-  } else {
-    r.id = o.run_id.empty() ? new_run_id() : o.run_id;
-    r.kind = run_kind::optimize;
-    r.task = t.name;
-    r.limits = ledger.bounds().run;
-    r.args = o.args_json.empty() ? "{}" : o.args_json;
-  }
-  r.state = run_state::running;
-  r.message.clear();
-  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  auto begun = detail::begin_run(db, o.resume_run, run_kind::optimize, t.name, o.run_id, ledger.bounds().run,
+                                 o.args_json, out.resumed);
+  if (!begun) return tl::unexpected(begun.error());
+  r = *begun;
 
   detail::journal j(db, r.id);
   if (out.resumed) {
