@@ -1,37 +1,47 @@
 #!/usr/bin/env bash
 # Issue 9 on the GPU (not a test; numbers for the closing note): evolve's gated-evaluation
-# throughput with the mock model as proposer (children gated in batches, --in-flight) (a command provider: every child a real text edit,
-# no model latency), and the A/A false-acceptance rate of elite replacement (a kernel contested
-# against byte-different copies of itself: how often the paired re-measure calls a copy faster).
-#   bench/evolve_h200.sh BUILD_DIR OUT_DIR [TASK] [START]
+# throughput with the mock model as proposer (a command provider: every child a real text edit, no
+# model latency; --mutation-changes 3 so that children compose several edits and rarely repeat a
+# kernel the run has gated), children proposed and gated in batches (--in-flight), and the A/A
+# false-acceptance rate of elite replacement (a kernel contested against byte-different copies of
+# itself: how often the paired re-measure calls a copy faster).
+#   bench/evolve_h200.sh BUILD_DIR OUT_DIR [TASK…]      (default: tasks/softmax_cuda)
+# Environment: LATHE_EVOLVE_START (naive), LATHE_EVOLVE_IN_FLIGHT (4), LATHE_EVOLVE_CHILDREN (8),
+# LATHE_EVOLVE_GENERATIONS (3), LATHE_EVOLVE_CHANGES (3), LATHE_AA_TASK (tasks/relu_cuda).
 set -uo pipefail
-build=${1:?build dir}; out=${2:?out dir}; task=${3:-tasks/softmax_cuda}; start=${4:-naive}
+build=${1:?build dir}; out=${2:?out dir}; shift 2
+tasks=${*:-tasks/softmax_cuda}; start=${LATHE_EVOLVE_START:-naive}
 ws=$(mktemp -d)
 mkdir -p "$ws/.lathe" "$out"
 cat > "$ws/lathe.toml" <<TOML
 provider = "command"
 model = "lathe-mock-model"
 [command]
-argv = ["$PWD/$build/lathe-mock-model", "--seed", "5"]
+argv = ["$PWD/$build/lathe-mock-model", "--seed", "5", "--mutation-changes", "${LATHE_EVOLVE_CHANGES:-3}"]
 timeout_seconds = 60
 TOML
-t0=$(date +%s.%N)
 inflight=${LATHE_EVOLVE_IN_FLIGHT:-4}
-(cd "$ws" && "$OLDPWD/$build/lathe" evolve "$OLDPWD/$task" "$start" --proposer llm --generations 3 --islands 2 \
-   --population 2 --children 8 --in-flight "$inflight" --migrate-every 1 --budget evals=300 --json) \
-   > "$out/evolve.json" 2> "$out/evolve.log"
-rc=$?
-t1=$(date +%s.%N)
-python3 - "$out/evolve.json" "$t0" "$t1" "$rc" <<'PY'
+for task in $tasks; do
+  name=$(basename "$task")
+  t0=$(date +%s.%N)
+  (cd "$ws" && "$OLDPWD/$build/lathe" evolve "$OLDPWD/$task" "$start" --proposer llm \
+     --generations "${LATHE_EVOLVE_GENERATIONS:-3}" --islands 2 --population 2 \
+     --children "${LATHE_EVOLVE_CHILDREN:-8}" --in-flight "$inflight" --migrate-every 1 --budget evals=400 --json) \
+     > "$out/evolve-$name.json" 2> "$out/evolve-$name.log"
+  rc=$?
+  t1=$(date +%s.%N)
+  python3 - "$out/evolve-$name.json" "$t0" "$t1" "$rc" "$name" "$inflight" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1])) if sys.argv[4] == "0" else {}
 wall = float(sys.argv[3]) - float(sys.argv[2])
 ev = j.get("evaluations", 0)
-print(f"evolve exit {sys.argv[4]}: {j.get('children')} children, {ev} gate evaluations in {wall:.0f} s "
-      f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour, {3600 * (j.get('children') or 0) / wall if wall else 0:.0f} "
-      f"children/hour (mock model, --in-flight from LATHE_EVOLVE_IN_FLIGHT, default 4); "
+kids = j.get("children") or 0
+print(f"evolve {sys.argv[5]} exit {sys.argv[4]}: {kids} children, {ev} gate evaluations in {wall:.0f} s "
+      f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour, {3600 * kids / wall if wall else 0:.0f} "
+      f"children/hour (mock model, --in-flight {sys.argv[6]}); "
       f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}")
 PY
+done
 # A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice.
 aa_task=${LATHE_AA_TASK:-tasks/relu_cuda}
 for i in 1 2 3 4 5 6 7 8; do

@@ -51,6 +51,11 @@ class llm_proposer final : public proposer {
   op_result<proposal> seed_baseline(const seed_request& r) override;
   op_result<ranking> rank_paths(const rank_request& r) override;
   op_result<proposal> mutate(const mutate_request& r) override;
+  // The proposer keeps no per-call state; the providers take concurrent calls (HTTP through the
+  // client's slots, a command in its own working directory, cassettes by a locked counter) and
+  // the ledger and the call log lock. Two identical prompts in flight at once may take a
+  // cassette's recorded answers in either order.
+  bool concurrent() const override { return true; }
 
   // The fields each operation renders its template with (docs/proposer.md "Prompts"); public so
   // that a test can render every shipped template with exactly these names.

@@ -203,6 +203,11 @@ class proposer {
   virtual op_result<proposal> seed_baseline(const seed_request& r) = 0;
   virtual op_result<ranking> rank_paths(const rank_request& r) = 0;
   virtual op_result<proposal> mutate(const mutate_request& r) = 0;
+
+  // True when calls may be made from several threads at once (evolve asks a batch's children
+  // together). An answer must depend on its own request only; a proposer that keeps per-call
+  // state says false (the default).
+  virtual bool concurrent() const { return false; }
 };
 
 }  // namespace lathe::agent

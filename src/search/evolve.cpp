@@ -295,19 +295,24 @@ class runner {
     return {};
   }
 
-  // A proposed child waiting for its gate verdict.
+  // A child from its mutate request to its gate verdict.
   struct pending {
     std::string key, what;
     child_record c;
+    agent::mutate_request mr;
+    std::optional<llm::reservation> step;  // the budget's step, held until the proposer answers
     agent::op_result<agent::proposal> pr = tl::unexpected(agent::failure{});
   };
 
   result<void> child(const std::string& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
                      const elite& parent) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
-    auto p = propose(key, g, island, index, kind, parent);
+    auto p = prepare(key, g, island, index, kind, parent);
     if (!p) return {};
-    return finish(p->key, p->c, island, p->pr, p->what);
+    std::vector<pending> one;
+    one.push_back(std::move(*p));
+    ask(one);
+    return finish(one[0].key, one[0].c, island, one[0].pr, one[0].what);
   }
 
   // Children of one island in one generation, `parents` sampled before: recorded ones replayed,
@@ -320,10 +325,11 @@ class runner {
         if (auto r = replay(*rec, island); !r) return r;
         continue;
       }
-      auto p = propose(key, g, island, c, "child", parent);
+      auto p = prepare(key, g, island, c, "child", parent);
       if (!p) break;  // the budget
       live.push_back(std::move(*p));
     }
+    ask(live);
     // Every new kernel of the batch gated against the baseline at once, each once.
     std::map<std::string, std::future<evaluation>> jobs;
     std::map<std::string, llm::reservation> holds;
@@ -356,8 +362,22 @@ class runner {
     return {};
   }
 
-  // The mutate request for one child and the proposer's answer (nullopt: the budget ended the run).
-  std::optional<pending> propose(const std::string& key, int32_t g, int32_t island, int32_t index,
+  // The proposer's answers to the batch's requests: asked at the same time when the batch holds
+  // several and the proposer takes concurrent calls (a model's latency then overlaps; each answer
+  // depends on its own request only, so the order of arrival changes nothing), else one by one.
+  void ask(std::vector<pending>& batch) {
+    if (batch.size() > 1 && p_.concurrent()) {
+      std::vector<std::future<agent::op_result<agent::proposal>>> answers;
+      for (auto& b : batch) answers.push_back(std::async(std::launch::async, [this, &b] { return p_.mutate(b.mr); }));
+      for (size_t i = 0; i < batch.size(); ++i) batch[i].pr = answers[i].get();
+    } else {
+      for (auto& b : batch) b.pr = p_.mutate(b.mr);
+    }
+    for (auto& b : batch) ledger_.commit(std::move(*b.step), {1, 0, 0, 0, 0, 0});
+  }
+
+  // The mutate request for one child, its step reserved (nullopt: the budget ended the run).
+  std::optional<pending> prepare(const std::string& key, int32_t g, int32_t island, int32_t index,
                                  const std::string& kind, const elite& parent) {
     auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
     if (!step) {
@@ -379,7 +399,8 @@ class runner {
       }
       cards = o_.cards(t_, fs);
     }
-    agent::mutate_request mr;
+    pending out;
+    agent::mutate_request& mr = out.mr;
     mr.t = &t_;
     mr.parent = kernels_.at(parent.hash);
     for (const elite* e : insp) {
@@ -390,9 +411,7 @@ class runner {
     mr.direction = direction(parent, insp, cards, g, island);
     mr.target = o_.target_text;
     c.prompt_context = mr.direction;
-    pending out;
-    out.pr = p_.mutate(mr);
-    ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
+    out.step.emplace(std::move(*step));
     out.key = key;
     out.c = std::move(c);
     out.what = cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": ");

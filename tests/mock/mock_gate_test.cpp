@@ -167,6 +167,10 @@ TEST_F(mock_gate, every_variant_the_mock_writes_of_a_cuda_kernel_compiles) {
   for (const char* name : {"loop_unroll", "read_only_load", "launch_bounds", "fast_math"})
     variants.push_back(answer(
         {}, prompt_for("rederive_forward", forward_fields(naive, name, "softmax_naive")), naive));
+  // Composed mutations (several changes in one answer, block sizes retuned) compile as well.
+  for (int seed = 0; seed < 3; ++seed)
+    variants.push_back(answer({"--seed", std::to_string(seed), "--mutation-changes", "3"},
+                              prompt_for("mutate", mutate_fields(naive)), naive));
   const auto expert = bundle("tasks/relu_cuda/kernels/expert");
   for (int seed = 0; seed < 3; ++seed)
     variants.push_back(answer({"--seed", std::to_string(seed)},
@@ -177,7 +181,7 @@ TEST_F(mock_gate, every_variant_the_mock_writes_of_a_cuda_kernel_compiles) {
     std::string log;
     EXPECT_TRUE(compiles(v, log)) << log;
   }
-  EXPECT_GE(seen.size(), 6u);
+  EXPECT_GE(seen.size(), 8u);
 }
 
 }  // namespace

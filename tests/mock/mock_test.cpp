@@ -230,6 +230,34 @@ TEST(mock_model, materialize_applies_what_the_card_provides_and_mutate_changes_t
   EXPECT_GE(mutations.size(), 8u);
 }
 
+// --mutation-changes N: one answer composes up to N drawn changes (each applied to what the
+// previous left), so a run's children rarely repeat a kernel; block sizes named by a constant are
+// retuned. The default (one change) is what every other test sees.
+TEST(mock_model, mutation_changes_compose_several_edits_and_block_sizes_are_retuned) {
+  const auto k = bundle("tasks/softmax_cuda/kernels/naive");
+  std::set<std::string> one, several, actions;
+  int composed = 0;
+  for (int seed = 0; seed < 12; ++seed) {
+    const auto a = ask({"--seed", std::to_string(seed)}, prompt_for("mutate", mutate_fields(k)), k);
+    one.insert(a.value["edits"].get<std::string>());
+    actions.insert(a.value["action"].get<std::string>());
+    const auto b = ask({"--seed", std::to_string(seed), "--mutation-changes", "3"},
+                       prompt_for("mutate", mutate_fields(k)), k);
+    expect_keys("mutate", b.value);
+    EXPECT_EQ(problems("mutate", b.value), "");
+    auto applied = agent::apply_reply(k, b.value["edits"].get<std::string>());
+    ASSERT_TRUE(applied) << applied.error().message;
+    several.insert(applied->hash);
+    // One sentence per change in the rationale.
+    const std::string why = b.value["rationale"];
+    if (std::count(why.begin(), why.end(), '.') >= 2 && why.find(". ") != std::string::npos) ++composed;
+  }
+  EXPECT_GE(composed, 4);
+  EXPECT_GT(several.size(), one.size());
+  EXPECT_TRUE(actions.count("tune_block_size")) << "actions drawn: " << actions.size();
+  EXPECT_EQ(run_mock({"--mutation-changes", "9"}, "", fs::temp_directory_path()).status, 2);
+}
+
 TEST(mock_model, wrong_rate_one_makes_each_documented_kind_of_wrong_kernel) {
   const auto b = bundle(softmax_expert);
   const std::string prompt = prompt_for("propose_backward", backward_fields(b));

@@ -5,10 +5,13 @@
 // resume without repeating a child; and each training-export filter on constructed cases.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "agent/llm_proposer.h"
 #include "agent/prompt.h"
@@ -379,6 +382,67 @@ TEST_F(evolve_env, batches_gate_their_children_together_and_resume_alike) {
   evolve_options other = again;
   other.in_flight = 2;
   EXPECT_FALSE(batched(*db, again_v, other));
+}
+
+// A proposer whose answer is a function of its request alone (the parent, the inspirations and
+// the direction hashed into a comment line); each call lasts 20 ms and the calls in progress at
+// once are counted. `concurrent` says whether evolve may ask it from several threads.
+class stateless : public test::delegating {
+ public:
+  stateless(agent::proposer& inner, bool concurrent) : delegating(inner), concurrent_(concurrent) {}
+  bool concurrent() const override { return concurrent_; }
+  std::atomic<int> active{0}, max_active{0};
+  agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
+    const int now = ++active;
+    int seen = max_active.load();
+    while (now > seen && !max_active.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    --active;
+    std::string key = r.parent.hash + r.direction;
+    for (const auto& i : r.inspirations) key += i.hash;
+    agent::proposal p;
+    p.kernel = r.parent;
+    for (auto& [path, text] : p.kernel.sources) text += "// from " + std::to_string(std::hash<std::string>{}(key)) + "\n";
+    p.kernel.hash = bundle_hash(p.kernel);
+    p.action = "comment";
+    p.locus = "function";
+    p.prov = {"rules", "test:stateless", true};
+    return p;
+  }
+
+ private:
+  bool concurrent_;
+};
+
+// A batch's mutate requests are asked at the same time when the proposer takes concurrent calls,
+// and the run is the one it would be with the calls made one by one.
+TEST_F(evolve_env, a_batch_asks_its_proposals_together_and_ends_like_one_by_one) {
+  agent::rules::rules_proposer inner;
+  auto run = [&](bool concurrent, const std::string& id, int* max_active) {
+    auto db = store::open(dir_.path() / (id + ".db"));
+    EXPECT_TRUE(db);
+    scripted_verifier v;
+    evolve_options o = options();
+    o.children = 4;
+    o.in_flight = 4;
+    o.run_id = id;
+    llm::ledger ledger(llm::limits{budget{}, std::nullopt});
+    stateless p(inner, concurrent);
+    auto r = evolve(t_, naive_, naive_, v, p, *db, ledger, o);
+    EXPECT_TRUE(r) << r.error().message;
+    *max_active = p.max_active.load();
+    std::vector<std::string> kernels;
+    for (const auto& c : r->children) kernels.push_back(c.kernel + " " + c.placement + " " + std::to_string(c.score));
+    return kernels;
+  };
+  int together = 0, alone = 0;
+  const auto a = run(true, "evolve-together", &together);
+  const auto b = run(false, "evolve-alone", &alone);
+  EXPECT_GT(together, 1);
+  EXPECT_EQ(alone, 1);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
 }
 
 // ---- the training export, each filter on a constructed case ----

@@ -70,16 +70,19 @@ change pick(const std::vector<change>& cands, const context& c) {
   return pick_site(only_feature(cands, pick_feature(cands, c)), c);
 }
 
-// The chosen change applied, then the slip when this answer is to be wrong.
-answer code_answer(const context& c, const mock_bundle& kernel, const change& ch) {
+// The chosen changes applied in order, then the slip when this answer is to be wrong.
+answer code_answer(const context& c, const mock_bundle& kernel, const std::vector<change>& chs) {
   answer a;
   a.has_edits = true;
   a.before = kernel;
-  a.after = apply_change(kernel, ch);
-  a.notes.push_back(ch.action + " at " + ch.locus + ": " + ch.what);
+  a.after = kernel;
+  for (const auto& ch : chs) {
+    a.after = apply_change(a.after, ch);
+    a.notes.push_back(ch.action + " at " + ch.locus + ": " + ch.what);
+  }
   if (c.f.wrong) {
     auto ws = c.choose.for_purpose("wrong_kind");
-    if (auto w = make_wrong(a.after, ch.function, c.opt.only_kind, ws)) {
+    if (auto w = make_wrong(a.after, chs.front().function, c.opt.only_kind, ws)) {
       a.after.files[w->path] = w->text;
       a.notes.push_back(std::string("wrong answer (") + to_string(w->kind) + ") at " + w->where +
                         ": " + w->what);
@@ -89,6 +92,10 @@ answer code_answer(const context& c, const mock_bundle& kernel, const change& ch
     }
   }
   return a;
+}
+
+answer code_answer(const context& c, const mock_bundle& kernel, const change& ch) {
+  return code_answer(c, kernel, std::vector<change>{ch});
 }
 
 std::string sentence(const change& ch) {
@@ -227,32 +234,60 @@ answer_result answer_materialize(const context& c) {
                  names);
 }
 
-answer_result answer_mutate(const context& c) {
-  auto kernel = operation_kernel(c.p, c.dir, true);
-  if (!kernel) return tl::unexpected(kernel.error());
+// The mutations the mock knows for `kernel`: additions (a registry name in `direction` first),
+// else every addition and every tuning.
+namespace {
+std::vector<change> mutations(const context& c, const mock_bundle& kernel) {
   std::vector<change> cands;
   for (const auto& name : registry_names_in(field_or_empty(c.p, "direction"))) {
-    cands = catalog_changes(*kernel, name, direction::add);
+    cands = catalog_changes(kernel, name, direction::add);
     if (!cands.empty()) break;
   }
   if (cands.empty()) {
-    cands = all_changes(*kernel, direction::add);
-    const auto t = tuning_changes(*kernel);
+    cands = all_changes(kernel, direction::add);
+    const auto t = tuning_changes(kernel);
     cands.insert(cands.end(), t.begin(), t.end());
   }
-  cands = without_rejected(cands, field_or_empty(c.p, "rejected"));
+  return without_rejected(cands, field_or_empty(c.p, "rejected"));
+}
+}  // namespace
+
+answer_result answer_mutate(const context& c) {
+  auto kernel = operation_kernel(c.p, c.dir, true);
+  if (!kernel) return tl::unexpected(kernel.error());
+  auto cands = mutations(c, *kernel);
   if (cands.empty()) return refusal(c.p, "no mutation the mock knows applies to this kernel", {});
-  // Mutations are drawn over all sites (tunings included), not feature first.
+  // Mutations are drawn over all sites (tunings included), not feature first. With
+  // --mutation-changes N, 1 to N of them are drawn one after another, each from the kernel the
+  // previous ones left (a model rarely changes one thing at a time).
   auto ss = c.choose.for_purpose("mutation");
-  const change& ch = cands[ss.below(cands.size())];
-  answer a = code_answer(c, *kernel, ch);
-  a.body["action"] = ch.action;
-  a.body["locus"] = ch.locus;
+  std::vector<change> applied{cands[ss.below(cands.size())]};
+  const size_t more = c.opt.mutation_changes > 1
+                          ? c.choose.for_purpose("mutation_count").below(static_cast<size_t>(c.opt.mutation_changes))
+                          : 0;
+  mock_bundle now = apply_change(*kernel, applied.front());
+  for (size_t i = 0; i < more; ++i) {
+    const auto next = mutations(c, now);
+    if (next.empty()) break;
+    applied.push_back(next[ss.below(next.size())]);
+    now = apply_change(now, applied.back());
+  }
+  answer a = code_answer(c, *kernel, applied);
+  const change& first = applied.front();
+  a.body["action"] = first.action;
+  a.body["locus"] = first.locus;
   // A tuning retunes a mechanism that is there: it adds none.
-  a.body["adds"] = ch.action.starts_with("tune_") ? nlohmann::ordered_json::array()
-                                                  : nlohmann::ordered_json::array({ch.feature});
+  auto adds = nlohmann::ordered_json::array();
+  std::string why;
+  for (const auto& ch : applied) {
+    if (!ch.action.starts_with("tune_") && adds.size() < 3 &&
+        std::find(adds.begin(), adds.end(), ch.feature) == adds.end())
+      adds.push_back(ch.feature);
+    why += (why.empty() ? "" : " ") + sentence(ch);
+  }
+  a.body["adds"] = adds;
   a.body["removes"] = nlohmann::ordered_json::array();
-  a.body["rationale"] = sentence(ch);
+  a.body["rationale"] = why;
   return a;
 }
 

@@ -217,6 +217,32 @@ std::vector<change> tuning_changes(const mock_bundle& b) {
       }
     }
   }
+  // The block size a launch names through a constant (`const int threads = 128;`), retuned to
+  // another power of two: a mechanism the kernel has, retuned (adds none). A kernel whose shared
+  // arrays or indexing assume the old size computes a wrong result, which the gate reports.
+  static const std::regex block(
+      R"(^(\s*(?:static\s+)?(?:const|constexpr)\s+(?:int|unsigned|int32_t)\s+(?:threads|THREADS|kThreads|block|BLOCK|block_size|BLOCK_SIZE)\s*=\s*)([0-9]+)(\s*;.*)$)");
+  for (const auto& [path, text] : b.files) {
+    const source_view v(text);
+    const auto fns = functions(v);
+    for (size_t l = 0; l < v.line_count(); ++l) {
+      const std::string line(v.code_line(l));
+      std::smatch m;
+      if (!std::regex_match(line, m, block)) continue;
+      const auto* f = enclosing(fns, v.line_start(l));
+      if (!f) continue;
+      for (const char* k : {"64", "128", "256", "512"}) {
+        if (m[2].str() == k) continue;
+        change c = make("launch_bounds", "tune", path, *f, nullptr,
+                        "changed the block size in " + f->name + " from " + m[2].str() + " to " + k +
+                            " threads (" + path + ":" + std::to_string(l + 1) + ")",
+                        apply_splices(text, {{v.line_start(l) + static_cast<size_t>(m.position(2)),
+                                              v.line_start(l) + static_cast<size_t>(m.position(2) + m.length(2)), k}}));
+        c.action = "tune_block_size";
+        out.push_back(std::move(c));
+      }
+    }
+  }
   return out;
 }
 

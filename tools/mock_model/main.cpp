@@ -65,6 +65,10 @@ int run(int argc, char** argv) {
                  "the kind of a wrong result when it applies: bound, store or constant (default: "
                  "drawn)")
       ->check(CLI::IsMember({"bound", "store", "constant"}));
+  app.add_option("--mutation-changes", opt.mutation_changes,
+                 "mutate: draw 1 to N changes (additions and tunings), each applied to what the "
+                 "previous left (default 1)")
+      ->check(CLI::Range(1, 8));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -21,6 +21,7 @@ struct options {
   double invalid_rate = 0;   // replies that break their operation's schema
   edit_mode mode = edit_mode::blocks;
   std::optional<wrong_kind> only_kind;  // --wrong-kind: that kind of wrong result when it applies
+  int32_t mutation_changes = 1;         // mutate: up to this many changes in one answer
 };
 
 // Exit statuses (documented in --help and docs/proposer.md).

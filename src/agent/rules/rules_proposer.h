@@ -82,6 +82,8 @@ class rules_proposer final : public proposer {
   // `direction` names first, then sites of features the inspirations' sources have and the
   // parent's lacks. Sites a `rejected` note names are skipped. None: refused.
   op_result<proposal> mutate(const mutate_request& r) override;
+  // Every answer is a function of its request and the options.
+  bool concurrent() const override { return true; }
 
  private:
   catalog_options catalog_opts() const;
