@@ -36,6 +36,13 @@ class expert : public lathe::testing::gate_env, public ::testing::WithParamInter
 
 TEST_P(expert, is_correct_and_faster_than_naive) {
   task t = load(task_dir(GetParam()));
+  // The naive gemm takes about a second a call at the task's timed 768^3, and the timing stage
+  // (warm-up, ABBA rounds, the A/A control) made this one comparison 68 s of a CI run. The claim
+  // holds at 384^3 (1/8 of the work; the expert is still tens of times faster): that set is timed
+  // (and checked) here in its place; the task's own 768^3 everywhere else.
+  if (GetParam() == "gemm")
+    for (auto& s : t.shapes)
+      if (s.time) s.symbols = {{"M", 384}, {"N", 384}, {"K", 384}};
   cfg_.policy.max_seconds = 2.0;
   // The naive gemm takes about a second a call: the default 4 process pairs and 6 rounds made
   // this one comparison 66 s of the CI run. 2 and 4 (lathe's --quick) still give a CI that
