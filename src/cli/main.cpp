@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   lathe::cli::add_evolve(app, common, code);
   lathe::cli::add_export(app, common, code);
   lathe::cli::add_runs(app, common, code);
+  lathe::cli::add_report(app, common, code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,8 @@
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
+#include "report/html.h"
+#include "report/model.h"
 #include "skills/interchange.h"
 #include "skills/klineage_import.h"
 #include "skills/render.h"
@@ -27,7 +29,7 @@ namespace {
 struct skills_options {
   std::string op, status, card, output, input, skill_md_dir;
   std::vector<std::string> cards, lineages;
-  bool json = false, replace = false;
+  bool json = false, replace = false, html = false;
 };
 
 int fail_with(const error& e, int code) {
@@ -75,6 +77,30 @@ int run_show(const common_options& common, const skills_options& o) {
   if (!c) return fail_with(c.error(), 1);
   if (!*c) {
     std::fprintf(stderr, "lathe: no card '%s' (`lathe skills list` names them)\n", o.card.c_str());
+    return 2;
+  }
+  if (o.html) {
+    // The card with its lineage evidence and verification log as one page (lathe.card_report/1).
+    auto model = report::card_report(*ctx->db, o.card);
+    if (!model) return fail_with(model.error(), 1);
+    const std::string page = report::render_html(*model);
+    if (o.output.empty()) {
+      std::fwrite(page.data(), 1, page.size(), stdout);
+      return 0;
+    }
+    std::ofstream out(o.output, std::ios::binary | std::ios::trunc);
+    out << page;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "lathe: cannot write %s\n", o.output.c_str());
+      return 1;
+    }
+    std::printf("wrote     %s: card %s, %zu lineage source(s), %zu evaluation(s)\n", o.output.c_str(),
+                (**c).name.c_str(), (*model)["lineage_evidence"].size(), (*model)["evaluations"].size());
+    return 0;
+  }
+  if (!o.output.empty()) {
+    std::fprintf(stderr, "lathe: -o is for --html (the page); --json prints to stdout\n");
     return 2;
   }
   if (o.json) {
@@ -185,6 +211,9 @@ void add_skills(CLI::App& app, const common_options& common, int& exit_code) {
   CLI::App* show = sub->add_subcommand("show", "one card: every field, its carriers, evidence and trials");
   show->add_option("card", o->card, "the card's name or id")->required();
   show->add_flag("--json", o->json, "print as JSON (schema lathe.skill/1)");
+  show->add_flag("--html", o->html, "the card as one self-contained HTML page: its lineage evidence and verification log "
+                 "(to stdout, or -o)");
+  show->add_option("-o,--output", o->output, "with --html: write the page here");
   show->callback([o, &common, &exit_code] { exit_code = run_show(common, *o); });
 
   add_skills_admit(sub, common, exit_code);
