@@ -94,6 +94,18 @@ class Problem:
         self.fp64 = True
         self.output_names = None
         self.tolerance = {}
+        self.comparison = None
+
+    def declared_comparison(self, module):
+        # How outputs compare when element-wise is wrong for the operator (docs/problems.md):
+        # "sorted_set" (rows as sorted multisets) or "topk" (values as sorted_set, indices
+        # checked against the input).
+        kind = getattr(module, "LATHE_COMPARISON", None)
+        if kind is None:
+            return
+        if kind not in ("elementwise", "sorted_set", "topk"):
+            raise ProblemError("LATHE_COMPARISON must be 'elementwise', 'sorted_set' or 'topk'")
+        self.comparison = kind
 
     def declared_tolerance(self, module):
         tol = getattr(module, "LATHE_TOLERANCE", None)
@@ -130,6 +142,7 @@ class KernelBench(Problem):
         self.module = module
         self.declared_perturbations(module)
         self.declared_tolerance(module)
+        self.declared_comparison(module)
         self.fp64 = bool(getattr(module, "LATHE_REFERENCE_FP64", True))
         init = list(module.get_init_inputs())
         try:
@@ -225,6 +238,7 @@ class KLineage(Problem):
         if module is not None:
             self.declared_perturbations(module)
             self.declared_tolerance(module)
+            self.declared_comparison(module)
             self.fp64 = bool(getattr(module, "LATHE_REFERENCE_FP64", True))
 
     def inputs(self, seed):
@@ -391,7 +405,7 @@ class Worker:
                 count += t.numel()
         r = {"ok": True, "format": p.format, "torch": torch.__version__,
              "output_rms": math.sqrt(sq / count) if count else 0.0,
-             "tolerance": p.tolerance,
+             "tolerance": p.tolerance, "comparison": p.comparison,
              "python": platform.python_version(), "device": self.device,
              "cuda": torch.version.cuda if self.device.startswith("cuda") else None,
              "inputs": ins, "outputs": outs, "scalars": scalars,

@@ -7,7 +7,7 @@ namespace lathe {
 namespace {
 
 // One entry per name; feature_registry() hands them out sorted by name.
-constexpr std::array<feature_definition, 20> registry{{
+constexpr std::array<feature_definition, 21> registry{{
     {"block_reduce", "cuda", "",
      "a reduction across the threads of a block through shared memory (tree or two-level), "
      "instead of one thread or atomics per element"},
@@ -30,6 +30,10 @@ constexpr std::array<feature_definition, 20> registry{{
     {"online_softmax", "cuda,cpu", "",
      "the running maximum and running sum computed in one pass (rescaling the sum when the maximum "
      "changes) instead of separate max and sum passes"},
+    {"radix_select", "cuda,cpu", "digit_bits",
+     "the k-th largest key found digit by digit from histograms of the keys' bits (most significant "
+     "digit first, each pass counting only keys that share the digits found so far), then the "
+     "selection compacted against that threshold, instead of sorting"},
     {"read_only_load", "cuda", "",
      "global loads through the read-only path: __ldg or const __restrict__ pointers the compiler "
      "turns into ld.global.nc"},

@@ -163,7 +163,7 @@ void from_json(const json& j, task& t) {
     get(*it, "shift", t.perturb.shift);
   }
   if (auto it = j.find("comparison"); it != j.end() && it->is_object()) {
-    get_enum(*it, "kind", t.compare.kind, comparison_kind::sorted_set);
+    get_enum(*it, "kind", t.compare.kind, comparison_kind::topk);
     get_opt(*it, "rtol", t.compare.tol.rtol);
     get_opt(*it, "atol", t.compare.tol.atol);
     get_opt(*it, "nerr", t.compare.tol.nerr);

@@ -42,8 +42,32 @@ const char* to_string(comparison_kind k) {
       return "elementwise";
     case comparison_kind::sorted_set:
       return "sorted_set";
+    case comparison_kind::topk:
+      return "topk";
   }
   return "?";
+}
+
+std::string comparison_misfit(const task& t) {
+  if (t.compare.kind != comparison_kind::topk) return "";
+  auto same = [](const dim& a, const dim& b) {
+    return a.symbol == b.symbol && (!a.symbol.empty() || a.value == b.value);
+  };
+  if (t.outputs.size() != 2 || t.inputs.empty())
+    return "topk needs an input and exactly two outputs (values, then indices)";
+  const tensor_spec &v = t.outputs[0], &ix = t.outputs[1], &in = t.inputs[0];
+  const std::string pair = "outputs '" + v.name + "' and '" + ix.name + "'";
+  if (!is_floating(v.type) || is_floating(ix.type) || ix.type == dtype::boolean)
+    return "topk needs floating values (output '" + v.name + "') and integer indices (output '" +
+           ix.name + "')";
+  if (v.shape.empty() || v.shape.size() != ix.shape.size() || v.shape.size() != in.shape.size())
+    return "topk needs " + pair + " of the rank of input '" + in.name + "' (at least 1)";
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (!same(v.shape[d], ix.shape[d])) return "topk needs " + pair + " of one shape";
+    if (d + 1 < v.shape.size() && !same(v.shape[d], in.shape[d]))
+      return "topk needs the leading extents of " + pair + " to be those of input '" + in.name + "'";
+  }
+  return "";
 }
 
 }  // namespace lathe

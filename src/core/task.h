@@ -69,6 +69,11 @@ struct tolerance {
 enum class comparison_kind : uint8_t {
   elementwise,
   sorted_set,  // top-k style: each row (last axis) compared as the sorted multiset of values
+  // Top-k with indices: output 0 holds each row's selected values (compared as sorted_set),
+  // output 1 (an integer tensor of the same shape) their positions along the last axis of input
+  // 0. Indices are checked against the input, never against the reference's: with ties at the
+  // k-th value any of the tied positions is right. See gate/check.h check_topk_indices.
+  topk,
 };
 
 struct comparison {
@@ -120,5 +125,9 @@ const char* to_string(platform p);
 const char* to_string(task_role r);
 const char* to_string(distribution_kind k);
 const char* to_string(comparison_kind k);
+
+// Why task `t` cannot use its comparison kind (empty when it can): topk needs two outputs of one
+// shape, values (floating) then indices (integer), and an input 0 with the same leading extents.
+std::string comparison_misfit(const task& t);
 
 }  // namespace lathe

@@ -179,7 +179,8 @@ output_check check_output(const comparison& c, dtype t, const std::vector<int64_
   std::vector<double> o(n), w(ref, ref + n);
   for (uint64_t i = 0; i < n; ++i) o[i] = load_as_double(t, out, i);
 
-  if (c.kind == comparison_kind::sorted_set && !shape.empty()) {
+  if ((c.kind == comparison_kind::sorted_set || c.kind == comparison_kind::topk) &&
+      !shape.empty()) {
     // Top-k style outputs: the order within a row is not part of the contract, the multiset of
     // values is. Sort each row of both, then compare element-wise.
     const uint64_t row = static_cast<uint64_t>(std::max<int64_t>(shape.back(), 1));
@@ -189,6 +190,60 @@ output_check check_output(const comparison& c, dtype t, const std::vector<int64_
     }
   }
   compare_values(tol, o, w, shape, {}, r);
+  r.rec.passed = r.v == verdict::pass;
+  return r;
+}
+
+output_check check_topk_indices(dtype index_type, const std::vector<int64_t>& shape,
+                                const void* indices, dtype value_type, const void* values,
+                                dtype input_type, const std::vector<int64_t>& input_shape,
+                                const void* input) {
+  output_check r;
+  const uint64_t n = count(shape);
+  auto note = [&](uint64_t flat, const std::string& what) {
+    if (r.rec.mismatches < max_reported)
+      r.rec.first_mismatches.push_back(index_text(flat, shape) + ": " + what);
+    ++r.rec.mismatches;
+  };
+  for (uint64_t i = 0; i < n; ++i)
+    if (is_poison(index_type, indices, i)) note(i, "never written");
+  if (r.rec.mismatches > 0) {
+    r.v = verdict::unwritten;
+    return r;
+  }
+  if (shape.empty() || input_shape.empty()) {
+    note(0, "top-k indices need a row axis");
+    r.v = verdict::mismatch;
+    return r;
+  }
+  const uint64_t k = static_cast<uint64_t>(std::max<int64_t>(shape.back(), 0));
+  const int64_t cols = input_shape.back();
+  const uint64_t rows = k ? n / k : 0;
+  std::vector<uint64_t> seen;  // row-local generation marks: position c seen in row r+1
+  seen.assign(static_cast<size_t>(std::max<int64_t>(cols, 0)), 0);
+  for (uint64_t row = 0; row < rows; ++row) {
+    for (uint64_t j = 0; j < k; ++j) {
+      const uint64_t flat = row * k + j;
+      // Integer dtypes load exactly into a double up to 2^53; anything outside [0, C) is wrong.
+      const double idx = load_as_double(index_type, indices, flat);
+      if (!(idx >= 0 && idx < static_cast<double>(cols))) {
+        note(flat, "index " + num(idx) + " outside [0, " + std::to_string(cols) + ")");
+        continue;
+      }
+      const uint64_t c = static_cast<uint64_t>(idx);
+      if (seen[c] == row + 1) {
+        note(flat, "index " + std::to_string(c) + " appears twice in its row");
+        continue;
+      }
+      seen[c] = row + 1;
+      const double at = load_as_double(input_type, input, row * static_cast<uint64_t>(cols) + c);
+      const double v = load_as_double(value_type, values, flat);
+      if (!(at == v) && !(std::isnan(at) && std::isnan(v)))
+        note(flat, "index " + std::to_string(c) + " holds " + num(at) + ", the value beside it is " +
+                       num(v));
+    }
+  }
+  r.v = r.rec.mismatches ? verdict::mismatch : verdict::pass;
   r.rec.passed = r.v == verdict::pass;
   return r;
 }

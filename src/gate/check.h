@@ -39,4 +39,17 @@ struct output_check {
 output_check check_output(const comparison& c, dtype t, const std::vector<int64_t>& shape,
                           const void* out, const double* ref);
 
+// comparison_kind::topk, output 1: the indices of the selected values. Index equality with the
+// reference is unsound (with ties at the k-th value any tied position is right, and float inputs
+// drawn at random do tie), so each row is checked against the input instead: every index lies in
+// [0, C) of input 0's row, no index appears twice in a row, and the input element it points at
+// equals (as a number: -0 == +0) the value at the same position of output 0. With output 0's
+// values checked as a sorted multiset against the reference, this makes (values, indices) a
+// valid top-k for every tie-breaking. `shape` is [..., K] (both outputs), `input_shape` [..., C]
+// with the same leading extents. Unwritten indices (poison left) are reported first.
+output_check check_topk_indices(dtype index_type, const std::vector<int64_t>& shape,
+                                const void* indices, dtype value_type, const void* values,
+                                dtype input_type, const std::vector<int64_t>& input_shape,
+                                const void* input);
+
 }  // namespace lathe::gate

@@ -358,8 +358,15 @@ std::string output_where(const task& t, size_t i, const slot_layout& l, uint64_t
 std::optional<stop> evaluator::check_slot_outputs(const slot_layout& l, const trial_data& d,
                                                   const uint8_t* slot, const std::string& where) {
   for (size_t i = 0; i < t_.outputs.size(); ++i) {
-    output_check oc = check_output(t_.compare, t_.outputs[i].type, l.outputs[i].shape,
-                                   slot + l.output_offset[i], d.ref[i].data());
+    // topk: the indices (output 1) are checked against the trial's input, not the reference
+    // (ties make the reference's indices one right answer of several).
+    output_check oc =
+        t_.compare.kind == comparison_kind::topk && i == 1
+            ? check_topk_indices(t_.outputs[1].type, l.outputs[1].shape, slot + l.output_offset[1],
+                                 t_.outputs[0].type, slot + l.output_offset[0], t_.inputs[0].type,
+                                 l.inputs[0].shape, d.inputs.data() + l.input_offset[0])
+            : check_output(t_.compare, t_.outputs[i].type, l.outputs[i].shape,
+                           slot + l.output_offset[i], d.ref[i].data());
     oc.rec.shape_set = l.shapes->name;
     oc.rec.seed = d.spec.seed;
     oc.rec.output = t_.outputs[i].name;

@@ -339,6 +339,17 @@ result<task> import_problem(const fs::path& file, platform p) {
     for (auto [key, slot] : {std::pair{"rtol", &t.compare.tol.rtol}, std::pair{"atol", &t.compare.tol.atol},
                              std::pair{"nerr", &t.compare.tol.nerr}})
       if (d["tolerance"].contains(key)) *slot = d["tolerance"][key].get<double>();
+  // LATHE_COMPARISON (a wrapper's [comparison] kind wins): e.g. "topk" for torch.topk's
+  // (values, indices), whose order within a row and whose tied indices are not the contract.
+  if (d.contains("comparison") && d["comparison"].is_string()) {
+    const std::string kind = d["comparison"].get<std::string>();
+    if (kind == "sorted_set") t.compare.kind = comparison_kind::sorted_set;
+    else if (kind == "topk") t.compare.kind = comparison_kind::topk;
+    else if (kind != "elementwise")
+      return fail(errc::invalid_argument, file.string() + ": unknown LATHE_COMPARISON '" + kind + "'");
+    if (std::string why = comparison_misfit(t); !why.empty())
+      return fail(errc::invalid_argument, file.string() + ": LATHE_COMPARISON: " + why);
+  }
   t.shapes.push_back(s);
   t.cost.bytes = std::to_string(bytes);  // every input read once, every output written once
   return t;

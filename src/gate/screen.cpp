@@ -1,6 +1,8 @@
 #include "gate/screen.h"
 
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -111,6 +113,17 @@ const banned banned_names[] = {
     {"cudaLimitPersistingL2CacheSize", "CUDA ABI violation (persistent L2)"},
     {"CU_LIMIT_PERSISTING_L2_CACHE_SIZE", "CUDA ABI violation (persistent L2)"},
 };
+
+// The driver API (libcuda) a candidate may import when its task allows the library "cuda": the
+// tensor-map encoders a TMA kernel needs on the host, and error strings. Every other cu* function
+// (cuCtxSetLimit, cuStreamSetAttribute, cuMemAlloc…) would reach what the runtime names above
+// are refused for, under another name.
+const char* driver_api_allowed[] = {"cuTensorMapEncodeTiled", "cuTensorMapEncodeIm2col",
+                                    "cuGetErrorString", "cuGetErrorName"};
+
+bool driver_api_symbol(const std::string& sym) {
+  return sym.size() > 2 && sym[0] == 'c' && sym[1] == 'u' && std::isupper(static_cast<unsigned char>(sym[2]));
+}
 
 // Vendor libraries: a candidate may not delegate the operator to them unless the task allows.
 struct vendor {
@@ -313,6 +326,11 @@ std::vector<finding> screen_object(const std::filesystem::path& object, const ta
     for (const auto& bc : banned_calls)
       if (sym == bc.name || sym == std::string("__") + bc.name + "_chk")
         out.push_back({bc.what, "symbol " + sym, std::string("the object imports ") + sym});
+    if (role == screen_role::candidate && driver_api_symbol(sym) &&
+        std::find(std::begin(driver_api_allowed), std::end(driver_api_allowed), sym) == std::end(driver_api_allowed))
+      out.push_back({"driver API", "symbol " + sym,
+                     "the object imports " + sym + ": a candidate may call only the tensor-map encoders and "
+                     "error strings of the driver API"});
     if (role == screen_role::candidate)
       for (const auto& v : vendors)
         if (sym.rfind(v.symbol_prefix, 0) == 0 && !allowed(t, v.library))

@@ -308,9 +308,15 @@ result<void> read_sections(const task_reader& r, const toml::table& root, task& 
         t.compare.kind = comparison_kind::elementwise;
       else if (**kind == "sorted_set")
         t.compare.kind = comparison_kind::sorted_set;
+      else if (**kind == "topk")
+        t.compare.kind = comparison_kind::topk;
       else
         return r.err(line_of(*c.get("kind")), "comparison",
-                     "unknown kind '" + **kind + "' (elementwise | sorted_set)");
+                     "unknown kind '" + **kind + "' (elementwise | sorted_set | topk)");
+      // Outputs are known here: a task's [[output]] tables are read before this section, a
+      // wrapper's come from its problem.
+      if (std::string why = comparison_misfit(t); !why.empty())
+        return r.err(line_of(*c.get("kind")), "comparison", why);
     }
     for (auto [key, slot] :
          {std::pair{"rtol", &t.compare.tol.rtol}, std::pair{"atol", &t.compare.tol.atol},

@@ -211,10 +211,17 @@ TEST_F(task_file, unbound_symbol) {
   EXPECT_EQ(msg, "shape set 'small': symbol 'K' (used by input 'A') is not bound");
 }
 
+TEST_F(task_file, topk_needs_values_and_indices_of_one_shape) {
+  // gemm's one float output is no (values, indices) pair: refused where the kind is named.
+  const std::string toml = replace(base_toml, "kind = \"elementwise\"", "kind = \"topk\"");
+  EXPECT_EQ(load_error(toml, line_of(toml, "kind = \"topk\"")),
+            "comparison: topk needs an input and exactly two outputs (values, then indices)");
+}
+
 TEST_F(task_file, bad_values) {
   std::string toml = replace(base_toml, "kind = \"elementwise\"", "kind = \"elementwize\"");
   EXPECT_EQ(load_error(toml, line_of(toml, "elementwize")),
-            "comparison: unknown kind 'elementwize' (elementwise | sorted_set)");
+            "comparison: unknown kind 'elementwize' (elementwise | sorted_set | topk)");
   toml = replace(base_toml, "platform    = \"cpu\"", "platform    = \"gpu\"");
   EXPECT_EQ(load_error(toml, 3), "unknown platform 'gpu' (cpu | cuda)");
   toml = replace(base_toml, "role        = \"source\"", "role        = \"train\"");

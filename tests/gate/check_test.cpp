@@ -94,6 +94,70 @@ TEST(check, sorted_set_ignores_order_within_a_row_only) {
   EXPECT_EQ(check(e, {3, 1, 2}, {1, 2, 3}).v, verdict::mismatch);
 }
 
+// comparison_kind::topk: 2 rows of x (C = 5), k = 3. Row 0 ties at the k-th value (two 4s), so
+// either of columns 1 and 4 is a right third index.
+namespace {
+const std::vector<float> topk_x{9, 4, 1, 7, 4, /**/ -1, -2, -3, -4, -5};
+
+output_check topk_indices(const std::vector<int64_t>& idx, const std::vector<float>& vals) {
+  return check_topk_indices(dtype::i64, {2, 3}, idx.data(), dtype::f32, vals.data(), dtype::f32,
+                            {2, 5}, topk_x.data());
+}
+}  // namespace
+
+TEST(check, topk_values_pass_in_any_order_and_indices_pass_for_any_tied_position) {
+  comparison c;
+  c.kind = comparison_kind::topk;
+  c.tol.rtol = c.tol.atol = c.tol.nerr = 0;
+  const std::vector<double> ref{9, 7, 4, -1, -2, -3};
+  // Permuted rows against the sorted-descending reference.
+  EXPECT_EQ(check(c, {4, 9, 7, -3, -1, -2}, ref, {2, 3}).v, verdict::pass);
+  EXPECT_EQ(topk_indices({4, 0, 3, 2, 0, 1}, {4, 9, 7, -3, -1, -2}).v, verdict::pass);
+  // The other tied 4 is as right.
+  EXPECT_EQ(topk_indices({1, 0, 3, 2, 0, 1}, {4, 9, 7, -3, -1, -2}).v, verdict::pass);
+}
+
+TEST(check, topk_rejects_a_wrong_value_a_duplicated_index_and_a_misplaced_one) {
+  comparison c;
+  c.kind = comparison_kind::topk;
+  c.tol.rtol = c.tol.atol = c.tol.nerr = 0;
+  const std::vector<double> ref{9, 7, 4, -1, -2, -3};
+  // 1 instead of the second 4 in row 0: a value outside the top 3.
+  EXPECT_EQ(check(c, {1, 9, 7, -3, -1, -2}, ref, {2, 3}).v, verdict::mismatch);
+  // Both 4s carry column 1: the values are right, the indices name one element twice.
+  auto dup = topk_indices({1, 0, 1, 2, 0, 1}, {4, 9, 4, -3, -1, -2});
+  EXPECT_EQ(dup.v, verdict::mismatch);
+  ASSERT_FALSE(dup.rec.first_mismatches.empty());
+  EXPECT_NE(dup.rec.first_mismatches[0].find("appears twice"), std::string::npos) << dup.rec.first_mismatches[0];
+  // Column 2 holds 1, not the 4 beside it.
+  EXPECT_EQ(topk_indices({2, 0, 3, 2, 0, 1}, {4, 9, 7, -3, -1, -2}).v, verdict::mismatch);
+  // Out of the row, negative, and a flat index into the next row.
+  EXPECT_EQ(topk_indices({5, 0, 3, 2, 0, 1}, {4, 9, 7, -3, -1, -2}).v, verdict::mismatch);
+  EXPECT_EQ(topk_indices({-1, 0, 3, 2, 0, 1}, {4, 9, 7, -3, -1, -2}).v, verdict::mismatch);
+  EXPECT_EQ(topk_indices({1, 0, 3, 7, 5, 6}, {4, 9, 7, -3, -1, -2}).v, verdict::mismatch);
+}
+
+TEST(check, topk_indices_left_poisoned_are_unwritten) {
+  std::vector<int64_t> idx{1, 0, 3, 2, 0, 1};
+  poison(dtype::i64, idx.data() + 4, 1);
+  EXPECT_EQ(topk_indices(idx, {4, 9, 7, -3, -1, -2}).v, verdict::unwritten);
+}
+
+TEST(check, topk_fits_only_values_then_indices_of_one_shape) {
+  task t;
+  t.compare.kind = comparison_kind::topk;
+  t.inputs.push_back({"x", dtype::f32, {{"R", 0}, {"C", 0}}});
+  t.outputs.push_back({"values", dtype::f32, {{"R", 0}, {"K", 0}}});
+  EXPECT_NE(comparison_misfit(t), "");  // no indices
+  t.outputs.push_back({"indices", dtype::i64, {{"R", 0}, {"K", 0}}});
+  EXPECT_EQ(comparison_misfit(t), "");
+  t.outputs[1].shape[1].symbol = "C";
+  EXPECT_NE(comparison_misfit(t), "");  // not the values' shape
+  t.outputs[1].shape[1].symbol = "K";
+  t.outputs[1].type = dtype::f32;
+  EXPECT_NE(comparison_misfit(t), "");  // float indices
+}
+
 TEST(check, integer_outputs_are_exact_and_poisoned_with_a5) {
   comparison c;
   std::vector<int32_t> out{1, 2, 3};

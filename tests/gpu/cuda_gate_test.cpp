@@ -79,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(gpu, cuda_hostile,
 
 TEST_F(cuda_gate, shipped_cuda_kernels_are_correct) {
   for (const char* name : {"gemm_cuda", "softmax_cuda", "rmsnorm_cuda", "reduction_cuda", "relu_cuda", "silu_cuda",
-                           "layernorm_cuda"}) {
+                           "layernorm_cuda", "conv2d_cuda"}) {
     const fs::path dir = lathe::testing::source_dir() / "tasks" / name;
     if (!fs::exists(dir / "task.toml")) continue;
     task t = load(dir);

@@ -37,7 +37,7 @@ INSTANTIATE_TEST_SUITE_P(cuda, cuda_build,
                          ::testing::Values("compile_error", "allocates", "side_stream", "persistent_l2",
                                            "default_stream", "per_thread_stream",
                                            "l2_launch_attribute", "l2_set_aside",
-                                           "driver_entry_point", "forge_ipc"),
+                                           "driver_entry_point", "forge_ipc", "driver_api"),
                          [](const auto& info) { return info.param; });
 
 // The hostile kernels of tests/gpu/hostile are refused at run time (tests/gpu/cuda_gate_test.cpp),

@@ -166,6 +166,17 @@ TEST_F(problem_test, the_absolute_tolerance_scales_with_the_outputs_magnitude) {
   EXPECT_FALSE(sm.compare.tol.atol);
 }
 
+TEST_F(problem_test, topk_indices_are_checked_against_the_input_not_torch) {
+  // LATHE_COMPARISON = "topk": torch.topk's values per row as multisets, its int64 indices
+  // checked against x. The inputs tie everywhere, so the right candidate's tie-breaking differs
+  // from torch's; one that names a tied column twice is refused.
+  task t = import("kb_topk.py");
+  EXPECT_EQ(t.compare.kind, comparison_kind::topk);
+  ASSERT_EQ(t.outputs.size(), 2u);
+  EXPECT_EQ(t.outputs[1].type, dtype::i64);
+  for (const char* c : {"topk_ok.cpp", "topk_dup_index.cpp"}) expect_outcome(t, c);
+}
+
 TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
   auto bad = load_task(problems() / "kb_bad_init.py");
   ASSERT_FALSE(bad);

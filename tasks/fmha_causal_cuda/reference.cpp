@@ -1,0 +1,1 @@
+../fmha_cuda/reference.cpp
