@@ -7,7 +7,9 @@
 # itself: how often the paired re-measure calls a copy faster).
 #   bench/evolve_h200.sh BUILD_DIR OUT_DIR [TASK…]      (default: tasks/softmax_cuda)
 # Environment: LATHE_EVOLVE_START (naive), LATHE_EVOLVE_IN_FLIGHT (4), LATHE_EVOLVE_CHILDREN (8),
-# LATHE_EVOLVE_GENERATIONS (3), LATHE_EVOLVE_CHANGES (3), LATHE_AA_TASK (tasks/relu_cuda).
+# LATHE_EVOLVE_GENERATIONS (3), LATHE_EVOLVE_CHANGES (3), LATHE_AA_TASK (tasks/relu_cuda),
+# LATHE_EVOLVE_AA (1; 0 skips the A/A contests), LATHE_EVOLVE_ARGS (more evolve options, e.g.
+# --quick), LATHE_EVOLVE_BUDGET (evals=400).
 set -uo pipefail
 build=${1:?build dir}; out=${2:?out dir}; shift 2
 tasks=${*:-tasks/softmax_cuda}; start=${LATHE_EVOLVE_START:-naive}
@@ -26,7 +28,7 @@ for task in $tasks; do
   t0=$(date +%s.%N)
   (cd "$ws" && "$OLDPWD/$build/lathe" evolve "$OLDPWD/$task" "$start" --proposer llm \
      --generations "${LATHE_EVOLVE_GENERATIONS:-3}" --islands 2 --population 2 \
-     --children "${LATHE_EVOLVE_CHILDREN:-8}" --in-flight "$inflight" --migrate-every 1 --budget evals=400 --json) \
+     --children "${LATHE_EVOLVE_CHILDREN:-8}" --in-flight "$inflight" --migrate-every 1 --budget "${LATHE_EVOLVE_BUDGET:-evals=400}" ${LATHE_EVOLVE_ARGS:-} --json) \
      > "$out/evolve-$name.json" 2> "$out/evolve-$name.log"
   rc=$?
   t1=$(date +%s.%N)
@@ -42,7 +44,9 @@ print(f"evolve {sys.argv[5]} exit {sys.argv[4]}: {kids} children, {ev} gate eval
       f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}")
 PY
 done
-# A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice.
+# A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice
+# (LATHE_EVOLVE_AA=0 skips it).
+[ "${LATHE_EVOLVE_AA:-1}" = 0 ] && exit 0
 aa_task=${LATHE_AA_TASK:-tasks/relu_cuda}
 for i in 1 2 3 4 5 6 7 8; do
   mkdir -p "$ws/copy$i"

@@ -236,8 +236,12 @@ class runner {
   }
 
   std::string direction(const elite& parent, const std::vector<const elite*>& insp,
-                        const std::vector<skill_card>& cards, int32_t g, int32_t island) {
+                        const std::vector<skill_card>& cards, int32_t g, int32_t island, int32_t index) {
+    // The child's place in the run is part of the prompt: siblings asked from one parent with the
+    // same inspirations get different prompts (a deterministic proposer, like the mock model,
+    // would otherwise write the same kernel for each).
     std::string s = cat("Evolutionary search, generation ", std::to_string(g), ", island ", std::to_string(island),
+                        ", child ", std::to_string(index),
                         ". Make one focused change to the parent that could make it faster while keeping "
                         "it correct.\n\nThe parent's last evaluation (composite score ",
                         std::to_string(parent.score), "):\n", feedback_[parent.hash]);
@@ -408,7 +412,7 @@ class runner {
       c.inspirations.push_back(e->hash);
     }
     for (const auto& cd : cards) c.cards.push_back(cd.id);
-    mr.direction = direction(parent, insp, cards, g, island);
+    mr.direction = direction(parent, insp, cards, g, island, index);
     mr.target = o_.target_text;
     c.prompt_context = mr.direction;
     out.step.emplace(std::move(*step));
