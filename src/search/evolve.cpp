@@ -316,6 +316,7 @@ class runner {
     std::vector<pending> one;
     one.push_back(std::move(*p));
     ask(one);
+    if (one.empty()) return {};  // the budget refused the proposer's call: the run stops here
     return finish(one[0].key, one[0].c, island, one[0].pr, one[0].what);
   }
 
@@ -378,6 +379,16 @@ class runner {
       for (auto& b : batch) b.pr = p_.mutate(b.mr);
     }
     for (auto& b : batch) ledger_.commit(std::move(*b.step), {1, 0, 0, 0, 0, 0});
+    // A call the budget refused (its time, tokens or money would run out) ends the run there: that
+    // child and the ones after it are not recorded (a resume with a larger budget asks them
+    // again), rather than each counted as a failed child while the run goes on.
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (!batch[i].pr && batch[i].pr.error().kind == agent::failure_kind::budget) {
+        stopped_ = true;
+        stop_detail_ = batch[i].pr.error().message;
+        batch.erase(batch.begin() + static_cast<std::ptrdiff_t>(i), batch.end());
+        break;
+      }
   }
 
   // The mutate request for one child, its step reserved (nullopt: the budget ended the run).

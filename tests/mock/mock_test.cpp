@@ -258,6 +258,25 @@ TEST(mock_model, mutation_changes_compose_several_edits_and_block_sizes_are_retu
   EXPECT_EQ(run_mock({"--mutation-changes", "9"}, "", fs::temp_directory_path()).status, 2);
 }
 
+// Composed mutations stay applicable generation after generation: each answer's edits apply to
+// its parent, which is the previous generation's child (what evolve feeds back).
+TEST(mock_model, composed_mutations_apply_along_a_chain_of_generations) {
+  for (const char* rel : {"tasks/softmax_cuda/kernels/naive", "tasks/rmsnorm_cuda/kernels/naive"}) {
+    for (int seed = 0; seed < 4; ++seed) {
+      kernel_bundle k = bundle(rel);
+      for (int g = 0; g < 5; ++g) {
+        const auto r = ask({"--seed", std::to_string(seed * 10 + g), "--mutation-changes", "3"},
+                           prompt_for("mutate", mutate_fields(k, "generation " + std::to_string(g))), k);
+        if (refused(r.value)) break;
+        auto applied = agent::apply_reply(k, r.value["edits"].get<std::string>());
+        ASSERT_TRUE(applied) << rel << " seed " << seed << " generation " << g << ": " << applied.error().message
+                             << "\n" << r.value["edits"].get<std::string>();
+        k = *applied;
+      }
+    }
+  }
+}
+
 TEST(mock_model, wrong_rate_one_makes_each_documented_kind_of_wrong_kernel) {
   const auto b = bundle(softmax_expert);
   const std::string prompt = prompt_for("propose_backward", backward_fields(b));

@@ -445,6 +445,48 @@ TEST_F(evolve_env, a_batch_asks_its_proposals_together_and_ends_like_one_by_one)
   EXPECT_EQ(a, b);
 }
 
+// A proposer call the budget refuses (a model call's worst-case time would pass the limit) ends
+// the run: it is not recorded as a failed child, and the run does not go on asking.
+class refused_after : public test::delegating {
+ public:
+  refused_after(agent::proposer& inner, int limit) : delegating(inner), limit_(limit) {}
+  int calls = 0;
+  agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
+    if (++calls > limit_)
+      return tl::unexpected(agent::failure{agent::failure_kind::budget, "budget: seconds: limit 60 s", 0});
+    agent::proposal p;
+    p.kernel = r.parent;
+    for (auto& [path, text] : p.kernel.sources) text += "// call " + std::to_string(calls) + "\n";
+    p.kernel.hash = bundle_hash(p.kernel);
+    p.action = "comment";
+    p.locus = "function";
+    p.prov = {"rules", "test:refused_after", true};
+    return p;
+  }
+
+ private:
+  int limit_;
+};
+
+TEST_F(evolve_env, a_proposer_call_the_budget_refuses_ends_the_run) {
+  auto db = store::open(dir_.path() / "b.db");
+  ASSERT_TRUE(db);
+  scripted_verifier v;
+  evolve_options o = options();
+  o.children = 4;
+  o.run_id = "evolve-refused";
+  agent::rules::rules_proposer inner;
+  refused_after p(inner, 3);
+  llm::ledger ledger(llm::limits{budget{}, std::nullopt});
+  auto r = evolve(t_, naive_, naive_, v, p, *db, ledger, o);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(p.calls, 4);  // three answers, then the refusal, then nothing more
+  EXPECT_EQ(r->children.size(), 3u);
+  for (const auto& c : r->children) EXPECT_EQ(c.failure.find("budget"), std::string::npos) << c.failure;
+  const json summary = json::parse(r->r.summary);
+  EXPECT_NE(summary.value("stopped", "").find("budget"), std::string::npos) << summary.dump();
+}
+
 // ---- the training export, each filter on a constructed case ----
 
 kernel_bundle src(const std::string& text) {

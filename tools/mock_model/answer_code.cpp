@@ -265,12 +265,17 @@ answer_result answer_mutate(const context& c) {
   const size_t more = c.opt.mutation_changes > 1
                           ? c.choose.for_purpose("mutation_count").below(static_cast<size_t>(c.opt.mutation_changes))
                           : 0;
-  mock_bundle now = apply_change(*kernel, applied.front());
+  // A later change may not lead back to a kernel the answer already passed through (a block size
+  // retuned 128 -> 256 -> 128): the composed answer would undo itself, or be no edit at all.
+  std::vector<mock_bundle> visited{*kernel, apply_change(*kernel, applied.front())};
   for (size_t i = 0; i < more; ++i) {
-    const auto next = mutations(c, now);
+    std::vector<change> next;
+    for (auto& ch : mutations(c, visited.back()))
+      if (std::find(visited.begin(), visited.end(), apply_change(visited.back(), ch)) == visited.end())
+        next.push_back(std::move(ch));
     if (next.empty()) break;
     applied.push_back(next[ss.below(next.size())]);
-    now = apply_change(now, applied.back());
+    visited.push_back(apply_change(visited.back(), applied.back()));
   }
   answer a = code_answer(c, *kernel, applied);
   const change& first = applied.front();
