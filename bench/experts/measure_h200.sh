@@ -28,8 +28,10 @@ ev() {  # label args...
   summ $OUT/$label.json $label
 }
 # Issue 9: evolve throughput with the mock model (softmax_cuda from naive), no A/A (measured before).
-LATHE_EVOLVE_AA=0 LATHE_EVOLVE_IN_FLIGHT=8 LATHE_EVOLVE_GENERATIONS=3 LATHE_EVOLVE_BUDGET=evals=400,time=100s \
-  timeout 170 bash bench/evolve_h200.sh build-gpu $OUT/evolve tasks/softmax_cuda
+# An evaluation budget, not a time one: a time budget refuses model calls whose worst case (the
+# command provider's 60 s timeout) would pass it, and ends the run that long before its limit.
+LATHE_EVOLVE_AA=0 LATHE_EVOLVE_IN_FLIGHT=8 LATHE_EVOLVE_GENERATIONS=3 LATHE_EVOLVE_BUDGET=evals=60 \
+  timeout 300 bash bench/evolve_h200.sh build-gpu $OUT/evolve tasks/softmax_cuda
 # Issue 11: gemm stages vs cuBLAS on the ragged shape (a copy of the task timing that set).
 rg=$(mktemp -d)/gemm_cuda; cp -rL tasks/gemm_cuda $rg
 python3 - $rg/task.toml <<'PY'
