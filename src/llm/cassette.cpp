@@ -1,5 +1,6 @@
 // Cassettes: one JSON file per recorded call (docs/prompts.md), replayed byte for byte.
 #include "llm/cassette.h"
+#include "core/text.h"
 
 #include <stdlib.h>
 #include <unistd.h>
@@ -91,15 +92,6 @@ finish_reason parse_finish(const string& s) {
                  finish_reason::content_filter, finish_reason::error, finish_reason::other})
     if (s == to_string(f)) return f;
   return finish_reason::other;
-}
-
-string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 // What was asked, without the prompt itself (the call record in the store keeps prompts) and

@@ -86,7 +86,7 @@ result<nlohmann::json> card_report(const store& db, const std::string& card_id_o
                          card.prov.detail.find("mock") != std::string::npos;
   json out{{"schema", card_report_schema},
            {"kind", "card"},
-           {"generated_at", detail::utc_now()},
+           {"generated_at", utc_now()},
            {"card", cj},
            {"lineage_evidence", evidence},
            {"graph", {{"lineage", drawn}, {"nodes", b.nodes}, {"edges", b.edges}, {"rejected", json::array()}}},

@@ -86,15 +86,6 @@ std::string provenance_text(const json& p) {
 
 json optional_number(const std::optional<double>& x) { return x ? json(*x) : json(nullptr); }
 
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 json series_view(const paired_series& s) {
   return {{"a_label", s.a_label}, {"b_label", s.b_label}, {"ratio", s.ratio}, {"ci_low", s.ci_low},
           {"ci_high", s.ci_high}, {"rse", s.rse}, {"stop_reason", s.stop_reason}, {"a_method", s.a_method},
@@ -347,7 +338,7 @@ result<nlohmann::json> run_report(const store& db, const std::string& run_id, co
       b.notes.push_back("a bench run has no lineage graph or curve: its evaluations are below");
       break;
   }
-  json out{{"schema", run_report_schema}, {"kind", "run"}, {"generated_at", detail::utc_now()},
+  json out{{"schema", run_report_schema}, {"kind", "run"}, {"generated_at", utc_now()},
            {"run", run_header(**r)}, {"events", events.size()}};
   fill_common(b, **r, events, out);
   return out;

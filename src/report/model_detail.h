@@ -70,7 +70,6 @@ void build_evolve(builder& b, const run& r, const std::vector<event>& events);
 json evaluation_view(const evaluation& e);
 // The diff of two kernels' bundles (every file, and the manifest's flags), cut at `max_lines`.
 json kernel_diff(kernel_cache& kernels, const std::string& from, const std::string& to, size_t max_lines);
-std::string utc_now();
 // Each node's time: the median of the newest evaluation (of `evaluations`, views as above, oldest
 // first) that timed its kernel, as candidate, else as baseline.
 void fill_node_times(json& nodes, const json& evaluations);

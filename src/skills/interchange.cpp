@@ -1,5 +1,6 @@
 // The library as one JSON document (interchange.h).
 #include "skills/interchange.h"
+#include "core/text.h"
 
 #include <algorithm>
 #include <chrono>
@@ -18,15 +19,6 @@ namespace lathe::skills {
 using nlohmann::json;
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 bool valid_utf8(std::string_view s) {
   size_t i = 0;

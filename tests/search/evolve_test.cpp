@@ -325,20 +325,25 @@ TEST_F(evolve_env, the_mock_model_translates_the_reference_then_evolves) {
 // --in-flight: a batch's children are gated at the same time (the scripted gate counts the calls
 // in progress), the archive keeps its invariants, and a resumed batched run replays to the same
 // children.
+// A proposal: the parent with one more comment line (a new kernel that computes the same).
+agent::proposal commented(const kernel_bundle& parent, const std::string& line, const char* label) {
+  agent::proposal p;
+  p.kernel = parent;
+  for (auto& [path, text] : p.kernel.sources) text += "// " + line + "\n";
+  p.kernel.hash = bundle_hash(p.kernel);
+  p.action = "comment";
+  p.locus = "function";
+  p.prov = {"rules", label, true};
+  return p;
+}
+
 // Every mutation a new kernel: the parent with one more comment line (so every batch has work).
 class distinct : public test::delegating {
  public:
   using delegating::delegating;
   int n = 0;
   agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
-    agent::proposal p;
-    p.kernel = r.parent;
-    for (auto& [path, text] : p.kernel.sources) text += "// variant " + std::to_string(++n) + "\n";
-    p.kernel.hash = bundle_hash(p.kernel);
-    p.action = "comment";
-    p.locus = "function";
-    p.prov = {"rules", "test:distinct", true};
-    return p;
+    return commented(r.parent, "variant " + std::to_string(++n), "test:distinct");
   }
 };
 
@@ -401,14 +406,7 @@ class stateless : public test::delegating {
     --active;
     std::string key = r.parent.hash + r.direction;
     for (const auto& i : r.inspirations) key += i.hash;
-    agent::proposal p;
-    p.kernel = r.parent;
-    for (auto& [path, text] : p.kernel.sources) text += "// from " + std::to_string(std::hash<std::string>{}(key)) + "\n";
-    p.kernel.hash = bundle_hash(p.kernel);
-    p.action = "comment";
-    p.locus = "function";
-    p.prov = {"rules", "test:stateless", true};
-    return p;
+    return commented(r.parent, "from " + std::to_string(std::hash<std::string>{}(key)), "test:stateless");
   }
 
  private:
@@ -454,14 +452,7 @@ class refused_after : public test::delegating {
   agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
     if (++calls > limit_)
       return tl::unexpected(agent::failure{agent::failure_kind::budget, "budget: seconds: limit 60 s", 0});
-    agent::proposal p;
-    p.kernel = r.parent;
-    for (auto& [path, text] : p.kernel.sources) text += "// call " + std::to_string(calls) + "\n";
-    p.kernel.hash = bundle_hash(p.kernel);
-    p.action = "comment";
-    p.locus = "function";
-    p.prov = {"rules", "test:refused_after", true};
-    return p;
+    return commented(r.parent, "call " + std::to_string(calls), "test:refused_after");
   }
 
  private:
