@@ -262,6 +262,79 @@ float host(float x) { return expf(x); }
               applicable(b, rule_direction::forward, {true, false}).size());
 }
 
+TEST(hostile, cp_async_copies_become_synchronous_and_come_back) {
+  const auto b = snippet(R"(#include <cstdint>
+// asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(s));
+__device__ void copy16(uint32_t dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+__device__ void copy4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src));
+}
+__device__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ void wait() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+#if 0
+__device__ void dead(uint32_t d, const void* s) { asm("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(s)); }
+#endif
+__device__ void hinted(uint32_t d, const void* s, uint64_t p) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(d), "l"(s), "l"(p));
+}
+const char* not_asm = "cp.async.cg.shared.global [%0], [%1], 16;";
+)");
+  ASSERT_TRUE(source_has(b, "cp_async_pipeline"));
+  // One site per function holding copies (the dead branch, the comment and the plain string are
+  // none); commits and waits are no copies.
+  std::vector<std::string> anchors;
+  for (const auto& s : sites_of("cp_async_pipeline.remove", b))
+    if (s.where == branch::active) anchors.push_back(s.anchor);
+  EXPECT_EQ(anchors, (std::vector<std::string>{"function:copy16", "function:copy4",
+                                               "function:hinted"}));
+  auto r = apply_rule("cp_async_pipeline.remove", b, "function:copy16");
+  ASSERT_TRUE(r) << r.error().message;
+  const std::string& out = src(r->kernel);
+  EXPECT_NE(out.find("@lathe_copy ld.global.cg.v4.b32 {lathe_w0, lathe_w1, lathe_w2, lathe_w3}, "
+                     "[%1];"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("st.shared.v4.b32 [%0], {lathe_w0"), std::string::npos);
+  EXPECT_NE(out.find("@lathe_bad trap;"), std::string::npos);  // src_size neither 0 nor 16
+  EXPECT_EQ(r->removes, (std::vector<std::string>{"cp_async_pipeline"}));
+  // The 4-byte .ca copy: one register, no predicate.
+  auto r4 = apply_rule("cp_async_pipeline.remove", r->kernel, "function:copy4");
+  ASSERT_TRUE(r4) << r4.error().message;
+  EXPECT_NE(src(r4->kernel).find("ld.global.ca.b32 lathe_w0, [%1];"), std::string::npos);
+  EXPECT_NE(src(r4->kernel).find("st.shared.b32 [%0], lathe_w0;"), std::string::npos);
+  // A cache-policy operand is not a copy this rule rewrites: refused, naming the line.
+  auto hinted = apply_rule("cp_async_pipeline.remove", r4->kernel, "function:hinted");
+  ASSERT_FALSE(hinted);
+  EXPECT_NE(hinted.error().message.find("not one cp.async copy"), std::string::npos);
+  // The original kept in the PTX comment is not code: with copy16 and copy4 synchronous, only
+  // the hinted copy is left for the detector.
+  kernel_bundle no_hint = r4->kernel;
+  auto& text = no_hint.sources.at(no_hint.manifest.entry);
+  text.erase(text.find("__device__ void hinted"), text.find("const char* not_asm") -
+                                                      text.find("__device__ void hinted"));
+  EXPECT_FALSE(source_has(no_hint, "cp_async_pipeline")) << text;
+  // Forward puts back exactly what was taken out, and only that.
+  auto back4 = find_rule(r4->inverse.rule)->apply(r4->kernel, r4->inverse);
+  ASSERT_TRUE(back4) << back4.error().message;
+  auto back = find_rule(r->inverse.rule)->apply(back4->kernel, r->inverse);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(src(back->kernel), src(b));
+  EXPECT_TRUE(sites_of("cp_async_pipeline.add", b).empty());
+  auto fresh = apply_rule("cp_async_pipeline.add", b, "function:copy16");
+  ASSERT_FALSE(fresh);
+  EXPECT_EQ(fresh.error().code, errc::invalid_argument);
+  // A synchronous copy edited by hand is no longer lathe's: refused.
+  kernel_bundle edited = r->kernel;
+  auto& e = edited.sources.at(edited.manifest.entry);
+  const size_t mark = e.find("lathe:cp_async_pipeline.remove");
+  ASSERT_NE(mark, std::string::npos);
+  e[e.find("[%1], 16", mark) + 7] = '2';  // a 12-byte copy: no cp.async size
+  auto tampered = apply_rule("cp_async_pipeline.add", edited, "function:copy16");
+  ASSERT_FALSE(tampered);
+}
+
 TEST(hostile, openmp_reductions_and_refusals) {
   const auto b = snippet(R"(float f(const float* x, float* y, int n) {
   float s = 0, m = 0;
@@ -599,6 +672,7 @@ TEST(shipped, backward_sites_remove_and_round_trips_restore) {
   EXPECT_TRUE(table["relu_cuda"].readded.count("launch_bounds"));
   EXPECT_TRUE(table["relu_cuda"].readded.count("restrict"));
   EXPECT_TRUE(table["rmsnorm_cuda"].removed.count("vector_access"));
+  EXPECT_TRUE(table["gemm_cuda"].readded.count("cp_async_pipeline"));
   // AVX2 intrinsics (simd_intrinsics.remove / .add): both features in one step, and back.
   for (const char* cpu : {"gemm", "softmax", "conv2d"}) {
     EXPECT_TRUE(table[cpu].readded.count("simd")) << cpu;
@@ -722,4 +796,37 @@ TEST_F(gated, cuda_backward_results_compile) {
                                    a.invocation.params.at("pointer"));
     }
   }
+}
+
+// The synchronous copies are PTX that ptxas must accept: every cp_async_pipeline.remove result of
+// the Hopper-class experts builds for sm_90, and its PTX holds no cp.async copy where the
+// original's did.
+TEST_F(gated, cp_async_removal_builds_and_leaves_no_async_copy_in_the_ptx) {
+  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: CUDA results not built";
+  const auto ptx_has = [](const gate::build_output& o) {
+    for (const auto& d : detect_ptx(o.ptx))
+      if (d.what.name == "cp_async_pipeline") return true;
+    return false;
+  };
+  int n = 0;
+  for (const char* k : {"gemm_cuda/kernels/expert", "conv2d_cuda/kernels/expert",
+                        "fmha_cuda/kernels/stage3_cp_async"}) {
+    auto b = load_bundle(fs::path(LATHE_SOURCE_DIR) / "tasks" / k);
+    ASSERT_TRUE(b) << k << ": " << b.error().message;
+    kernel_bundle sync = *b;
+    for (const auto& s : sites_of("cp_async_pipeline.remove", *b)) {
+      auto r = apply_rule("cp_async_pipeline.remove", sync, s.anchor);
+      ASSERT_TRUE(r) << k << " " << s.anchor << ": " << r.error().message;
+      sync = r->kernel;
+      ++n;
+    }
+    const std::string isa = gate::resolved_isa(sync, target{});
+    auto before = gate::build(*b, isa, tc_, cache_, gate::build_kind::kernel);
+    auto after = gate::build(sync, isa, tc_, cache_, gate::build_kind::kernel);
+    ASSERT_TRUE(before && after) << k;
+    ASSERT_TRUE(after->ok) << k << ":\n" << after->log;
+    EXPECT_TRUE(ptx_has(*before)) << k;
+    EXPECT_FALSE(ptx_has(*after)) << k;
+  }
+  EXPECT_GE(n, 3);
 }

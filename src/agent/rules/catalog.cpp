@@ -60,7 +60,7 @@ const std::vector<const rule*>& catalog() {
     for (auto family : {detail::unroll_rules, detail::restrict_rules, detail::launch_bounds_rules,
                         detail::read_only_rules, detail::fast_math_rules, detail::openmp_rules,
                         detail::vector_rules, detail::intrinsics_rules, detail::flag_rules,
-                        detail::isa_rules})
+                        detail::isa_rules, detail::cp_async_rules})
       for (const rule* r : family()) out.push_back(r);
     std::sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->name() < b->name(); });
     return out;

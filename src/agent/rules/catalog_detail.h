@@ -173,5 +173,6 @@ std::vector<const rule*> openmp_rules();
 std::vector<const rule*> vector_rules();
 std::vector<const rule*> flag_rules();
 std::vector<const rule*> isa_rules();
+std::vector<const rule*> cp_async_rules();
 
 }  // namespace lathe::agent::rules::detail

@@ -15,6 +15,26 @@
 namespace lathe::agent::rules {
 namespace {
 
+// The PTX of an asm string literal without its comments (`/* … */`, and `// …` to the end of the
+// line, written `\n` in the literal): what a rule left there in words is not code.
+std::string ptx_code(std::string_view literal) {
+  std::string out;
+  for (size_t i = 0; i < literal.size(); ++i) {
+    if (literal.compare(i, 2, "/*") == 0) {
+      const size_t end = literal.find("*/", i + 2);
+      if (end == std::string_view::npos) break;
+      i = end + 1;
+    } else if (literal.compare(i, 2, "//") == 0) {
+      const size_t nl = std::min(literal.find("\\n", i), literal.find('\n', i));
+      if (nl == std::string_view::npos) break;
+      i = nl - 1;
+    } else {
+      out += literal[i];
+    }
+  }
+  return out;
+}
+
 using detail::trim;
 
 bool is_source_file(const std::string& path) {
@@ -192,43 +212,29 @@ class file_scan {
           const function& f = st_.functions[function_at(st_, i)];
           if (f.body.contains(i)) set_.add("restrict", f.name, evidence_at(i));
         }
-      } else if (t.kind == token_kind::string && in_asm(i)) {
+      } else if (t.kind == token_kind::string && in_asm(tl_, i)) {
         const std::string locus = locus_at(i);
-        if (text.find("mma.sync") != std::string_view::npos)
+        const std::string code = ptx_code(text);
+        if (code.find("mma.sync") != std::string_view::npos)
           set_.add("mma_sync", locus, evidence_at(i));
-        if (text.find("wgmma.mma_async") != std::string_view::npos)
+        if (code.find("wgmma.mma_async") != std::string_view::npos)
           set_.add("wgmma", locus, evidence_at(i));
-        if (text.find("cp.async.bulk.tensor") != std::string_view::npos)
+        if (code.find("cp.async.bulk.tensor") != std::string_view::npos)
           set_.add("tma", locus, evidence_at(i));
-        if (text.find("ldmatrix") != std::string_view::npos)
+        if (code.find("ldmatrix") != std::string_view::npos)
           set_.add("ldmatrix", locus, evidence_at(i));
-        if (text.find("ld.global.nc") != std::string_view::npos)
+        if (code.find("ld.global.nc") != std::string_view::npos)
           set_.add("read_only_load", locus, evidence_at(i));
-        if (text.find("cp.async.") != std::string_view::npos &&
-            text.find("group") == std::string_view::npos && !cp_async) {
+        if (code.find("cp.async.") != std::string_view::npos &&
+            code.find("group") == std::string_view::npos && !cp_async) {
           cp_async = true;
           cp_async_evidence = evidence_at(i);
           cp_async_locus = locus;
         }
-        if (text.find("wait_group") != std::string_view::npos) wait_group = true;
+        if (code.find("wait_group") != std::string_view::npos) wait_group = true;
       }
     }
     if (cp_async && wait_group) set_.add("cp_async_pipeline", cp_async_locus, cp_async_evidence);
-  }
-
-  // Whether string token i is inside `asm(…)` / `asm volatile(…)` / `__asm__ __volatile__(…)`.
-  bool in_asm(uint32_t i) const {
-    for (long k = static_cast<long>(i) - 1; k >= 0; --k) {
-      const token& t = tl_.tokens[k];
-      if (t.kind != token_kind::punct || tl_.text(k) != "(" || t.match < static_cast<int32_t>(i))
-        continue;
-      long p = tl_.prev_code(k);
-      while (p >= 0 && (ident(p, "volatile") || ident(p, "__volatile__") || ident(p, "inline") ||
-                        ident(p, "goto")))
-        p = tl_.prev_code(p);
-      return p >= 0 && (ident(p, "asm") || ident(p, "__asm__") || ident(p, "__asm"));
-    }
-    return false;
   }
 
   // Calls: intrinsics that name a feature.

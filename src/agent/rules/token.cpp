@@ -465,6 +465,23 @@ long token_list::prev_code(size_t i) const {
   return -1;
 }
 
+bool in_asm(const token_list& tl, size_t i) {
+  const auto ident = [&](long k, std::string_view name) {
+    return tl.tokens[k].kind == token_kind::identifier && tl.text(k) == name;
+  };
+  for (long k = static_cast<long>(i) - 1; k >= 0; --k) {
+    const token& t = tl.tokens[k];
+    if (t.kind != token_kind::punct || tl.text(k) != "(" || t.match < static_cast<int32_t>(i))
+      continue;
+    long p = tl.prev_code(k);
+    while (p >= 0 && (ident(p, "volatile") || ident(p, "__volatile__") || ident(p, "inline") ||
+                      ident(p, "goto")))
+      p = tl.prev_code(p);
+    return p >= 0 && (ident(p, "asm") || ident(p, "__asm__") || ident(p, "__asm"));
+  }
+  return false;
+}
+
 token_list tokenize(std::string_view source) {
   return lexer(source).run();
 }

@@ -70,6 +70,10 @@ token_list tokenize(std::string_view source);
 // `#endif`) cannot be told from tokens and is reported conditional.
 branch branch_of_bytes(const token_list& tl, size_t begin, size_t end);
 
+// Whether token i (a string) lies inside the operands of `asm(…)`, `asm volatile(…)`,
+// `__asm__ __volatile__(…)` or `asm goto(…)`: PTX or assembly text, not a C++ string.
+bool in_asm(const token_list& tl, size_t i);
+
 // For a preprocessor token: the directive's name (`pragma`, `if`, `include`) and the rest of the
 // line with continuations joined and comments removed ("unroll 4", "omp parallel for").
 std::string_view directive_name(std::string_view preprocessor_text);
