@@ -3,7 +3,10 @@
 # of each new expert with the rule engine and with the mock model, and how many of the task's
 # hand-made stages (tasks/<task>/lineage.toml, read only by the scoring afterwards) the walk
 # recovers (bench/lineage_score.py). Every (task, proposer) walk runs at once in a workspace of its
-# own: builds and checks spread over the cores, and lathe's device lock serializes the timing.
+# own, LATHE_DECOMPOSE_JOBS (default 3) at a time: builds and checks spread over the cores, and
+# lathe's device lock serializes the timing. More at once is no faster: on the H200's 16 cores, ten
+# walks at once (top-k's host oracle among them) made A/A intervals of 0.4-2.1, and init refused
+# half of the experts as too noisy to confirm.
 # A walk still going after LATHE_DECOMPOSE_LIMIT seconds (default 420) is stopped and scored on
 # the steps it had accepted. Rule-engine and mock-model results show the machinery, not what a
 # model would find.
@@ -34,6 +37,7 @@ argv = ["$build/lathe-mock-model", "--seed", "5"]
 timeout_seconds = 60
 TOML
     fi
+    while [ "$(jobs -rp | wc -l)" -ge "${LATHE_DECOMPOSE_JOBS:-3}" ]; do wait -n; done
     (cd "$ws" && timeout -s INT "$limit" "$build/lathe" decompose "$OLDPWD/$task" "$kernel" \
        --proposer "$proposer" $args --json > "$out/decompose-$name.json" 2> "$out/decompose-$name.log"
      echo "exit $?" >> "$out/decompose-$name.log") &
