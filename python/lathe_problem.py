@@ -17,6 +17,11 @@ Requests:
   {"op": "trial", "seed", "scale", "shift", "bytes", "inputs": [offsets], "outputs": [offsets]}
   {"op": "time", "seed", "protocol": "kernelbench" | "do_bench", "warmup", "trials",
    "warmup_ms", "rep_ms"}                          the eager problem timed live (comparability)
+  {"op": "attach", "handle": hex, "bytes"}        open a candidate's CUDA IPC handle -> "peer"
+  {"op": "device_trial", "peer", "base", "seed", "scale", "shift", "inputs": [offsets],
+   "num_outputs", "mirror"?: {"bytes", "outputs"}}  inputs into the peer's slot (lathe_ipc.py)
+  {"op": "compare", "peer", "base", "outputs": [{"offset", "dtype", "elements", "rtol", "atol"}]}
+  {"op": "detach", "peer"}
   {"op": "quit"}
 """
 
@@ -363,6 +368,7 @@ class Worker:
         self.device = device
         self.problem = open_problem(path, device, torch)
         self.ref_dtype = None
+        self.peers = None  # lathe_ipc.Peers, on the first attach
 
     def reference(self, named):
         """Outputs in float64 when the problem runs in float64, else in its own dtype."""
@@ -414,16 +420,27 @@ class Worker:
             r["fp64_failure"] = self.fp64_failure
         return r
 
-    def trial(self, req):
-        torch = self.torch
+    def draw(self, req, n_outputs):
+        """One trial's inputs (named, ABI order) and reference outputs."""
         p = self.problem
         named = p.inputs(int(req["seed"]))
         named = p.perturb(named, p.n_inputs, float(req.get("scale", 1.0)), float(req.get("shift", 0.0)))
         outputs = self.reference(named)
-        in_offsets, out_offsets = req["inputs"], req["outputs"]
-        if len(in_offsets) != len(named) or len(out_offsets) != len(outputs):
+        in_offsets = req["inputs"]
+        if len(in_offsets) != len(named) or n_outputs != len(outputs):
             raise ProblemError(f"the problem produced {len(named)} inputs and {len(outputs)} outputs; "
-                               f"the task has {len(in_offsets)} and {len(out_offsets)} (it changed?)")
+                               f"the task has {len(in_offsets)} and {n_outputs} (it changed?)")
+        return named, outputs
+
+    def trial(self, req):
+        named, outputs = self.draw(req, len(req["outputs"]))
+        self.share(req, named, outputs)
+        return {"ok": True, "reference_dtype": self.ref_dtype}
+
+    def share(self, req, named, outputs):
+        """Inputs and float64 outputs into the shared region at the offsets the gate asked for."""
+        torch = self.torch
+        in_offsets, out_offsets = req["inputs"], req["outputs"]
         size = int(req["bytes"])
         with mmap.mmap(SHARED_FD, size) as mm:
             for (name, t), off in zip(named, in_offsets):
@@ -431,7 +448,40 @@ class Worker:
             for (name, t), off in zip(outputs, out_offsets):
                 self.put(mm, off, t.detach().to(torch.float64).contiguous().cpu(), name)
             del mm  # no exported buffers may outlive the mapping
+
+    # CUDA IPC (python/lathe_ipc.py): a candidate's device buffer opened here, inputs written
+    # into it and outputs compared in place. Any failure is an error reply; the gate then goes
+    # back to the shared region (trial) for the rest of the evaluation.
+    def ipc(self):
+        if not self.device.startswith("cuda"):
+            raise ProblemError("CUDA IPC needs a CUDA problem worker")
+        if self.peers is None:
+            here = os.path.dirname(os.path.abspath(__file__))
+            module = load_module(os.path.join(here, "lathe_ipc.py"), "lathe_ipc")
+            self.peers = module.Peers(self.torch, self.device)
+        return self.peers
+
+    def attach(self, req):
+        return {"ok": True, "peer": self.ipc().attach(req["handle"], int(req["bytes"]))}
+
+    def detach(self, req):
+        self.ipc().detach(int(req["peer"]))
+        return {"ok": True}
+
+    def device_trial(self, req):
+        """Like trial, but the inputs go into slot `base` of peer `peer` on the device; with
+        `mirror` (a trial request's fields), the shared region gets them too."""
+        peers = self.ipc()
+        named, outputs = self.draw(req, int(req["num_outputs"]))
+        peers.write_inputs(int(req["peer"]), int(req["base"]), named, req["inputs"], outputs)
+        if req.get("mirror"):
+            self.share(dict(req["mirror"], inputs=req["inputs"]), named, outputs)
         return {"ok": True, "reference_dtype": self.ref_dtype}
+
+    def compare(self, req):
+        r = self.ipc().compare(int(req["peer"]), int(req["base"]), req["outputs"])
+        r["ok"] = True
+        return r
 
     def put(self, mm, offset, t, name):
         torch = self.torch
@@ -507,6 +557,15 @@ class Worker:
         return {"ok": True, "protocol": protocol, "seconds": times, "torch": torch.__version__}
 
 
+def cuda_healthy(torch):
+    try:
+        torch.cuda.synchronize()
+        torch.zeros(1, device="cuda").add_(1).item()
+        return True
+    except Exception:
+        return False
+
+
 def main():
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -551,13 +610,19 @@ def main():
             op = req.get("op")
             if op == "quit":
                 return 0
-            handler = {"describe": worker.describe, "trial": worker.trial, "time": worker.time}.get(op)
+            handler = {"describe": worker.describe, "trial": worker.trial, "time": worker.time,
+                       "attach": worker.attach, "detach": worker.detach,
+                       "device_trial": worker.device_trial, "compare": worker.compare}.get(op)
             if handler is None:
                 raise ProblemError(f"unknown op {op!r}")
             reply(handler(req))
         except Exception as e:
             reply({"ok": False, "error": "problem", "message": f"{type(e).__name__}: {e}",
                    "trace": traceback.format_exc(limit=4)})
+            # A CUDA error that sticks to this context would fail every later trial of every
+            # evaluation: end the worker instead, and the gate starts a fresh one.
+            if args.device.startswith("cuda") and not cuda_healthy(torch):
+                return 5
     return 0
 
 

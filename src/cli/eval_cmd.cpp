@@ -45,7 +45,11 @@ std::string fmt_time(double s) {
 void print_human(const evaluation& e, const task& t, int64_t id, const fs::path& db) {
   std::printf("task      %s (%s, %s)\n", t.name.c_str(), to_string(t.plat), to_string(t.role));
   std::printf("kernel    %s  [%.12s]\n", e.kernel_name.c_str(), e.kernel_hash.c_str());
-  if (!e.reference_runtime.empty()) std::printf("reference %s problem on %s\n", t.problem_format.c_str(), e.reference_runtime.c_str());
+  if (!e.reference_runtime.empty())
+    std::printf("reference %s problem on %s%s\n", t.problem_format.c_str(), e.reference_runtime.c_str(),
+                e.problem_path == "cuda_ipc" ? "; checks through CUDA IPC (inputs written and outputs "
+                                               "compared in the kernel's device memory)"
+                                             : "");
   std::printf("outcome   %s: %s\n", std::string(to_string(e.result)).c_str(), e.message.c_str());
   if (!e.checks.empty()) {
     double rel = 0, nerr = 0;
@@ -221,7 +225,7 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_option("--trials", o->trials, "kernelbench mode: timed calls")->capture_default_str();
   sub->add_flag("--host-trials", o->host_trials,
                 "CUDA tasks: generate inputs and references on the host even when the task has a "
-                "GPU reference");
+                "GPU reference; PyTorch problems: move tensors through host memory, not CUDA IPC");
   sub->footer("A PyTorch problem file runs on CPU PyTorch for a .cpp kernel and on CUDA PyTorch for a .cu "
               "one (LATHE_PYTHON picks the interpreter); without a baseline kernel it is checked in "
               "decision mode and timed against eager PyTorch in the kernelbench and do_bench modes.\n"

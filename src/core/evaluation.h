@@ -116,6 +116,11 @@ struct evaluation {
   std::string trials_on = "host";
   // PyTorch problems: the oracle's runtime ("torch 2.11.0 (cuda 13.0, python 3.12.3)").
   std::string reference_runtime;
+  // PyTorch problems: how the checks' tensors travelled between the problem's worker and the
+  // kernel's: "cuda_ipc" (the problem's worker wrote the inputs into the kernel's device memory
+  // and compared its outputs there, every check) or "host" (the shared-memory region, copied
+  // to and from the device by the kernel's worker). Empty for other tasks.
+  std::string problem_path;
   std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
   std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
   std::string ptx_blob;  // content hash of the stored PTX

@@ -146,6 +146,7 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "gpu_after", e.gpu_after);
   j["trials_on"] = e.trials_on;
   if (!e.reference_runtime.empty()) j["reference_runtime"] = e.reference_runtime;
+  if (!e.problem_path.empty()) j["problem_path"] = e.problem_path;
   json res = json::array();
   for (const auto& r : e.resources)
     res.push_back({{"function", r.function}, {"registers", r.registers},
@@ -187,6 +188,7 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "gpu_after", e.gpu_after);
   get(j, "trials_on", e.trials_on);
   get(j, "reference_runtime", e.reference_runtime);
+  get(j, "problem_path", e.problem_path);
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
   if (auto it = j.find("resources"); it != j.end() && it->is_array()) {

@@ -20,6 +20,7 @@
 #include "gate/nvml.h"
 #include "gate/paired.h"
 #include "gate/problem.h"
+#include "gate/problem_ipc.h"
 #include "gate/reference.h"
 #include "gate/screen.h"
 #include "gate/task_file.h"
@@ -108,6 +109,14 @@ class evaluator {
                     req.t->outputs.size() <= static_cast<size_t>(wire::max_compared)),
         comparability_(cfg.mode != timing_mode::decision) {
     if (dev_trials_) e_.trials_on = "device";
+    if (!t_.problem.empty()) {
+      e_.problem_path = "host";
+      const std::string misfit = problem_ipc_misfit(t_);
+      problem_ipc_ = cfg.device_trials && misfit.empty();
+      if (cuda_ && !problem_ipc_)
+        e_.diagnostics += "checks of the problem staged through host memory, not CUDA IPC: " +
+                          (cfg.device_trials ? misfit : std::string("host trials asked for")) + "\n";
+    }
     std::random_device rd;
     seed_base_ = cfg.seed_base ? cfg.seed_base : (uint64_t{rd()} << 32 | rd());
     rng_.seed(seed_base_ ^ 0x9e3779b97f4a7c15ull);
@@ -130,6 +139,19 @@ class evaluator {
   std::optional<stop> build_all();
   std::optional<stop> check_all();
   std::optional<stop> check_all_device(const std::vector<slot_layout>& layouts);
+  // PyTorch problems on CUDA (problem_ipc.h): the problem's worker opens the checks' worker's
+  // device buffer; any failure of the link ends it with a note, and host trials go on.
+  std::optional<stop> open_link();
+  void drop_link(const std::string& why);
+  // One trial through the link. `mirror`: the trial also comes through host memory and the two
+  // verdicts must agree (the evaluation's first trial). `checked` stays false when the link
+  // failed before a verdict: the caller runs the trial on the host.
+  std::optional<stop> check_trial_ipc(const slot_layout& l, const trial_spec& spec, bool mirror,
+                                      std::vector<std::vector<uint8_t>>& previous,
+                                      uint64_t& checksum, bool& checked);
+  // A verdict computed on the device (the CUDA oracle's or the problem's worker's).
+  std::optional<stop> apply_verdict(const slot_layout& l, const device_verdict& v, uint64_t seed,
+                                    const std::string& where, uint64_t* checksum);
   std::optional<stop> bench();
   std::optional<stop> bench_host(const wire::command& c, worker_result& out);
   // Device trials: the inputs of slot k of worker w from `spec`, outputs poisoned (host trials:
@@ -146,6 +168,10 @@ class evaluator {
   std::optional<stop> check_trial(const slot_layout& l, const trial_data& d, uint8_t* slot,
                                   std::vector<std::vector<uint8_t>>& previous,
                                   const std::string& where);
+  // check_trial once the slot is back in host memory: inputs, cached outputs, outputs.
+  std::optional<stop> judge_host_slot(const slot_layout& l, const trial_data& d, const uint8_t* slot,
+                                      std::vector<std::vector<uint8_t>>& previous,
+                                      const std::string& where);
   std::optional<stop> check_slot_outputs(const slot_layout& l, const trial_data& d,
                                          const uint8_t* slot, const std::string& where);
   std::optional<stop> time_all();
@@ -180,6 +206,9 @@ class evaluator {
   reference ref_;
   shared_region region_;
   worker cand_worker_;  // the checks' worker
+  bool problem_ipc_ = false;  // a CUDA problem task whose checks may go through CUDA IPC
+  problem_link link_;         // to cand_worker_'s buffer; declared after ref_, which holds the oracle
+  trial_spec last_spec_;      // the last check's trial
   std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
   uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
@@ -397,6 +426,69 @@ std::optional<stop> evaluator::share_with_oracle(worker& w, uint32_t peer) {
   return std::nullopt;
 }
 
+std::optional<stop> evaluator::open_link() {
+  worker_result r = cand_worker_.request(share_command(), cfg_.call_timeout_s);
+  if (r.end != worker_end::replied) return from_worker(r, "sharing the device buffer");
+  if (!r.ok()) {
+    drop_link(r.reply.message);
+    return std::nullopt;
+  }
+  auto l = problem_link::attach(*ref_.problem(), r.reply.ipc_handle, region_.size());
+  if (!l) {
+    drop_link(l.error().message);
+    return std::nullopt;
+  }
+  link_ = std::move(*l);
+  e_.problem_path = "cuda_ipc";
+  return std::nullopt;
+}
+
+void evaluator::drop_link(const std::string& why) {
+  link_.reset();
+  e_.problem_path = "host";
+  e_.diagnostics += "CUDA IPC with the problem's worker unavailable (" + why +
+                    "): the checks from here on staged through host memory\n";
+}
+
+std::optional<stop> evaluator::check_trial_ipc(const slot_layout& l, const trial_spec& spec,
+                                               bool mirror,
+                                               std::vector<std::vector<uint8_t>>& previous,
+                                               uint64_t& checksum, bool& checked) {
+  checked = false;
+  trial_data host;
+  if (auto p = link_.prepare(t_, l, 0, spec, mirror ? &host : nullptr); !p) {
+    drop_link("writing a trial's inputs: " + p.error().message);
+    return std::nullopt;
+  }
+  worker_result r = cand_worker_.request(poison_command(0, 1), cfg_.call_timeout_s);
+  if (!r.ok()) return from_worker(r, "poisoning outputs on the device");
+  r = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
+  if (!r.ok()) return from_worker(r, "shape set '" + l.shapes->name + "'");
+  auto c = link_.compare(t_, l, 0);
+  if (!c) {
+    drop_link("comparing: " + c.error().message);
+    return std::nullopt;
+  }
+  checked = true;
+  const device_verdict v = judge(t_, l, *c, spec.seed);
+  if (mirror) {
+    // The first trial also comes back through host memory: the two checks must agree before
+    // the link is trusted with the others (as a GPU reference is checked against the CPU one).
+    if (auto s = download(cand_worker_, 0, 1)) return s;
+    if (std::string why = host_disagreement(t_, l, host, region_.data(), v); !why.empty()) {
+      drop_link("its check of the first trial disagrees with the host's: " + why);
+      if (comparability_) last_host_trial_ = host;
+      return judge_host_slot(l, host, region_.data(), previous, "");
+    }
+    previous.clear();
+    for (size_t i = 0; i < t_.outputs.size(); ++i) {
+      const uint8_t* p = region_.data() + l.output_offset[i];
+      previous.emplace_back(p, p + l.outputs[i].bytes);
+    }
+  }
+  return apply_verdict(l, v, spec.seed, "", &checksum);
+}
+
 std::optional<stop> evaluator::prepare_slot(worker& w, uint8_t* slot_mem, const slot_layout& l,
                                             uint32_t k, const trial_spec& spec,
                                             const trial_data* host) {
@@ -425,7 +517,12 @@ std::optional<stop> evaluator::device_verify(worker& w, const shared_region& reg
     r = oracle_->compare(oracle_slot, 0, 0);
   }
   if (!r.ok()) return oracle_failed(r, "comparing");
-  device_verdict v = judge(t_, l, r.reply, seed);
+  return apply_verdict(l, judge(t_, l, r.reply, seed), seed, where, checksum);
+}
+
+std::optional<stop> evaluator::apply_verdict(const slot_layout& l, const device_verdict& v,
+                                             uint64_t seed, const std::string& where,
+                                             uint64_t* checksum) {
   if (v.inputs_mutated)
     return stop{outcome::input_mutated,
                 "the kernel wrote into its inputs (shape set '" + l.shapes->name + "'" + where + ")", {}};
@@ -453,6 +550,13 @@ std::optional<stop> evaluator::check_trial(const slot_layout& l, const trial_dat
   worker_result r = cand_worker_.run(0, 1, 1, cfg_.call_timeout_s);
   if (!r.ok()) return from_worker(r, "shape set '" + l.shapes->name + "'");
   if (auto s = download(cand_worker_, 0, 1)) return s;
+  return judge_host_slot(l, d, slot, previous, where);
+}
+
+std::optional<stop> evaluator::judge_host_slot(const slot_layout& l, const trial_data& d,
+                                               const uint8_t* slot,
+                                               std::vector<std::vector<uint8_t>>& previous,
+                                               const std::string& where) {
   if (!inputs_intact(l, d, slot))
     return stop{outcome::input_mutated,
                 "the kernel wrote into its inputs (shape set '" + l.shapes->name + "')", {}};
@@ -529,10 +633,12 @@ std::optional<stop> evaluator::check_all() {
 
   if (dev_trials_) return check_all_device(layouts);  // records its own stages
   std::optional<stop> failed;
-  auto w = start_worker(cand_, region_, failed, "kernel");
+  auto w = start_worker(cand_, region_, failed, "kernel", problem_ipc_ && cuda_);
   if (!w) return stop{outcome::crash, w.error().message, {}};
   cand_worker_ = std::move(*w);
   if (failed) return failed;
+  if (problem_ipc_ && cuda_)
+    if (auto s = open_link()) return s;
 
   bool first = true;
   uint32_t set_index = 0;
@@ -540,16 +646,23 @@ std::optional<stop> evaluator::check_all() {
     worker_result r = cand_worker_.setup(setup_command(t_, l, 1), cfg_.call_timeout_s);
     if (!r.ok()) return from_worker(r, "setup of shape set '" + l.shapes->name + "'");
     std::vector<std::vector<uint8_t>> previous;
+    uint64_t checksum = 0;
     for (uint32_t i = 0; i < std::max<uint32_t>(cfg_.seeds, 3); ++i) {
       trial_spec spec = trial_for(t_, seed_base_ + 1000ull * set_index, i);
-      auto d = make_trial(t_, l, ref_, spec);
-      if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
-      if (auto s = check_trial(l, *d, region_.data(), previous, "")) return s;
+      last_spec_ = spec;
+      bool checked = false;
+      if (link_)
+        if (auto s = check_trial_ipc(l, spec, first, previous, checksum, checked)) return s;
+      if (!checked) {
+        auto d = make_trial(t_, l, ref_, spec);
+        if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
+        if (auto s = check_trial(l, *d, region_.data(), previous, "")) return s;
+        if (comparability_) last_host_trial_ = std::move(*d);
+      }
       if (first) {
         if (auto s = idle_check(cand_worker_, "first call")) return s;
         first = false;
       }
-      if (comparability_) last_host_trial_ = std::move(*d);
     }
     ++set_index;
   }
@@ -720,6 +833,7 @@ std::optional<stop> evaluator::time_all() {
   // through the pairs (policy.processes says why). The worker that ran the checks is not timed:
   // it is not created like the baseline's. Baseline processes are trusted kernels, but still
   // apart from the candidate's, so that it can touch none of them.
+  link_.reset();  // closed in the problem's worker before the buffer's owner ends
   cand_worker_ = worker{};
   std::optional<stop> failed;
   // Each pair index j gets three processes, candidate, baseline and a second baseline for the
@@ -1011,6 +1125,19 @@ std::optional<stop> evaluator::bench() {
     if (auto s = device_verify(cand_worker_, region_, 1, *l, 0, 0, last_seed_, ", after the timing loop",
                                nullptr))
       return s;
+  } else if (link_) {
+    auto c = link_.compare(t_, *l, 0);
+    if (c) {
+      if (auto s = apply_verdict(*l, judge(t_, *l, *c, last_spec_.seed), last_spec_.seed,
+                                 ", after the timing loop", nullptr))
+        return s;
+    } else {
+      drop_link("comparing after the timing loop: " + c.error().message);
+      auto d = make_trial(t_, *l, ref_, last_spec_);
+      if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
+      if (auto s = download(cand_worker_, 0, 1)) return s;
+      if (auto s = check_slot_outputs(*l, *d, region_.data(), ", after the timing loop")) return s;
+    }
   } else if (last_host_trial_) {
     if (auto s = download(cand_worker_, 0, 1)) return s;
     if (auto s = check_slot_outputs(*l, *last_host_trial_, region_.data(), ", after the timing loop"))

@@ -214,6 +214,14 @@ result<nlohmann::json> problem_oracle::request(const nlohmann::json& req, double
   return reply;
 }
 
+bool problem_oracle::alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  pid_ = -1;  // reaped
+  return false;
+}
+
 result<uint8_t*> problem_oracle::region(uint64_t bytes) {
   bytes = std::max<uint64_t>(bytes, 4096);
   if (bytes <= map_bytes_) return map_;
@@ -233,7 +241,14 @@ result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& p
   std::error_code ec;
   const std::string key = fs::weakly_canonical(problem, ec).string();
   std::lock_guard<std::mutex> g(mu);
-  if (auto it = oracles.find({key, static_cast<int>(p)}); it != oracles.end()) return it->second;
+  if (auto it = oracles.find({key, static_cast<int>(p)}); it != oracles.end()) {
+    std::shared_ptr<problem_oracle> o = it->second;
+    bool alive = true;  // a request in flight (the lock taken) is not a death
+    if (std::unique_lock<std::mutex> idle(o->lock(), std::try_to_lock); idle.owns_lock())
+      alive = o->alive();
+    if (alive) return o;
+    oracles.erase(it);  // evaluations that hold it keep it until they end
+  }
   if (!fs::is_regular_file(problem, ec)) return fail(errc::not_found, problem.string() + ": no such problem file");
   std::string tried;
   for (const fs::path& python : interpreters()) {

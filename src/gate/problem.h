@@ -38,6 +38,10 @@ class problem_oracle {
   result<uint8_t*> region(uint64_t bytes);
   std::mutex& lock() { return mu_; }
 
+  // False once the worker has ended (it ends itself when a CUDA error sticks to its context):
+  // shared() then starts a fresh one.
+  bool alive();
+
   const nlohmann::json& description() const { return description_; }
   // "torch 2.11.0 (cuda 13.0, python 3.12.3)": recorded with every evaluation.
   const std::string& runtime() const { return runtime_; }
