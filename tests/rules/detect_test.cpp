@@ -93,6 +93,53 @@ TEST(detect_ptx, wgmma_tma_and_ldmatrix) {
   EXPECT_EQ(find(ds, "cp_async_pipeline"), nullptr);  // a TMA copy is not a cp.async group
 }
 
+TEST(detect_ptx, warp_specialization_from_register_reallocation) {
+  const auto ws = detect_ptx(ptx_entry("\tsetmaxnreg.dec.sync.aligned.u32 40;\n"
+                                       "\tsetmaxnreg.inc.sync.aligned.u32 232;"));
+  ASSERT_NE(find(ws, "warp_specialization"), nullptr);
+  EXPECT_NE(find(ws, "warp_specialization")->evidence.find("setmaxnreg.dec"), std::string::npos);
+  // TMA and mbarrier waits alone are no evidence of roles.
+  const auto tma = detect_ptx(ptx_entry(
+      "\tcp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], "
+      "[%rd3, {%r2, %r3}], [%r4];\n"
+      "\tmbarrier.try_wait.parity.shared::cta.b64 %p1, [%r4], %r5;"));
+  EXPECT_EQ(find(tma, "warp_specialization"), nullptr);
+}
+
+TEST(detect_ptx, radix_select_counts_digits_in_shared_memory) {
+  // A count of one added to the counter a digit picks: (key >> shift) & mask, scaled, plus base.
+  const auto radix = detect_ptx(ptx_entry(
+      "\tld.shared.u32 %r29, [%r15];\n"
+      "\tshr.u32 %r188, %r29, %r19;\n"
+      "\tshl.b32 %r189, %r188, 2;\n"
+      "\tand.b32 %r190, %r189, 1020;\n"
+      "\tadd.s32 %r192, %r177, %r190;\n"
+      "\tatom.shared.add.u32 %r193, [%r192], 1;"));
+  ASSERT_NE(find(radix, "radix_select"), nullptr);
+  // A block sum through a shared atomic, and a count indexed by the thread, are no digit pass.
+  const auto sum = detect_ptx(ptx_entry(
+      "\tld.global.f32 %f1, [%rd1];\n"
+      "\tmov.u32 %r1, %tid.x;\n"
+      "\tshl.b32 %r2, %r1, 2;\n"
+      "\tadd.s32 %r3, %r4, %r2;\n"
+      "\tatom.shared.add.u32 %r5, [%r3], 1;\n"
+      "\tatom.shared.add.f32 %f2, [%r4], %f1;"));
+  EXPECT_EQ(find(sum, "radix_select"), nullptr);
+  // A reduction (red) with the digit address counts too; adding a value that is not 1 does not.
+  const auto red = detect_ptx(ptx_entry(
+      "\tbfe.u32 %r2, %r1, 11, 11;\n"
+      "\tshl.b32 %r3, %r2, 2;\n"
+      "\tadd.s32 %r4, %r5, %r3;\n"
+      "\tred.shared.add.u32 [%r4], 1;"));
+  EXPECT_NE(find(red, "radix_select"), nullptr);
+  const auto weighted = detect_ptx(ptx_entry(
+      "\tbfe.u32 %r2, %r1, 11, 11;\n"
+      "\tshl.b32 %r3, %r2, 2;\n"
+      "\tadd.s32 %r4, %r5, %r3;\n"
+      "\tred.shared.add.u32 [%r4], %r9;"));
+  EXPECT_EQ(find(weighted, "radix_select"), nullptr);
+}
+
 TEST(detect_ptx, vector_access_is_global_and_wide) {
   const auto shared_only = detect_ptx(ptx_entry(
       "\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%r1];\n\tst.shared.v2.f32 [%r1], {%f1, %f2};\n"
@@ -526,6 +573,30 @@ TEST_F(real_builds, gemm_cuda_lineage_scored) {
   EXPECT_EQ(param(by_stage["expert"].find("cp_async_pipeline"), "stages"), "4");
   EXPECT_EQ(param(by_stage["expert"].find("launch_bounds"), "min_blocks"), "2");
   EXPECT_EQ(by_stage["expert"].find("mma_sync")->what.locus, "gemm_expert");
+}
+
+// The mechanisms of the Hopper and top-k series that only their stages hold, on real nvcc
+// builds: radix_select appears with the radix stage (not in the bitonic sort before it), and
+// warp_specialization with the TMA stage's producer/consumer warpgroups (not in the wgmma stage
+// fed by cp.async).
+TEST_F(real_builds, radix_select_and_warp_specialization_on_their_stages) {
+  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: the CUDA stages cannot be built here";
+  const fs::path tasks = fs::path(LATHE_SOURCE_DIR) / "tasks";
+  const detections bitonic = detect(tasks / "topk_cuda/kernels/stage1_bitonic");
+  const detections radix = detect(tasks / "topk_cuda/kernels/stage2_radix");
+  const detections wgmma = detect(tasks / "gemm_cuda/kernels/stage5_wgmma");
+  const detections ws = detect(tasks / "gemm_cuda/kernels/stage6_tma_ws");
+  EXPECT_FALSE(bitonic.has("radix_select"));
+  EXPECT_EQ(method_of(radix, "radix_select"), "ptx");
+  EXPECT_FALSE(wgmma.has("warp_specialization"));
+  EXPECT_TRUE(wgmma.has("wgmma"));
+  EXPECT_TRUE(wgmma.has("cp_async_pipeline"));
+  EXPECT_EQ(method_of(ws, "warp_specialization"), "ptx");
+  EXPECT_TRUE(ws.has("tma"));
+  EXPECT_TRUE(ws.has("wgmma"));
+  EXPECT_FALSE(ws.has("cp_async_pipeline"));
+  for (const auto* d : {&bitonic, &radix, &wgmma, &ws})
+    EXPECT_FALSE(d->has("mma_sync"));
 }
 
 TEST_F(real_builds, cpu_experts_and_naives) {

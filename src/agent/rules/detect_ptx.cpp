@@ -312,6 +312,26 @@ bool scaled_by_log2e(const function& f, const dataflow& df, const std::string& r
   return false;
 }
 
+// Whether the shared address in `reg` is computed from a bit field of a value: a `shr` or `bfe`
+// within `depth` steps of address arithmetic (the digit of a radix pass: `(key >> shift) & mask`,
+// scaled to a counter's offset and added to the histogram's base).
+bool digit_address(const function& f, const dataflow& df, const std::string& reg, int depth) {
+  auto it = df.defs.find(reg);
+  if (it == df.defs.end()) return false;
+  for (size_t i : it->second) {
+    const insn& d = f.body[i];
+    const std::string b = op_base(d.op);
+    if (b == "shr" || b == "bfe") return true;
+    static const std::set<std::string> arithmetic = {"add", "shl", "and", "mul", "mad", "cvt",
+                                                     "mov", "selp", "or", "cvta"};
+    if (depth == 0 || !arithmetic.count(b)) continue;
+    for (size_t o = 1; o < d.operands.size(); ++o)
+      for (const auto& r : registers_in(d.operands[o]))
+        if (digit_address(f, df, r, depth - 1)) return true;
+  }
+  return false;
+}
+
 std::string evidence(const insn& in) {
   return "ptx:" + std::to_string(in.line) + ": " + in.text;
 }
@@ -403,6 +423,19 @@ void detect_function(const function& f, detail::detection_set& set) {
       }
     } else if (op.starts_with("redux.sync")) {
       set.add("warp_reduce", fn, evidence(in));
+    } else if (op.starts_with("setmaxnreg")) {
+      // Registers moved between warpgroups at run time: only warpgroups with different roles
+      // (a producer that needs few, consumers that need many) have a reason to.
+      set.add("warp_specialization", fn, evidence(in));
+    } else if ((base == "atom" || base == "red") && has_space(op, "shared") && has_part(op, "add")) {
+      // radix_select: a count of one added to a shared counter picked by a digit of a value.
+      const size_t addr = base == "atom" ? 1 : 0;
+      if (in.operands.size() == addr + 2 && trim(in.operands[addr + 1]) == "1")
+        for (const auto& r : registers_in(in.operands[addr]))
+          if (digit_address(f, df, r, 5)) {
+            set.add("radix_select", fn, evidence(in));
+            break;
+          }
     }
 
     // cp.async copies (not the bulk tensor ones, counted above) and their groups.

@@ -221,6 +221,8 @@ class file_scan {
           set_.add("wgmma", locus, evidence_at(i));
         if (code.find("cp.async.bulk.tensor") != std::string_view::npos)
           set_.add("tma", locus, evidence_at(i));
+        if (code.find("setmaxnreg") != std::string_view::npos)
+          set_.add("warp_specialization", locus, evidence_at(i));
         if (code.find("ldmatrix") != std::string_view::npos)
           set_.add("ldmatrix", locus, evidence_at(i));
         if (code.find("ld.global.nc") != std::string_view::npos)
