@@ -1,9 +1,32 @@
 # lathe_add_test(NAME name SOURCES a.cpp… LIBS lib… LABELS unit|integration|gpu [TIMEOUT s])
 # Builds, registers and labels one GoogleTest executable in one line (STYLE.md).
+#
+# Compiling the tests was 40% of the CPU time of a build, and most of a test's compile is gtest.h,
+# json.hpp and optimizing the test's own code. So every test reuses one precompiled header of the
+# third-party and standard headers they share (lathe_test_pch; no lathe header, so that editing
+# one rebuilds only what includes it), and a test's own sources are compiled at -O1 outside Debug:
+# the code under test is the libraries, built as configured (kernels are built by the gate's own
+# toolchain). Measured with g++ 12 on 14 test sources: 74 s of CPU at -O3, 44 s at -O1 with the
+# header (-O1 alone: 26% less; the libraries with a header of their own: 6% less, not done).
+function(lathe_test_options target)
+  target_link_libraries(${target} PRIVATE GTest::gtest nlohmann_json::nlohmann_json tl::expected lathe_warnings)
+  target_compile_options(${target} PRIVATE $<$<NOT:$<CONFIG:Debug>>:-O1>)
+endfunction()
+
 function(lathe_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT TARGET lathe_test_pch)
+    add_library(lathe_test_pch OBJECT ${PROJECT_SOURCE_DIR}/tests/pch.cpp)
+    lathe_test_options(lathe_test_pch)
+    target_precompile_headers(lathe_test_pch PRIVATE
+      <gtest/gtest.h> <nlohmann/json.hpp> <tl/expected.hpp>
+      <algorithm> <chrono> <cstdint> <cstdio> <filesystem> <fstream> <functional> <map> <memory>
+      <optional> <set> <sstream> <string> <vector>)
+  endif()
   add_executable(${T_NAME} ${T_SOURCES})
-  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main lathe_warnings)
+  target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  lathe_test_options(${T_NAME})
+  target_precompile_headers(${T_NAME} REUSE_FROM lathe_test_pch)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${T_NAME} PRIVATE
     LATHE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATHE_BINARY_DIR="${PROJECT_BINARY_DIR}")
