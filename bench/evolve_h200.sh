@@ -41,7 +41,8 @@ kids = j.get("children") or 0
 print(f"evolve {sys.argv[5]} exit {sys.argv[4]}: {kids} children, {ev} gate evaluations in {wall:.0f} s "
       f"-> {3600 * ev / wall if wall else 0:.0f} evaluations/hour, {3600 * kids / wall if wall else 0:.0f} "
       f"children/hour (mock model, --in-flight {sys.argv[6]}); "
-      f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}")
+      f"best {j.get('best_speedup')} over the baseline; best score per generation {j.get('best_per_generation')}; "
+      f"failed {j.get('failed')} {j.get('failures')}, duplicates {j.get('duplicates')}")
 PY
 done
 # A/A: the expert against 8 copies of itself (a comment line makes each byte-different), twice

@@ -152,6 +152,11 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
   std::printf("run       %s (%s)\n", res->r.id.c_str(), (*session)->label().c_str());
   std::printf("children  %zu, %lld gate evaluations, %zu elites in the archive\n", res->children.size(),
               static_cast<long long>(res->evaluations), res->archive_size);
+  const nlohmann::json summary = nlohmann::json::parse(res->r.summary);
+  std::string why;
+  for (const auto& [reason, n] : summary["failures"].items())
+    why += cat(why.empty() ? " (" : ", ", reason, " ", std::to_string(n.get<int>()));
+  std::printf("failed    %d%s%s\n", summary["failed"].get<int>(), why.c_str(), why.empty() ? "" : ")");
   std::printf("best      %s%s\n", res->best.substr(0, 12).c_str(),
               res->best_speedup ? cat(": ", std::to_string(*res->best_speedup), "x over ", t->baseline).c_str() : "");
   std::printf("by generation (best score):");

@@ -693,10 +693,16 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
     out.best_speedup = b->verdict.speedup;
   }
   json children = json::array();
-  int32_t placed = 0, failed = 0;
+  int32_t placed = 0, failed = 0, duplicates = 0;
+  json failures = json::object();  // why children failed: "proposer:KIND" or "gate:OUTCOME"
   for (const auto& c : out.children) {
     placed += c.placed;
-    failed += c.placement == "failed";
+    duplicates += c.duplicate;
+    if (c.placement != "failed") continue;
+    ++failed;
+    const std::string why = c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
+                                             : "gate:" + c.outcome;
+    failures[why] = failures.value(why, 0) + 1;
   }
   json elites = json::array();
   for (int32_t i = 0; i < loop.arch().islands(); ++i)
@@ -709,6 +715,8 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
                    {"children", out.children.size()},
                    {"placed", placed},
                    {"failed", failed},
+                   {"failures", failures},
+                   {"duplicates", duplicates},
                    {"evaluations", out.evaluations},
                    {"best", out.best},
                    {"best_speedup", out.best_speedup ? json(*out.best_speedup) : json(nullptr)},

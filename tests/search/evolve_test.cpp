@@ -184,6 +184,21 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
     }
   }
   const json summary = json::parse(res->r.summary);
+  // Every failed child is counted once under its reason, and nothing else is.
+  std::map<std::string, int> reasons;
+  for (const auto& c : res->children)
+    if (c.placement == "failed")
+      ++reasons[c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
+                                 : "gate:" + c.outcome];
+  using counts = std::map<std::string, int>;
+  EXPECT_EQ(summary["failures"].get<counts>(), reasons);
+  int counted = 0;
+  for (const auto& [why, n] : summary["failures"].items()) {
+    EXPECT_TRUE(why.starts_with("proposer:") || why.starts_with("gate:")) << why;
+    EXPECT_NE(why, "gate:ok") << "a correct child is no failure";
+    counted += n.get<int>();
+  }
+  EXPECT_EQ(counted, summary["failed"].get<int>());
   std::set<std::pair<int, int64_t>> cells;
   for (const auto& e : summary["archive"])
     EXPECT_TRUE(cells.insert({e["island"].get<int>(), e["cell"].get<int64_t>()}).second) << e.dump();
@@ -476,6 +491,42 @@ TEST_F(evolve_env, a_proposer_call_the_budget_refuses_ends_the_run) {
   for (const auto& c : r->children) EXPECT_EQ(c.failure.find("budget"), std::string::npos) << c.failure;
   const json summary = json::parse(r->r.summary);
   EXPECT_NE(summary.value("stopped", "").find("budget"), std::string::npos) << summary.dump();
+}
+
+// Why children failed, in the summary: a proposer that refuses every third call and writes a
+// wrong kernel every third answer.
+class failing_sometimes : public test::delegating {
+ public:
+  explicit failing_sometimes(agent::proposer& inner) : delegating(inner) {}
+  int calls = 0;
+  agent::op_result<agent::proposal> mutate(const agent::mutate_request& r) override {
+    const int n = ++calls;
+    if (n % 3 == 0)
+      return tl::unexpected(agent::failure{agent::failure_kind::refused, "test: no idea", 0});
+    return commented(r.parent, (n % 3 == 1 ? "LATHE_BROKEN " : "variant ") + std::to_string(n),
+                     "test:failing_sometimes");
+  }
+};
+
+TEST_F(evolve_env, the_summary_counts_why_children_failed) {
+  auto db = store::open(dir_.path() / "w.db");
+  ASSERT_TRUE(db);
+  scripted_verifier v;
+  evolve_options o = options();
+  o.run_id = "evolve-failing";
+  agent::rules::rules_proposer inner;
+  failing_sometimes p(inner);
+  llm::ledger ledger(llm::limits{budget{}, std::nullopt});
+  auto r = evolve(t_, naive_, naive_, v, p, *db, ledger, o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_GE(p.calls, 6);
+  const json summary = json::parse(r->r.summary);
+  const std::map<std::string, int> expected = {{"gate:wrong_result", (p.calls + 2) / 3},
+                                               {"proposer:refused", p.calls / 3}};
+  using counts = std::map<std::string, int>;
+  EXPECT_EQ(summary["failures"].get<counts>(), expected) << summary.dump();
+  EXPECT_EQ(summary["failed"].get<int>(), (p.calls + 2) / 3 + p.calls / 3);
+  EXPECT_EQ(summary["duplicates"].get<int>(), 0);
 }
 
 // ---- the training export, each filter on a constructed case ----
