@@ -442,7 +442,7 @@ namespace {
 
 struct stage {
   std::string kernel;
-  std::vector<std::string> adds;
+  std::vector<std::string> adds, replaces, has;  // has: what a first stage holds (stage B)
 };
 
 std::vector<stage> read_lineage(const fs::path& file) {
@@ -458,6 +458,10 @@ std::vector<stage> read_lineage(const fs::path& file) {
       x.kernel = (*st)["kernel"].value_or(std::string());
       if (const toml::array* adds = (*st)["adds"].as_array())
         for (const auto& a : *adds) x.adds.push_back(a.value_or(std::string()));
+      if (const toml::array* gone = (*st)["replaces"].as_array())
+        for (const auto& a : *gone) x.replaces.push_back(a.value_or(std::string()));
+      if (const toml::array* has = (*st)["has"].as_array())
+        for (const auto& a : *has) x.has.push_back(a.value_or(std::string()));
       out.push_back(x);
     }
   return out;
@@ -597,6 +601,35 @@ TEST_F(real_builds, radix_select_and_warp_specialization_on_their_stages) {
   EXPECT_FALSE(ws.has("cp_async_pipeline"));
   for (const auto* d : {&bitonic, &radix, &wgmma, &ws})
     EXPECT_FALSE(d->has("mma_sync"));
+}
+
+// Stage B (tasks/gemm_cuda/lineage_hopper.toml): stages that replace mechanisms. After each
+// stage the truth is what the first stage holds plus what the stages so far added, minus what
+// they replaced; within the file's vocabulary every stage must show exactly its truth.
+TEST_F(real_builds, gemm_hopper_stages_scored) {
+  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: the CUDA stages cannot be built here";
+  const fs::path task = fs::path(LATHE_SOURCE_DIR) / "tasks" / "gemm_cuda";
+  const std::vector<stage> stages = read_lineage(task / "lineage_hopper.toml");
+  ASSERT_EQ(stages.size(), 3u);
+  std::set<std::string> vocabulary, truth;
+  for (const auto& s : stages) {
+    vocabulary.insert(s.adds.begin(), s.adds.end());
+    vocabulary.insert(s.replaces.begin(), s.replaces.end());
+    vocabulary.insert(s.has.begin(), s.has.end());
+  }
+  for (const auto& s : stages) {
+    truth.insert(s.has.begin(), s.has.end());
+    truth.insert(s.adds.begin(), s.adds.end());
+    for (const auto& r : s.replaces)
+      EXPECT_TRUE(truth.erase(r)) << s.kernel << " replaces " << r << ", which no stage before held";
+    const detections ds = detect(task / "kernels" / s.kernel);
+    std::string seen;
+    for (const auto& name : ds.names())
+      if (vocabulary.count(name)) seen += " " + name;
+    std::printf("%-15s%s\n", s.kernel.c_str(), seen.c_str());
+    for (const auto& name : vocabulary)
+      EXPECT_EQ(ds.has(name), truth.count(name) > 0) << s.kernel << ": " << name;
+  }
 }
 
 TEST_F(real_builds, cpu_experts_and_naives) {

@@ -46,13 +46,14 @@ std::optional<copy_instr> parse_copy(std::string_view body) {
 }
 
 // The synchronous copy, as the text of a C string literal (escapes \n), after the marker that
-// holds the original literal text.
+// holds the original literal text. Its registers are `%lathe_…` (`%%` in an asm string): PTX names
+// that read as registers to the detectors, so a copy into shared memory still shows as one.
 std::string synchronous(const copy_instr& c, std::string_view original) {
   const int words = std::stoi(c.size) / 4;
   std::string regs, zero;
   for (int i = 0; i < words; ++i) {
-    regs += (i ? ", " : "") + std::string("lathe_w") + std::to_string(i);
-    zero += " mov.b32 lathe_w" + std::to_string(i) + ", 0;\\n";
+    regs += (i ? ", " : "") + std::string("%%lathe_w") + std::to_string(i);
+    zero += " mov.b32 %%lathe_w" + std::to_string(i) + ", 0;\\n";
   }
   const std::string vec = words == 1 ? "" : ".v" + std::to_string(words);
   const std::string operand = words == 1 ? regs : "{" + regs + "}";
@@ -61,13 +62,13 @@ std::string synchronous(const copy_instr& c, std::string_view original) {
   if (c.src_size.empty()) {
     s += " ld.global." + c.cache + vec + ".b32 " + operand + ", [" + c.src + "];\\n";
   } else {
-    s += " .reg .pred lathe_copy, lathe_bad;\\n";
-    s += " setp.ne.u32 lathe_bad, " + c.src_size + ", " + c.size + ";\\n";
-    s += " setp.ne.and.u32 lathe_bad, " + c.src_size + ", 0, lathe_bad;\\n";
-    s += " @lathe_bad trap;\\n";
+    s += " .reg .pred %%lathe_copy, %%lathe_bad;\\n";
+    s += " setp.ne.u32 %%lathe_bad, " + c.src_size + ", " + c.size + ";\\n";
+    s += " setp.ne.and.u32 %%lathe_bad, " + c.src_size + ", 0, %%lathe_bad;\\n";
+    s += " @%%lathe_bad trap;\\n";
     s += zero;
-    s += " setp.ne.u32 lathe_copy, " + c.src_size + ", 0;\\n";
-    s += " @lathe_copy ld.global." + c.cache + vec + ".b32 " + operand + ", [" + c.src + "];\\n";
+    s += " setp.ne.u32 %%lathe_copy, " + c.src_size + ", 0;\\n";
+    s += " @%%lathe_copy ld.global." + c.cache + vec + ".b32 " + operand + ", [" + c.src + "];\\n";
   }
   s += " st.shared" + vec + ".b32 [" + c.dst + "], " + operand + ";\\n}\\n";
   return s;
