@@ -1,4 +1,5 @@
-# lathe_add_test(NAME name SOURCES a.cpp… LIBS lib… LABELS unit|integration|gpu [TIMEOUT s])
+# lathe_add_test(NAME name SOURCES a.cpp… LIBS lib… LABELS unit|integration|gpu [TIMEOUT s]
+#                [ARGS arg…])   ARGS: the test's command-line arguments (a --gtest_filter)
 # Builds, registers and labels one GoogleTest executable in one line (STYLE.md).
 #
 # Compiling the tests was 40% of the CPU time of a build, and most of a test's compile is gtest.h,
@@ -14,7 +15,7 @@ function(lathe_test_options target)
 endfunction()
 
 function(lathe_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   if(NOT TARGET lathe_test_pch)
     add_library(lathe_test_pch OBJECT ${PROJECT_SOURCE_DIR}/tests/pch.cpp)
     lathe_test_options(lathe_test_pch)
@@ -30,7 +31,7 @@ function(lathe_add_test)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${T_NAME} PRIVATE
     LATHE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATHE_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+  add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
