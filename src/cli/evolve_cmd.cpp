@@ -35,6 +35,7 @@ int fail_with(const std::string& m, int code) {
 
 struct evolve_cli {
   std::string task, start, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
+  std::string child_timing = "full";
   int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2, in_flight = 1;
   uint64_t seed = 1;
   bool library = false, quick = false, json = false, quiet = false;
@@ -90,6 +91,10 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
   gs.max_time = o.max_time;
   gs.quick = o.quick;
   lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+  // The cascade: children first timed with half the effort, contests for elites in full.
+  gate_settings quick_gs = gs;
+  quick_gs.quick = true;
+  lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick_gs));
 
   search::evolve_options eo;
   eo.generations = o.generations;
@@ -101,6 +106,10 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
   eo.samp = *samp;
   eo.seed = o.seed;
   eo.in_flight = o.in_flight;
+  if (o.child_timing == "quick" && !o.quick) {
+    eo.screen = &quick_v;
+    eo.screen_timing = "quick";
+  }
   const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   eo.target_text = agent::target_text(tgt);
   // The label export reads: "rules:…" marks the rule engine's runs as not training-grade.
@@ -133,6 +142,7 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
                                 {"islands", o.islands}, {"population", o.population}, {"children", o.children},
                                 {"migrate_every", o.migrate_every}, {"descriptors", o.descriptors},
                                 {"sampling", o.sampling}, {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", o.library},
+                                {"child_timing", o.child_timing},
                                 {"proposer", o.proposer}, {"budget", o.budget}}
                      .dump();
   if (!o.quiet && !o.json)
@@ -254,6 +264,11 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->add_option("--resume", o->resume, "continue this evolve run (its own arguments)");
   e->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
   e->add_flag("--quick", o->quick, "half the timing effort per evaluation");
+  e->add_option("--child-timing", o->child_timing,
+                "full | quick: how a child is first timed against the baseline (quick: half the effort, "
+                "wider intervals); a contest for an elite's cell is always timed in full")
+      ->check(CLI::IsMember({"full", "quick"}))
+      ->capture_default_str();
   e->add_flag("--json", o->json, "print the summary as JSON (schema lathe.evolve/1)");
   e->add_flag("--quiet", o->quiet, "no progress lines");
   e->footer("An elite is replaced only after a paired re-measure of the child against it in fresh worker\n"

@@ -97,7 +97,8 @@ class runner {
  public:
   runner(const task& t, const kernel_bundle& baseline, lineages::verifier& v, agent::proposer& p, store& db,
          llm::ledger& ledger, const evolve_options& o, detail::journal& j, evolve_result& out)
-      : t_(t), baseline_(baseline), v_(v), p_(p), db_(db), ledger_(ledger), o_(o), j_(j), out_(out),
+      : t_(t), baseline_(baseline), v_(v), screen_(o.screen ? *o.screen : v), p_(p), db_(db),
+        ledger_(ledger), o_(o), j_(j), out_(out),
         arch_(o.descriptors, o.islands), rng_(o.seed) {}
 
   result<void> run(const kernel_bundle& start) {
@@ -169,16 +170,17 @@ class runner {
     return {};
   }
 
-  // One evaluation against `against` (the baseline, or an incumbent in a contest), within the
-  // budget; nullopt when the budget refused it (the run stops).
-  std::optional<measured> gate(const kernel_bundle& k, const kernel_bundle& against, const provenance& prov) {
+  // One evaluation against `against` (the baseline, or an incumbent in a contest) by `by`, within
+  // the budget; nullopt when the budget refused it (the run stops).
+  std::optional<measured> gate(const kernel_bundle& k, const kernel_bundle& against, const provenance& prov,
+                               lineages::verifier& by) {
     auto hold = ledger_.reserve({0, 1, 0, 0, 0, 0});
     if (!hold) {
       stopped_ = true;
       stop_detail_ = hold.error().message;
       return std::nullopt;
     }
-    const evaluation e = v_.compare(t_, k, against, prov);
+    const evaluation e = by.compare(t_, k, against, prov);
     ledger_.commit(std::move(*hold), {0, 1, 0, 0, 0, 0});
     ++out_.evaluations;
     measured m = summarize(e);
@@ -216,7 +218,7 @@ class runner {
       ++out_.evaluations;
       charge({0, 1, 0, 0, 0, 0});
     } else {
-      auto got = gate(start, baseline_, {"human", "evolve start", false});
+      auto got = gate(start, baseline_, {"human", "evolve start", false}, v_);
       if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + stop_detail_);
       m = *got;
       if (!m.v.correct)
@@ -287,7 +289,7 @@ class runner {
         c.contest_ratio = lost->second;  // this child lost to this incumbent before: not asked again
         c.duplicate = true;
       } else {
-        auto again = gate(k, inc->second, {"human", "evolve contest", false});
+        auto again = gate(k, inc->second, {"human", "evolve contest", false}, v_);
         if (!again) return {};
         c.evaluations.push_back(again->id);
         c.contest_ratio = again->ratio;
@@ -349,7 +351,8 @@ class runner {
       holds.emplace(p.pr->kernel.hash, std::move(*hold));
       const kernel_bundle* k = &p.pr->kernel;
       const provenance prov = p.pr->prov;
-      jobs.emplace(k->hash, std::async(std::launch::async, [this, k, prov] { return v_.compare(t_, *k, baseline_, prov); }));
+      jobs.emplace(k->hash, std::async(std::launch::async,
+                                       [this, k, prov] { return screen_.compare(t_, *k, baseline_, prov); }));
     }
     for (auto& [hash, job] : jobs) {
       const evaluation e = job.get();
@@ -458,7 +461,7 @@ class runner {
         gated_[pr->kernel.hash] = *m;
         fresh_.erase(batch);
       } else {
-        m = gate(pr->kernel, baseline_, pr->prov);
+        m = gate(pr->kernel, baseline_, pr->prov, screen_);
         if (!m) return {};  // the budget ended the run before the child was measured
         c.evaluations.push_back(m->id);
         gated_[pr->kernel.hash] = *m;
@@ -579,6 +582,7 @@ class runner {
   const task& t_;
   const kernel_bundle& baseline_;
   lineages::verifier& v_;
+  lineages::verifier& screen_;  // a child's first timing (evolve_options::screen)
   agent::proposer& p_;
   store& db_;
   llm::ledger& ledger_;
@@ -605,7 +609,8 @@ json options_json(const evolve_options& o) {
           {"children", o.children}, {"migrate_every", o.migrate_every}, {"descriptors", d},
           {"sampling", {{"exploration", o.samp.exploration}, {"exploitation", o.samp.exploitation},
                         {"elite", o.samp.elite}, {"top", o.samp.top_k}, {"inspirations", o.samp.inspirations}}},
-          {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", static_cast<bool>(o.cards)}};
+          {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", static_cast<bool>(o.cards)},
+          {"child_timing", o.screen ? o.screen_timing : "full"}};
 }
 
 }  // namespace

@@ -57,6 +57,12 @@ struct evolve_options {
   // is serialized by the device lock. 1: one child at a time. A batch's parents are sampled
   // before any of its children is placed, so the value is part of the run (a resume keeps it).
   int32_t in_flight = 1;
+  // The gate's cascade (issue 9): the verifier that times a child against the baseline, the
+  // first and cheap measure of it (`lathe evolve --child-timing quick`); the start kernel and
+  // every contest for an elite's cell (the paired re-measure that replaces an elite) are timed
+  // by the main verifier. Null: the main verifier times everything.
+  lineages::verifier* screen = nullptr;
+  std::string screen_timing = "full";  // how `screen` times, for the summary ("quick")
   // Library-guided evolution: the cards retrieved for a parent, shown in its mutate request.
   std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> cards;
   std::string reference_source;  // shown to the proposer

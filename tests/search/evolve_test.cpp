@@ -493,6 +493,57 @@ TEST_F(evolve_env, a_proposer_call_the_budget_refuses_ends_the_run) {
   EXPECT_NE(summary.value("stopped", "").find("budget"), std::string::npos) << summary.dump();
 }
 
+// The gate's cascade: with a screen, each child is first timed by it against the baseline, and
+// only the start and the contests for elites' cells by the main verifier. Two verifiers that
+// agree make the same run as one.
+TEST_F(evolve_env, children_are_screened_and_contests_timed_by_the_main_verifier) {
+  auto db = store::open(dir_.path() / "s.db");
+  ASSERT_TRUE(db);
+  scripted_verifier full, quick, alone;
+  const auto one_cell = [&] {
+    evolve_options x = options();
+    x.descriptors = *parse_descriptors("complexity:100000");  // one cell: every better child contests
+    x.islands = 1;
+    x.migrate_every = 0;
+    return x;
+  };
+  evolve_options o = one_cell();
+  o.run_id = "evolve-screened";
+  o.screen = &quick;
+  o.screen_timing = "quick";
+  auto res = run(*db, full, o);
+  ASSERT_TRUE(res) << res.error().message;
+  std::set<std::string> contested;
+  for (const auto& c : res->children)
+    if (c.placement == "contest") contested.insert(c.kernel);
+  ASSERT_FALSE(contested.empty()) << "the run must contest a cell to show the split";
+  EXPECT_GT(quick.timed_calls(), 0);
+  for (const auto& c : quick.calls) {
+    EXPECT_EQ(c.baseline, naive_.hash);  // a child against the baseline
+    EXPECT_NE(c.candidate, naive_.hash);  // never the start
+  }
+  int start = 0;
+  for (const auto& c : full.calls) {
+    if (c.candidate == naive_.hash && c.baseline == naive_.hash) ++start;
+    else EXPECT_TRUE(contested.count(c.candidate)) << c.candidate << " timed in full, not contested";
+  }
+  EXPECT_EQ(start, 1);
+  EXPECT_GT(full.timed_calls(), 1);
+  EXPECT_EQ(res->evaluations, quick.timed_calls() + full.timed_calls());
+  EXPECT_EQ(json::parse(res->r.summary)["options"]["child_timing"], "quick");
+
+  evolve_options one = one_cell();
+  one.run_id = "evolve-one-verifier";
+  auto same = run(*db, alone, one);
+  ASSERT_TRUE(same) << same.error().message;
+  ASSERT_EQ(same->children.size(), res->children.size());
+  for (size_t i = 0; i < res->children.size(); ++i) {
+    EXPECT_EQ(same->children[i].kernel, res->children[i].kernel) << i;
+    EXPECT_EQ(same->children[i].placement, res->children[i].placement) << i;
+  }
+  EXPECT_EQ(same->best, res->best);
+}
+
 // Why children failed, in the summary: a proposer that refuses every third call and writes a
 // wrong kernel every third answer.
 class failing_sometimes : public test::delegating {
