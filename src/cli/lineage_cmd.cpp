@@ -23,6 +23,7 @@ struct lineage_options {
   std::string task, expert = "expert", repo, resume, proposer = "auto";
   bool json = false, quiet = false, no_forward = false, no_induce = false, no_time = false;
   int32_t max_steps = 16, max_rejections = 4;
+  std::vector<std::string> prior;  // decompose: mechanisms to take out first
   double max_time = 1.0;
   bool quick = false;
 };
@@ -107,6 +108,7 @@ int run_decompose(const common_options& common, lineage_options o) {
   d.max_rejections = o.max_rejections;
   d.forward = !o.no_forward;
   d.time = !o.no_time;
+  d.action_prior = o.prior;
   if (!o.resume.empty()) d.resume_run = o.resume;
   else d.run_id = run_id;
   if (!o.repo.empty()) d.init.repo = o.repo;
@@ -183,6 +185,11 @@ void add_lineage(CLI::App& app, const common_options& common, int& exit_code) {
   dec->add_flag("--no-forward", d->no_forward, "skip the forward re-derivation");
   dec->add_flag("--no-induce", d->no_induce, "do not induce skill cards from the lineage");
   dec->add_flag("--no-time", d->no_time, "check correctness only: steps get no measured speedup");
+  dec->add_option("--prior", d->prior,
+                  "mechanisms to take out first, in order (feature names, remove_<feature> or rule "
+                  "names, comma-separated: --prior cp_async_pipeline,fast_math); the proposer tries "
+                  "them before the kernel's other features. Kept by --resume")
+      ->delimiter(',');
   common_lineage_flags(dec, *d);
   dec->footer("Runs init first when the expert has no accepted check. Kill it at any time: "
               "`--resume RUN` goes on without repeating an accepted step.\n"

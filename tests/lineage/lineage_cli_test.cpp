@@ -154,6 +154,19 @@ TEST_F(lineage_cli, decompose_lists_exports_and_imports) {
   EXPECT_EQ(list2["cards"].size(), list["cards"].size());
   const json imp2 = parse(run_lathe(ws("ws2") + "skills import '" + doc.string() + "' --json"));
   for (const auto& e : imp2["entries"]) EXPECT_EQ(e.value("action", ""), "unchanged") << e.dump();
+
+  // --prior puts a mechanism first: the walk above began with omp_parallel; with the prior its
+  // one step takes out simd (the expert's check is reused: no init).
+  ASSERT_FALSE(l["steps"].empty());
+  ASSERT_EQ(l["steps"][0].value("action", ""), "omp_parallel.remove");
+  const run_result prior = run_lathe(ws() + "decompose '" + task_.string() +
+                                     "' expert --proposer rules --json --prior simd "
+                                     "--max-steps 1 --no-time --no-forward --no-induce");
+  ASSERT_EQ(prior.code, 0) << prior.err.substr(0, 2000);
+  const json p = parse(prior);
+  EXPECT_FALSE(p.value("ran_init", true));
+  ASSERT_EQ(p["lineage"]["steps"].size(), 1u);
+  EXPECT_EQ(p["lineage"]["steps"][0].value("action", ""), "simd_intrinsics.remove");
 }
 
 }  // namespace
