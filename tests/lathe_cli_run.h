@@ -18,21 +18,26 @@ struct run_result {
   std::string out, err;
 };
 
-inline run_result run_lathe(const std::string& args, const std::filesystem::path& cwd = {}) {
-  namespace fs = std::filesystem;
-  const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
-  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
-  const std::string cmd = cd + "'" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
+// `cmd` through the shell with its stderr into the file `err`, read back and removed: a caller
+// running several commands at once gives each its own file.
+inline run_result run_shell(const std::string& cmd, const std::filesystem::path& err) {
   run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen((cmd + " 2>'" + err.string() + "'").c_str(), "r");
   char buf[4096];
   for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
   const int st = pclose(p);
   r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   std::ifstream e(err);
   r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
+  std::filesystem::remove(err);
   return r;
+}
+
+inline run_result run_lathe(const std::string& args, const std::filesystem::path& cwd = {}) {
+  namespace fs = std::filesystem;
+  const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
+  const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
+  return run_shell(cd + "'" LATHE_BINARY_DIR "/lathe' " + args, err);
 }
 
 }  // namespace lathe::testing

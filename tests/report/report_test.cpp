@@ -39,17 +39,9 @@ const fs::path artifacts = fs::path(LATHE_BINARY_DIR) / "artifacts" / "report";
 // The lathe binary on the workspace dir/ws with its own stderr file, so that several can run at
 // once, timing under the lock directory `locks` (runs sharing one take turns timing, PROTOCOL.md).
 run_result lathe_in(const fs::path& dir, const std::string& args, const std::string& locks = "locks") {
-  const fs::path err = dir / "stderr.txt";
-  const std::string cmd = "LATHE_LOCK_DIR='" + (dir.parent_path() / locks).string() + "' '" LATHE_BINARY_DIR "/lathe' --workspace '" +
-                          (dir / "ws").string() + "' " + args + " 2>'" + err.string() + "'";
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = read_text(err);
-  return r;
+  return lathe::testing::run_shell("LATHE_LOCK_DIR='" + (dir.parent_path() / locks).string() + "' '" LATHE_BINARY_DIR
+                                   "/lathe' --workspace '" + (dir / "ws").string() + "' " + args,
+                                   dir / "stderr.txt");
 }
 
 json parse_or_empty(const run_result& r) {
