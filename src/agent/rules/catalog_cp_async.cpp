@@ -95,14 +95,14 @@ std::optional<std::pair<uint32_t, uint32_t>> literal_body(const source_view& v, 
 // The asm strings of `fn` that mention cp.async copies (backward) or hold lathe's marker
 // (forward): token indices, in order.
 std::vector<size_t> asm_strings(const source_view& v, const function& fn, bool marked) {
+  static const std::regex copy_word(R"(cp\.async\.c[ag]\.shared)");
   std::vector<size_t> out;
   for (size_t i = fn.body.first; i < fn.body.last; ++i) {
     if (v.tl.tokens[i].kind != token_kind::string || !in_asm(v.tl, i)) continue;
     const std::string_view s = v.tok(i);
     const bool has_marker = s.find(kMarker) != std::string_view::npos;
     if (marked ? has_marker
-               : !has_marker && std::regex_search(s.begin(), s.end(),
-                                                  std::regex(R"(cp\.async\.c[ag]\.shared)")))
+               : !has_marker && std::regex_search(s.begin(), s.end(), copy_word))
       out.push_back(i);
   }
   return out;
