@@ -2,7 +2,8 @@
 # tasks/conv2d_cuda on the GPU (issue 11; not a test, numbers for the closing note): every stage
 # of the staged lineage gated and timed against the stage before it (paired, decision mode), each
 # kernel against cuDNN (eager PyTorch timed live on conv2d_cudnn.py, KernelBench's protocol and
-# do_bench's), then the rule engine's decompose of the expert. One JSON per evaluation under $OUT;
+# do_bench's). One JSON per evaluation under $OUT (the decompose of the expert:
+# bench/experts/decompose_h200.sh);
 # a summary line per evaluation on stdout.
 #   LATHE=build-gpu/lathe OUT=/tmp/out bench/experts/conv2d_cuda.sh
 # Environment: LATHE (lathe binary), OUT (output directory), LATHE_MAX_TIME (longest paired
@@ -17,30 +18,7 @@ cd "$(dirname "$0")/../.."
 ws=$(mktemp -d)
 task=tasks/conv2d_cuda
 max_time=${LATHE_MAX_TIME:-2}
-summary() {  # JSON file
-  python3 - "$1" <<'PY'
-import json, sys
-try:
-    e = json.load(open(sys.argv[1]))
-except Exception as ex:
-    print(f"  {sys.argv[1]}: no JSON ({ex})"); sys.exit(0)
-if "lineage" in e:
-    l = e["lineage"]
-    print(f"  decompose: {l['termination']} ({l['reason'][:120]}); {len(l['steps'])} step(s); "
-          f"remaining {l['remaining_features']}")
-    sys.exit(0)
-p, c = e.get("paired") or {}, e.get("comparability") or {}
-line = f"  {e.get('kernel_name')} vs {e.get('baseline_name')}: {e.get('outcome')} {e.get('message', '')[:100]}"
-if p:
-    line += f"; speedup {p.get('ratio')} [{p.get('ci_low')}, {p.get('ci_high')}]"
-if c:
-    line += (f"; mean {c.get('mean_seconds')} s, eager {c.get('eager_mean_seconds')} s, "
-             f"speedup_vs_eager {c.get('speedup_vs_eager')}")
-if e.get("median_seconds"):
-    line += f"; median {e['median_seconds']} s, roofline {e.get('roofline_fraction')}"
-print(line)
-PY
-}
+summary() { python3 bench/eval_summary.py "$1" "  $(basename "$1")"; }
 
 prev=""
 for k in naive stage1_smem stage2_regtile stage3_vector stage4_mma expert; do
@@ -61,8 +39,3 @@ for k in ${LATHE_CONV_KB_KERNELS:-stage1_smem stage2_regtile stage3_vector stage
     summary "$f"
   done
 done
-
-echo "decompose expert (rules)"
-"$LATHE" --workspace "$ws" decompose "$task" expert --proposer rules --json --max-steps 12 \
-  --max-time "$max_time" > "$OUT/conv2d_cuda-decompose.json" 2> "$OUT/conv2d_cuda-decompose.log"
-summary "$OUT/conv2d_cuda-decompose.json"

@@ -1,10 +1,10 @@
 # fmha_cuda and fmha_causal_cuda on the GPU (a bash fragment, sourced or run with bash): every stage
 # gated and timed against the previous one (paired decision mode, non-causal), the expert against
 # the naive, the tensor-core stages and the expert against eager SDPA (KernelBench's cuda_event
-# protocol, sdpa.py; non-causal and causal), the causal stages paired, and a rules decompose of
-# the expert.
+# protocol, sdpa.py; non-causal and causal), the causal stages paired.
+# The decompose of the expert: bench/experts/decompose_h200.sh.
 #   LATHE=build/lathe OUT=/tmp/fmha bash bench/experts/fmha_cuda.sh
-# Writes $OUT/<what>.json (lathe.eval/1, lathe decompose --json) and $OUT/<what>.log.
+# Writes $OUT/<what>.json (lathe.eval/1) and $OUT/<what>.log.
 : "${LATHE:?the lathe binary}" "${OUT:?an output folder}"
 mkdir -p "$OUT"
 task=tasks/fmha_cuda
@@ -34,17 +34,4 @@ for t in "$task" "$causal"; do
     echo "$(basename "$t") $k vs eager SDPA (kernelbench): exit $?"
   done
 done
-"$LATHE" decompose "$task" expert --proposer rules --json > "$OUT/decompose.json" 2> "$OUT/decompose.log"
-echo "decompose (rules): exit $?"
-python3 - "$OUT" <<'PY'
-import glob, json, os, sys
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
-    try:
-        j = json.load(open(f))
-    except Exception as e:
-        print(f"{os.path.basename(f)}: unreadable ({e})"); continue
-    p, c = j.get("paired") or {}, j.get("comparability") or {}
-    print(f"{os.path.basename(f)}: {j.get('outcome')} median {j.get('median_seconds')} "
-          f"ratio {p.get('ratio')} [{p.get('ci_low')}, {p.get('ci_high')}] "
-          f"speedup_vs_eager {c.get('speedup_vs_eager')}")
-PY
+python3 bench/eval_summary.py "$OUT"

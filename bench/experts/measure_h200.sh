@@ -10,18 +10,7 @@ LATHE_GPU_PHASES="none" bash scripts/gpu-run || exit 1
 cmake --build build-gpu -j"$(nproc)" --target lathe-mock-model > /dev/null 2>&1  # evolve's proposer
 L=$PWD/build-gpu/lathe
 ws=$(mktemp -d)
-summ() {  # file label
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-try: j = json.load(open(sys.argv[1]))
-except Exception as e: print(f"{sys.argv[2]}: unreadable ({e})"); sys.exit()
-p, c = j.get("paired") or {}, j.get("comparability") or {}
-print(f"{sys.argv[2]}: {j.get('outcome')} median {j.get('median_seconds')} base {j.get('baseline_median_seconds')} "
-      f"ratio {p.get('ratio')} [{p.get('ci_low')}, {p.get('ci_high')}] roofline {j.get('roofline_fraction')} "
-      f"eager {c.get('eager_median_seconds')} speedup_vs_eager {c.get('speedup_vs_eager')} wall {j.get('wall_seconds')} "
-      f"{(j.get('message') or '')[:160] if j.get('outcome') != 'ok' else ''}")
-PY
-}
+summ() { python3 bench/eval_summary.py "$1" "$2"; }  # file label
 ev() {  # label args...
   local label=$1; shift
   timeout 120 $L --workspace $ws eval "$@" --json > $OUT/$label.json 2> $OUT/$label.log
