@@ -190,59 +190,61 @@ std::vector<change> all_changes(const mock_bundle& b, direction d) {
   return out;
 }
 
-std::vector<change> tuning_changes(const mock_bundle& b) {
-  static const std::regex factor(R"(^(\s*#\s*pragma\s+(?:GCC\s+)?unroll)(?:\s+([0-9]+))?\s*$)");
-  std::vector<change> out;
+namespace {
+
+// Every code line of `b` that `re` matches whole, inside a function: `visit(path, text, view,
+// function, line, match)`.
+template <class Visit>
+void matching_lines(const mock_bundle& b, const std::regex& re, Visit visit) {
   for (const auto& [path, text] : b.files) {
     const source_view v(text);
     const auto fns = functions(v);
     for (size_t l = 0; l < v.line_count(); ++l) {
       const std::string line(v.code_line(l));
       std::smatch m;
-      if (!std::regex_match(line, m, factor)) continue;
-      const auto* f = enclosing(fns, v.line_start(l));
-      if (!f) continue;
-      const auto ls = loops(v, *f);
-      const auto* lp = next_loop(ls, v.line_start(l));
-      const std::string now = m[2].matched ? m[2].str() : "";
-      for (const char* k : {"2", "4", "8", "16"}) {
-        if (now == k) continue;
-        change c =
-            make("loop_unroll", "tune", path, *f, lp,
-                 "changed the unroll factor before " + loop_words(lp) + " in " + f->name +
-                     " from " + (now.empty() ? "full" : now) + " to " + k + " (" + path + ":" +
-                     std::to_string(l + 1) + ")",
-                 apply_splices(text, {{v.line_start(l), v.line_end(l), m[1].str() + " " + k}}));
-        out.push_back(std::move(c));
-      }
+      if (!std::regex_match(line, m, re)) continue;
+      if (const auto* f = enclosing(fns, v.line_start(l))) visit(path, text, v, *f, l, m);
     }
   }
+}
+
+}  // namespace
+
+std::vector<change> tuning_changes(const mock_bundle& b) {
+  static const std::regex factor(R"(^(\s*#\s*pragma\s+(?:GCC\s+)?unroll)(?:\s+([0-9]+))?\s*$)");
+  std::vector<change> out;
+  matching_lines(b, factor, [&](const std::string& path, const std::string& text, const source_view& v,
+                                const auto& f, size_t l, const std::smatch& m) {
+    const auto ls = loops(v, f);
+    const auto* lp = next_loop(ls, v.line_start(l));
+    const std::string now = m[2].matched ? m[2].str() : "";
+    for (const char* k : {"2", "4", "8", "16"}) {
+      if (now == k) continue;
+      out.push_back(make("loop_unroll", "tune", path, f, lp,
+                         "changed the unroll factor before " + loop_words(lp) + " in " + f.name +
+                             " from " + (now.empty() ? "full" : now) + " to " + k + " (" + path + ":" +
+                             std::to_string(l + 1) + ")",
+                         apply_splices(text, {{v.line_start(l), v.line_end(l), m[1].str() + " " + k}})));
+    }
+  });
   // The block size a launch names through a constant (`const int threads = 128;`), retuned to
   // another power of two: a mechanism the kernel has, retuned (adds none). A kernel whose shared
   // arrays or indexing assume the old size computes a wrong result, which the gate reports.
   static const std::regex block(
       R"(^(\s*(?:static\s+)?(?:const|constexpr)\s+(?:int|unsigned|int32_t)\s+(?:threads|THREADS|kThreads|block|BLOCK|block_size|BLOCK_SIZE)\s*=\s*)([0-9]+)(\s*;.*)$)");
-  for (const auto& [path, text] : b.files) {
-    const source_view v(text);
-    const auto fns = functions(v);
-    for (size_t l = 0; l < v.line_count(); ++l) {
-      const std::string line(v.code_line(l));
-      std::smatch m;
-      if (!std::regex_match(line, m, block)) continue;
-      const auto* f = enclosing(fns, v.line_start(l));
-      if (!f) continue;
-      for (const char* k : {"64", "128", "256", "512"}) {
-        if (m[2].str() == k) continue;
-        change c = make("launch_bounds", "tune", path, *f, nullptr,
-                        "changed the block size in " + f->name + " from " + m[2].str() + " to " + k +
-                            " threads (" + path + ":" + std::to_string(l + 1) + ")",
-                        apply_splices(text, {{v.line_start(l) + static_cast<size_t>(m.position(2)),
-                                              v.line_start(l) + static_cast<size_t>(m.position(2) + m.length(2)), k}}));
-        c.action = "tune_block_size";
-        out.push_back(std::move(c));
-      }
+  matching_lines(b, block, [&](const std::string& path, const std::string& text, const source_view& v,
+                               const auto& f, size_t l, const std::smatch& m) {
+    for (const char* k : {"64", "128", "256", "512"}) {
+      if (m[2].str() == k) continue;
+      change c = make("launch_bounds", "tune", path, f, nullptr,
+                      "changed the block size in " + f.name + " from " + m[2].str() + " to " + k +
+                          " threads (" + path + ":" + std::to_string(l + 1) + ")",
+                      apply_splices(text, {{v.line_start(l) + static_cast<size_t>(m.position(2)),
+                                            v.line_start(l) + static_cast<size_t>(m.position(2) + m.length(2)), k}}));
+      c.action = "tune_block_size";
+      out.push_back(std::move(c));
     }
-  }
+  });
   return out;
 }
 
