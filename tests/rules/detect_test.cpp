@@ -483,6 +483,9 @@ class real_builds : public ::testing::Test {
     return gate::build(b, isa, tc_, cache_, gate::build_kind::kernel);
   }
 
+  // Scores the stages of tasks/<task_name>/lineage_hopper.toml (defined below).
+  static void score_hopper_stages(const char* task_name, size_t n_stages);
+
   static detections detect(const fs::path& dir, kernel_bundle* out_bundle = nullptr) {
     auto b = load_bundle(dir);
     EXPECT_TRUE(b) << (b ? "" : b.error().message);
@@ -603,14 +606,13 @@ TEST_F(real_builds, radix_select_and_warp_specialization_on_their_stages) {
     EXPECT_FALSE(d->has("mma_sync"));
 }
 
-// Stage B (tasks/gemm_cuda/lineage_hopper.toml): stages that replace mechanisms. After each
-// stage the truth is what the first stage holds plus what the stages so far added, minus what
-// they replaced; within the file's vocabulary every stage must show exactly its truth.
-TEST_F(real_builds, gemm_hopper_stages_scored) {
-  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: the CUDA stages cannot be built here";
-  const fs::path task = fs::path(LATHE_SOURCE_DIR) / "tasks" / "gemm_cuda";
+// Stage B (tasks/{gemm,fmha}_cuda/lineage_hopper.toml): stages that replace mechanisms. After
+// each stage the truth is what the first stage holds plus what the stages so far added, minus
+// what they replaced; within the file's vocabulary every stage must show exactly its truth.
+void real_builds::score_hopper_stages(const char* task_name, size_t n_stages) {
+  const fs::path task = fs::path(LATHE_SOURCE_DIR) / "tasks" / task_name;
   const std::vector<stage> stages = read_lineage(task / "lineage_hopper.toml");
-  ASSERT_EQ(stages.size(), 3u);
+  ASSERT_EQ(stages.size(), n_stages);
   std::set<std::string> vocabulary, truth;
   for (const auto& s : stages) {
     vocabulary.insert(s.adds.begin(), s.adds.end());
@@ -628,8 +630,18 @@ TEST_F(real_builds, gemm_hopper_stages_scored) {
       if (vocabulary.count(name)) seen += " " + name;
     std::printf("%-15s%s\n", s.kernel.c_str(), seen.c_str());
     for (const auto& name : vocabulary)
-      EXPECT_EQ(ds.has(name), truth.count(name) > 0) << s.kernel << ": " << name;
+      EXPECT_EQ(ds.has(name), truth.count(name) > 0) << task_name << "/" << s.kernel << ": " << name;
   }
+}
+
+TEST_F(real_builds, gemm_hopper_stages_scored) {
+  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: the CUDA stages cannot be built here";
+  score_hopper_stages("gemm_cuda", 3);
+}
+
+TEST_F(real_builds, fmha_hopper_stages_scored) {
+  if (tc_.nvcc.empty()) GTEST_SKIP() << "nvcc not found: the CUDA stages cannot be built here";
+  score_hopper_stages("fmha_cuda", 2);
 }
 
 TEST_F(real_builds, cpu_experts_and_naives) {
