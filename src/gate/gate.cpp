@@ -1156,9 +1156,18 @@ double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
   auto flops = eval_cost(t_.cost.flops, ts);
   auto bytes = eval_cost(t_.cost.bytes, ts);
   if (!flops || !bytes) return 0;
-  // Working set of a block: every rotated slot. Within the LLC the data comes from cache.
-  const bool in_cache = cfg_.tgt.llc_bytes > 0 && l.slot_bytes * slots <= cfg_.tgt.llc_bytes;
-  const double bw = in_cache ? cfg_.tgt.cache_bytes_per_s : cfg_.tgt.copy_bytes_per_s;
+  // Working set of a block: every rotated slot. Within the LLC the data comes from cache, which
+  // is never slower than DRAM: an in-cache reading below the DRAM one measured something else
+  // (a VM whose sysfs names the host's 300 MiB L3 reads its "in-LLC" sweep from DRAM), and
+  // taking it would put the floor above honest kernels.
+  const uint64_t working_set = l.slot_bytes * slots;
+  const bool in_cache = cfg_.tgt.llc_bytes > 0 && working_set <= cfg_.tgt.llc_bytes;
+  double bw = in_cache ? std::max(cfg_.tgt.cache_bytes_per_s, cfg_.tgt.copy_bytes_per_s)
+                       : cfg_.tgt.copy_bytes_per_s;
+  // On the CPU no ceiling is measured for a core's L2, which is faster than both: a working set
+  // that fits there has no bandwidth floor (PROTOCOL.md's floor "for the level of memory the
+  // data lives in"), only the compute one.
+  if (!cuda_ && working_set <= cpu_l2_bytes()) bw = 0;
   // Tensor-core rate for 16-bit floating inputs (bf16/fp16 matrix products), else the FMA rate.
   bool half = false;
   for (const auto& in : t_.inputs) half = half || in.type == dtype::bf16 || in.type == dtype::f16;

@@ -33,8 +33,8 @@ std::string cpuinfo_field(const std::string& name) {
   return {};
 }
 
-uint64_t read_cache_bytes() {
-  // The highest-level cache in sysfs of cpu0 ("32768K").
+// A cache of cpu0 from sysfs ("32768K"): the one at `want`, or the highest level (want = 0).
+uint64_t read_cache_bytes(int want = 0) {
   uint64_t best = 0;
   int best_level = 0;
   for (int i = 0; i < 8; ++i) {
@@ -42,13 +42,16 @@ uint64_t read_cache_bytes() {
     std::ifstream lv(base + "level"), sz(base + "size");
     int level = 0;
     std::string size;
-    if (!(lv >> level) || !(sz >> size)) continue;
+    if (!(lv >> level) || !(sz >> size) || size.empty()) continue;
+    if (want != 0 && level != want) continue;
     uint64_t bytes = std::stoull(size);
     if (size.back() == 'K') bytes <<= 10;
     if (size.back() == 'M') bytes <<= 20;
-    if (level >= best_level) {
+    if (level > best_level) {
       best_level = level;
       best = bytes;
+    } else if (level == best_level) {
+      best = std::max(best, bytes);
     }
   }
   return best;
@@ -172,6 +175,11 @@ target detect_cpu_target() {
   t.cores = n > 0 ? static_cast<uint32_t>(n) : 1;
   t.llc_bytes = read_cache_bytes();
   return t;
+}
+
+uint64_t cpu_l2_bytes() {
+  static const uint64_t bytes = read_cache_bytes(2);
+  return bytes;
 }
 
 cpu_ceilings measure_cpu_ceilings(const target& t) {

@@ -9,6 +9,10 @@ namespace lathe::gate {
 // Model name, resolved x86-64 level, capability flags, cores, last-level cache. No measuring.
 target detect_cpu_target();
 
+// One core's level-2 cache in bytes (sysfs of cpu0; 0 when unknown). No ceiling is measured for
+// it: a working set that fits there has no bandwidth floor (only the compute one).
+uint64_t cpu_l2_bytes();
+
 // Measures memory bandwidth (best of copy and read sweeps; a buffer 4x the LLC, so DRAM) and
 // in-cache bandwidth (half the
 // LLC), and the fp32 FMA peak over all cores. Takes about a second; callers cache the result

@@ -82,3 +82,40 @@ TEST_F(lathe_gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster
   EXPECT_GT(*e.roofline_fraction, 0.0);
   EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
 }
+
+// The roofline floor is taken for the level of memory the working set lives in (PROTOCOL.md).
+// In the LLC the rate is never below DRAM's: a VM whose sysfs names the host's 300 MiB L3 read
+// its "in-LLC" sweep below its DRAM one, and that reading made honest kernels suspicious.
+TEST_F(lathe_gate_env, an_in_cache_reading_below_dram_does_not_raise_the_floor) {
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  cfg_.policy.aa_unstable = 1.0;
+  cfg_.tgt.llc_bytes = uint64_t{1} << 30;  // every rotated slot (4 x 12 MiB) counts as in cache
+  cfg_.tgt.cache_bytes_per_s = cfg_.tgt.copy_bytes_per_s / 100;
+  evaluation e = eval(t, kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp"), true);
+  EXPECT_EQ(e.result, outcome::ok) << e.message;
+  ASSERT_TRUE(e.roofline_fraction);
+  EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
+}
+
+// No ceiling is measured for a core's L2: a working set that fits there has no bandwidth floor,
+// while one past it still has (checked with ceilings far too low for either to pass a floor).
+TEST_F(lathe_gate_env, a_working_set_within_l2_has_no_bandwidth_floor) {
+  const uint64_t l2 = gate::cpu_l2_bytes();
+  if (l2 < (uint64_t{256} << 10)) GTEST_SKIP() << "no L2 of 256 KiB or more named in sysfs";
+  const fs::path src = lathe::testing::source_dir() / "tests/integration/tasks/axpy";
+  const fs::path small = dir_ / "small" / "axpy";  // a task's directory is named as the task
+  fs::create_directories(small);
+  fs::copy(src, small, fs::copy_options::recursive);
+  std::ifstream in(src / "task.toml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string large = "N = 1048576";
+  ASSERT_NE(text.find(large), std::string::npos);
+  text.replace(text.find(large), large.size(), "N = 4096");  // 48 KiB a slot, 4 slots
+  std::ofstream(small / "task.toml") << text;
+  cfg_.policy.aa_unstable = 1.0;
+  cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;  // 1 KB/s: any floor is seconds
+  evaluation in_l2 = eval(load(small), kernel(small / "kernels/naive.cpp"), true);
+  EXPECT_EQ(in_l2.result, outcome::ok) << in_l2.message;
+  evaluation past_l2 = eval(load(src), kernel(src / "kernels/naive.cpp"), true);
+  EXPECT_EQ(past_l2.result, outcome::suspicious_speed) << past_l2.message;
+}
