@@ -81,6 +81,11 @@ TEST_F(evolve_cli, a_small_run_its_resume_and_its_export) {
   // Usage errors.
   EXPECT_EQ(run_lathe(ws() + "export training nonesuch").code, 2);
   EXPECT_EQ(run_lathe(ws() + "evolve '" + task + "' --descriptors colour:1").code, 2);
+  EXPECT_EQ(run_lathe(ws() + "evolve '" + task + "' --child-timing slow").code, 2);
+  // The cascade is the default: children are first timed cheaply (contests in full).
+  const run_result help = run_lathe("evolve --help");
+  ASSERT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("--child-timing TEXT:{full,quick}=quick"), std::string::npos) << help.out;
 }
 
 TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
