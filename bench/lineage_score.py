@@ -5,9 +5,18 @@
 
 Reads the newest decompose run of WORKSPACE through `lathe runs show --json` (so a run that was
 stopped part-way still counts its accepted steps), prints each accepted backward step (the action
-and the features the forward direction of that step adds) and the staged score: a hand-made stage
-transition is recovered when one accepted step adds at least one of the features that stage adds.
+and the features the forward direction of that step adds) and the staged score, by the rule of
+`lathe::lineages::score_against_stages` (src/lineage/staged.cpp): what the walk removed is the
+union of its steps' forward additions; a hand-made stage transition is recovered when the walk
+removed every feature that stage adds, partly when it removed some. (The C++ scorer reads the
+features detected on each stage's build; this script reads the stages' `adds` from the file.)
 The lineage.toml is ground truth read here, after the run; decompose never sees it.
+
+>>> stages = [("s1", {"smem_tiling"}), ("s2", {"ldmatrix", "mma_sync"}), ("s3", {"cp_async_pipeline"})]
+>>> score(stages, [{"cp_async_pipeline", "restrict"}, {"mma_sync"}])
+(['s3'], ['s2'])
+>>> score(stages, [])
+([], [])
 """
 import argparse
 import json
@@ -34,6 +43,15 @@ def stages_of(path):
         if m:
             stages.append((kernel, set(re.findall(r'"([^"]+)"', m.group(1)))))
     return stages
+
+
+def score(stages, added_by_step):
+    """(recovered, partly recovered) stage kernels: stages is [(kernel, adds)], added_by_step the
+    forward additions of each accepted step."""
+    removed = set().union(*added_by_step) if added_by_step else set()
+    full = [k for k, adds in stages if adds and adds <= removed]
+    part = [k for k, adds in stages if adds & removed and not adds <= removed]
+    return full, part
 
 
 def main():
@@ -72,10 +90,9 @@ def main():
         print("  no hand-made lineage to score against")
         return 0
     stages = [(k, s) for k, s in stages_of(a.lineage) if s]
-    sets = [set(added) for _, added, _ in walked]
-    hit = [k for k, s in stages if any(s & w for w in sets)]
+    hit, part = score(stages, [set(added) for _, added, _ in walked])
     print(f"  staged score: {len(hit)} of {len(stages)} hand-made stage transitions recovered "
-          f"({', '.join(hit) or 'none'}); hand-made: "
+          f"({', '.join(hit) or 'none'}), {len(part)} partly ({', '.join(part) or 'none'}); hand-made: "
           + "; ".join(f"{k} adds {','.join(sorted(s))}" for k, s in stages))
     return 0
 
