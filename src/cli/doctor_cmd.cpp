@@ -346,8 +346,9 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::printf("cores      %u, last-level cache %llu MiB\n", t.cores,
               static_cast<unsigned long long>(t.llc_bytes >> 20));
   if (t.copy_bytes_per_s > 0)
-    std::printf("ceilings   copy %.1f GB/s (DRAM), %.1f GB/s (in LLC), fp32 FMA %.1f GFLOP/s (measured)\n",
-                t.copy_bytes_per_s / 1e9, t.cache_bytes_per_s / 1e9, t.flops_per_s / 1e9);
+    std::printf("ceilings   copy %.1f GB/s (DRAM), %.1f GB/s (in LLC), %.1f GB/s (in L2, every core), "
+                "fp32 FMA %.1f GFLOP/s (measured)\n",
+                t.copy_bytes_per_s / 1e9, t.cache_bytes_per_s / 1e9, t.l2_bytes_per_s / 1e9, t.flops_per_s / 1e9);
   std::printf("openmp     %s\n", openmp ? "yes (-fopenmp links)" : "NO: install libgomp (g++)");
   std::printf("openblas   %s\n", openblas ? "yes (the gemm and conv2d baselines)" : "NO: install libopenblas-dev");
   std::printf("nvcc       %s\n", ctx->tools.nvcc.empty() ? "not found (CUDA tasks cannot build)" : ctx->tools.nvcc_version.c_str());

@@ -207,6 +207,7 @@ void to_json(json& j, const target& t) {
            {"copy_bytes_per_s", t.copy_bytes_per_s},
            {"cache_bytes_per_s", t.cache_bytes_per_s},
            {"flops_per_s", t.flops_per_s}};
+  if (t.l2_bytes_per_s > 0) j["l2_bytes_per_s"] = t.l2_bytes_per_s;  // measured since 2026-11-30
   // The device fields only where they mean something: a CPU target's JSON stays as it was.
   if (t.plat == platform::cuda) {
     j["uuid"] = t.uuid;
@@ -235,6 +236,7 @@ void from_json(const json& j, target& t) {
   get(j, "llc_bytes", t.llc_bytes);
   get_double(j, "copy_bytes_per_s", t.copy_bytes_per_s);
   get_double(j, "cache_bytes_per_s", t.cache_bytes_per_s);
+  get_double(j, "l2_bytes_per_s", t.l2_bytes_per_s);
   get_double(j, "flops_per_s", t.flops_per_s);
   get(j, "uuid", t.uuid);
   get(j, "cc_major", t.cc_major);

@@ -20,6 +20,7 @@ struct target {
   // Measured ceilings (0 = not measured yet), used for roofline floors.
   double copy_bytes_per_s = 0.0;          // read + write bandwidth of a copy larger than LLC
   double cache_bytes_per_s = 0.0;         // read + write bandwidth of a copy within the LLC
+  double l2_bytes_per_s = 0.0;            // CPU: every core within its own L2, summed (0: not measured)
   double flops_per_s = 0.0;               // fp32 FMA peak, all cores (CUDA: cuBLAS SGEMM)
 
   // CUDA only (zero or empty on CPU targets), read by lathe-probe-cuda (src/probe/).

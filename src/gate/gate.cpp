@@ -1164,10 +1164,12 @@ double evaluator::roofline_floor(const slot_layout& l, uint32_t slots) const {
   const bool in_cache = cfg_.tgt.llc_bytes > 0 && working_set <= cfg_.tgt.llc_bytes;
   double bw = in_cache ? std::max(cfg_.tgt.cache_bytes_per_s, cfg_.tgt.copy_bytes_per_s)
                        : cfg_.tgt.copy_bytes_per_s;
-  // On the CPU no ceiling is measured for a core's L2, which is faster than both: a working set
-  // that fits there has no bandwidth floor (PROTOCOL.md's floor "for the level of memory the
-  // data lives in"), only the compute one.
-  if (!cuda_ && working_set <= cpu_l2_bytes()) bw = 0;
+  // On the CPU a working set that fits one core's L2 is floored by the L2 ceiling (PROTOCOL.md:
+  // the floor "for the level of memory the data lives in"), every core's summed, so a
+  // single-threaded kernel is floored low, never high; where that ceiling is not measured, by
+  // none (only the compute floor), as the LLC and DRAM ones would flag honest kernels.
+  if (!cuda_ && working_set <= cpu_l2_bytes())
+    bw = cfg_.tgt.l2_bytes_per_s > 0 ? std::max(bw, cfg_.tgt.l2_bytes_per_s) : 0;
   // Tensor-core rate for 16-bit floating inputs (bf16/fp16 matrix products), else the FMA rate.
   bool half = false;
   for (const auto& in : t_.inputs) half = half || in.type == dtype::bf16 || in.type == dtype::f16;

@@ -9,8 +9,9 @@ namespace lathe::gate {
 // Model name, resolved x86-64 level, capability flags, cores, last-level cache. No measuring.
 target detect_cpu_target();
 
-// One core's level-2 cache in bytes (sysfs of cpu0; 0 when unknown). No ceiling is measured for
-// it: a working set that fits there has no bandwidth floor (only the compute one).
+// One core's level-2 cache in bytes (sysfs of cpu0; 0 when unknown). A working set that fits
+// there is floored by the L2 ceiling (cpu_ceilings::l2_bytes_per_s), or by none where that is not
+// measured.
 uint64_t cpu_l2_bytes();
 
 // Measures memory bandwidth (best of copy and read sweeps; a buffer 4x the LLC, so DRAM) and
@@ -20,6 +21,9 @@ uint64_t cpu_l2_bytes();
 struct cpu_ceilings {
   double dram_bytes_per_s = 0;
   double llc_bytes_per_s = 0;
+  // Every core copying and reading within its own L2 (a quarter of it, persistent threads, short
+  // samples, each core's best), summed: 0 when sysfs names no L2.
+  double l2_bytes_per_s = 0;
   double flops_per_s = 0;
 };
 cpu_ceilings measure_cpu_ceilings(const target& t);

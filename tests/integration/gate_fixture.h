@@ -34,6 +34,7 @@ inline const target& measured_target() {
     auto c = gate::measure_cpu_ceilings(x);
     x.copy_bytes_per_s = c.dram_bytes_per_s;
     x.cache_bytes_per_s = c.llc_bytes_per_s;
+    x.l2_bytes_per_s = c.l2_bytes_per_s;
     x.flops_per_s = c.flops_per_s;
     return x;
   }();

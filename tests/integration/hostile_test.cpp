@@ -97,11 +97,13 @@ TEST_F(lathe_gate_env, an_in_cache_reading_below_dram_does_not_raise_the_floor) 
   EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
 }
 
-// No ceiling is measured for a core's L2: a working set that fits there has no bandwidth floor,
-// while one past it still has (checked with ceilings far too low for either to pass a floor).
-TEST_F(lathe_gate_env, a_working_set_within_l2_has_no_bandwidth_floor) {
+// A working set that fits one core's L2 is floored by the measured L2 ceiling, and by none where
+// that is not measured; one past L2 by the LLC or DRAM one. Each case is set up with ceilings far
+// too low for an honest kernel to pass the floor that applies.
+TEST_F(lathe_gate_env, a_working_set_within_l2_is_floored_by_the_l2_ceiling) {
   const uint64_t l2 = gate::cpu_l2_bytes();
   if (l2 < (uint64_t{256} << 10)) GTEST_SKIP() << "no L2 of 256 KiB or more named in sysfs";
+  ASSERT_GT(cfg_.tgt.l2_bytes_per_s, cfg_.tgt.copy_bytes_per_s) << "the L2 ceiling was not measured";
   const fs::path src = lathe::testing::source_dir() / "tests/integration/tasks/axpy";
   const fs::path small = dir_ / "small" / "axpy";  // a task's directory is named as the task
   fs::create_directories(small);
@@ -112,10 +114,20 @@ TEST_F(lathe_gate_env, a_working_set_within_l2_has_no_bandwidth_floor) {
   ASSERT_NE(text.find(large), std::string::npos);
   text.replace(text.find(large), large.size(), "N = 4096");  // 48 KiB a slot, 4 slots
   std::ofstream(small / "task.toml") << text;
+  const task in_l2 = load(small);
+  const kernel_bundle naive = kernel(small / "kernels/naive.cpp");
   cfg_.policy.aa_unstable = 1.0;
-  cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;  // 1 KB/s: any floor is seconds
-  evaluation in_l2 = eval(load(small), kernel(small / "kernels/naive.cpp"), true);
-  EXPECT_EQ(in_l2.result, outcome::ok) << in_l2.message;
+  cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;  // 1 KB/s: such a floor is seconds
+  evaluation measured = eval(in_l2, naive, true);
+  EXPECT_EQ(measured.result, outcome::ok) << measured.message;
+  const double l2_rate = cfg_.tgt.l2_bytes_per_s;
+  cfg_.tgt.l2_bytes_per_s = 1e3;
+  evaluation slow_l2 = eval(in_l2, naive, true);
+  EXPECT_EQ(slow_l2.result, outcome::suspicious_speed) << slow_l2.message;
+  cfg_.tgt.l2_bytes_per_s = 0;
+  evaluation unmeasured = eval(in_l2, naive, true);
+  EXPECT_EQ(unmeasured.result, outcome::ok) << unmeasured.message;
+  cfg_.tgt.l2_bytes_per_s = l2_rate;
   evaluation past_l2 = eval(load(src), kernel(src / "kernels/naive.cpp"), true);
   EXPECT_EQ(past_l2.result, outcome::suspicious_speed) << past_l2.message;
 }
