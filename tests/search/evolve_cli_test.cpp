@@ -103,9 +103,16 @@ TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   EXPECT_EQ(j.value("schema", ""), "lathe.score/1");
   ASSERT_EQ(j["candidates"].size(), 2u);
   const json ok = j["candidates"][0], bad = j["candidates"][1];
-  EXPECT_TRUE(ok["correct"].get<bool>());
-  EXPECT_GT(ok["reward"].get<double>(), 0.3);  // the same loop as the parent: near 1
-  EXPECT_LT(ok["reward"].get<double>(), 3.0);
+  EXPECT_TRUE(ok["correct"].get<bool>()) << ok.dump();
+  if (ok["decided"].get<bool>()) {
+    // The same loop as the parent: near 1, whenever the gate's A/A control could decide.
+    EXPECT_GT(ok["reward"].get<double>(), 0.3) << ok.dump();
+    EXPECT_LT(ok["reward"].get<double>(), 3.0) << ok.dump();
+  } else {
+    // Too noisy to decide (a 2 us kernel on a loaded 2-core VM): the ratio is still the reward.
+    EXPECT_EQ(ok["outcome"], "unstable") << ok.dump();
+    EXPECT_GT(ok["reward"].get<double>(), 0.0) << ok.dump();
+  }
   EXPECT_FALSE(bad["correct"].get<bool>());
   EXPECT_EQ(bad["outcome"], "wrong_result");
   EXPECT_EQ(bad["reward"].get<double>(), 0.0);
