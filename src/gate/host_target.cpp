@@ -74,6 +74,23 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// Reads n floats in 32-byte vectors into four independent sums (a read-only memory pass; the
+// sum is returned so that the loads are not optimized away).
+double read_pass(const float* a, size_t n) {
+  typedef float v8 __attribute__((vector_size(32)));
+  v8 acc[4] = {};
+  for (size_t i = 0; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k) {
+      v8 x;
+      std::memcpy(&x, a + i + 8 * k, sizeof x);
+      acc[k] += x;
+    }
+  double s = 0;
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 8; ++j) s += acc[k][j];
+  return s;
+}
+
 // Best of a memcpy and a read-only sweep over `bytes` of memory on every core, in bytes moved
 // per second. The roofline floor divides a kernel's minimum traffic by this, so it must not
 // underestimate what the memory system can do: a low ceiling would flag honest kernels.
@@ -89,19 +106,7 @@ double sweep_rate(size_t bytes, unsigned threads) {
         if (copy) {
           std::memcpy(b.data() + lo, a.data() + lo, (hi - lo) * sizeof(float));
         } else {
-          typedef float v8 __attribute__((vector_size(32)));
-          v8 acc[4] = {};
-          size_t i = lo;
-          for (; i + 32 <= hi; i += 32)
-            for (int k = 0; k < 4; ++k) {
-              v8 x;
-              std::memcpy(&x, a.data() + i + 8 * k, sizeof x);
-              acc[k] += x;
-            }
-          double s = 0;
-          for (int k = 0; k < 4; ++k)
-            for (int j = 0; j < 8; ++j) s += acc[k][j];
-          sums[t] = s;
+          sums[t] = read_pass(a.data() + lo, hi - lo);
         }
       });
     for (auto& th : pool) th.join();
@@ -200,15 +205,7 @@ double l2_rate(size_t bytes, unsigned threads) {
           std::memcpy(b.data(), a.data(), n * sizeof(float));
           sink = sink + b[rep % n];
         } else {
-          typedef float v8 __attribute__((vector_size(32)));
-          v8 acc[4] = {};
-          for (size_t i = 0; i + 32 <= n; i += 32)
-            for (int j = 0; j < 4; ++j) {
-              v8 x;
-              std::memcpy(&x, a.data() + i + 8 * j, sizeof x);
-              acc[j] += x;
-            }
-          sink = sink + acc[0][0] + acc[1][1] + acc[2][2] + acc[3][3];
+          sink = sink + static_cast<float>(read_pass(a.data(), n));
         }
         const double s = seconds_since(t0);
         if (rep >= 10 && s > 0)  // the first passes warm the buffers into L2
