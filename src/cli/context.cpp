@@ -226,7 +226,7 @@ result<context> open_context(const std::optional<fs::path>& workspace_dir, bool 
       }
     }
     // Ceilings cached before the L2 one existed are measured again once (the others ratchet).
-    const bool no_l2 = c.tgt.l2_bytes_per_s <= 0 && gate::cpu_l2_bytes() >= (uint64_t{64} << 10);
+    const bool no_l2 = c.tgt.l2_bytes_per_s <= 0 && gate::l2_ceiling_measurable();
     if (c.tgt.copy_bytes_per_s <= 0 || no_l2 || refresh) {
       // Ceilings only ratchet up: a measurement taken while other work shares the cores reads
       // low (seen here: 37 GFLOP/s under load against ~54 per core alone), and a low ceiling

@@ -91,12 +91,7 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
                     : (", timed by " + e.paired->a_method + " / " + e.paired->b_method).c_str());
   }
   if (e.aa) {
-    gate::ratio_estimate aa;
-    aa.ratio = e.aa->ratio;
-    aa.ci_low = e.aa->ci_low;
-    aa.ci_high = e.aa->ci_high;
-    aa.rounds = e.aa->a_seconds.size();
-    const double eps = gate::decision_epsilon(aa, 0.05);
+    const double eps = gate::decision_epsilon(*e.aa, 0.05);
     std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]: faster means ratio > %.3f (epsilon %.1f%%)%s\n",
                 e.aa->ratio, e.aa->ci_low, e.aa->ci_high, 1 + eps, eps * 100,
                 e.paired && e.paired->ratio > 1 + eps ? "; this kernel is faster" : "");

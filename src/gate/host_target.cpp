@@ -218,10 +218,11 @@ double l2_rate(size_t bytes, unsigned threads) {
   return total;
 }
 
+bool l2_ceiling_measurable() { return cpu_l2_bytes() >= (uint64_t{64} << 10); }
+
 cpu_ceilings measure_cpu_ceilings(const target& t) {
   cpu_ceilings c;
-  if (const uint64_t l2 = cpu_l2_bytes(); l2 >= (uint64_t{64} << 10))
-    c.l2_bytes_per_s = l2_rate(l2 / 4, t.cores);
+  if (l2_ceiling_measurable()) c.l2_bytes_per_s = l2_rate(cpu_l2_bytes() / 4, t.cores);
   const size_t llc = t.llc_bytes ? t.llc_bytes : (size_t{32} << 20);
   c.dram_bytes_per_s = sweep_rate(4 * llc, t.cores);
   c.llc_bytes_per_s = sweep_rate(llc / 2, t.cores);

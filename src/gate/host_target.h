@@ -14,6 +14,10 @@ target detect_cpu_target();
 // measured.
 uint64_t cpu_l2_bytes();
 
+// Whether measure_cpu_ceilings measures an L2 ceiling here: sysfs names an L2 of 64 KiB or more
+// (a quarter of it is the sweep's buffer; smaller reads are mostly loop overhead).
+bool l2_ceiling_measurable();
+
 // Measures memory bandwidth (best of copy and read sweeps; a buffer 4x the LLC, so DRAM) and
 // in-cache bandwidth (half the
 // LLC), and the fp32 FMA peak over all cores. Takes about a second; callers cache the result

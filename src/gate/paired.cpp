@@ -1,6 +1,8 @@
 #include <cstdint>
 #include "gate/paired.h"
 
+#include "core/evaluation.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -123,6 +125,13 @@ double decision_epsilon(const ratio_estimate& aa, double floor) {
   double spread = 0;
   if (aa.rounds >= 2 && std::isfinite(aa.ci_high) && aa.ci_low > 0)
     spread = std::max(std::fabs(std::log(aa.ci_high)), std::fabs(std::log(aa.ci_low)));
+  return std::max(floor, std::expm1(3 * spread));
+}
+
+double decision_epsilon(const paired_series& aa, double floor) {
+  if (!(aa.ci_low > 0) || !(aa.ci_high > 0)) return floor;  // no interval recorded
+  // An infinite interval (fewer than two rounds) is an infinite epsilon: nothing is decided.
+  const double spread = std::max(std::fabs(std::log(aa.ci_low)), std::fabs(std::log(aa.ci_high)));
   return std::max(floor, std::expm1(3 * spread));
 }
 

@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace lathe {
+struct paired_series;
+}
+
 namespace lathe::gate {
 
 struct ratio_estimate {
@@ -41,5 +45,8 @@ double relative_mad(const std::vector<double>& v);
 // The decision margin: a candidate counts as faster only when its ratio clears 1 + epsilon,
 // epsilon at least three times the A/A spread and never below `floor` (PROTOCOL.md).
 double decision_epsilon(const ratio_estimate& aa, double floor);
+// The same from an evaluation's recorded A/A series. Its interval is infinite when it had fewer than
+// two rounds: so is epsilon then. None recorded (zeros): the floor.
+double decision_epsilon(const paired_series& aa, double floor);
 
 }  // namespace lathe::gate

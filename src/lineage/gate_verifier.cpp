@@ -2,16 +2,14 @@
 #include <cmath>
 
 #include "gate/build.h"
+#include "gate/paired.h"
 #include "lineage/verifier.h"
 
 namespace lathe::lineages {
 
 double margin(const evaluation& e, platform p) {
   const double floor = p == platform::cuda ? 0.01 : 0.05;
-  if (!e.aa || !(e.aa->ci_low > 0) || !(e.aa->ci_high > 0)) return floor;
-  // The A/A interval's reach from 1, in log space on each side.
-  const double spread = std::max(std::abs(std::log(e.aa->ci_low)), std::abs(std::log(e.aa->ci_high)));
-  return std::max(floor, std::exp(3 * spread) - 1);
+  return e.aa ? gate::decision_epsilon(*e.aa, floor) : floor;
 }
 
 bool passed(const evaluation& e) { return e.result == outcome::ok; }

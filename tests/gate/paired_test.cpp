@@ -2,11 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
+#include "core/evaluation.h"
 #include "gate/paired.h"
 
 using namespace lathe::gate;
+using lathe::paired_series;
 
 TEST(paired, exact_ratio_has_a_tight_interval) {
   std::vector<double> a(10, 1.0), b(10, 2.0);
@@ -77,6 +80,18 @@ TEST(paired, epsilon_is_three_times_the_aa_spread_with_a_floor) {
   aa.ci_high = 1.02;
   EXPECT_NEAR(decision_epsilon(aa, 0.0), std::expm1(3 * std::log(1.02)), 1e-12);
   EXPECT_DOUBLE_EQ(decision_epsilon(aa, 0.1), 0.1);
+}
+
+// An evaluation's recorded A/A series: the same rule; an infinite interval (one round) decides
+// nothing; no recorded interval gives the floor.
+TEST(paired, epsilon_of_a_recorded_aa_series) {
+  paired_series aa;
+  aa.ci_low = 0.8;
+  aa.ci_high = 1.05;
+  EXPECT_NEAR(decision_epsilon(aa, 0.05), std::expm1(3 * -std::log(0.8)), 1e-12);
+  aa.ci_high = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(std::isinf(decision_epsilon(aa, 0.05)));
+  EXPECT_DOUBLE_EQ(decision_epsilon(paired_series{}, 0.05), 0.05);
 }
 
 TEST(paired, grouped_rounds_widen_the_interval_when_processes_differ) {

@@ -83,6 +83,20 @@ TEST_F(lathe_gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster
   EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
 }
 
+// An A/A interval reaching further from 1 than the policy allows is the gate declining to decide,
+// `unstable`, with the interval in its message; correct kernels only (the checks came first).
+TEST_F(lathe_gate_env, an_aa_interval_past_the_threshold_is_unstable) {
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  cfg_.policy.aa_unstable = 1e-12;  // no measured interval of identical kernels is that tight
+  evaluation e = eval(t, kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp"), true);
+  EXPECT_EQ(e.result, outcome::unstable) << e.message;
+  EXPECT_NE(e.message.find("A/A interval ["), std::string::npos) << e.message;
+  ASSERT_TRUE(e.aa);
+  EXPECT_GT(std::max(e.aa->ci_high - 1, 1 - e.aa->ci_low), 1e-12);
+  EXPECT_FALSE(e.checks.empty());
+  for (const auto& c : e.checks) EXPECT_TRUE(c.passed) << c.shape_set;
+}
+
 // The roofline floor is taken for the level of memory the working set lives in (PROTOCOL.md).
 // In the LLC the rate is never below DRAM's: a VM whose sysfs names the host's 300 MiB L3 read
 // its "in-LLC" sweep below its DRAM one, and that reading made honest kernels suspicious.

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/outcome.h"
+#include "gate/paired.h"
 #include "gate_fixture.h"
 
 namespace fs = std::filesystem;
@@ -43,26 +44,41 @@ TEST_P(expert, is_correct_and_faster_than_naive) {
   if (GetParam() == "gemm")
     for (auto& s : t.shapes)
       if (s.time) s.symbols = {{"M", 384}, {"N", 384}, {"K", 384}};
+  // The same for softmax: the naive kernel takes about 0.1 s a call on the task's 4096 x 4096, so
+  // 2 s of timing held four A/A rounds, and one fresh-clone CI run read three A/A intervals in a
+  // row that reached 0.2 past 1 (the gate's `unstable`). A quarter of the rows (still twice the
+  // L2, 32 MB in and out) gives four times the rounds; the expert is ten times faster there too.
+  if (GetParam() == "softmax")
+    for (auto& s : t.shapes)
+      if (s.time) s.symbols["R"] = 1024;
   cfg_.policy.max_seconds = 2.0;
   // The naive gemm takes about a second a call: the default 4 process pairs and 6 rounds made
   // this one comparison 66 s of the CI run. 2 and 4 (lathe's --quick) still give a CI that
   // excludes 1 for speedups of 5x and more; the margin would only grow with the noise.
   cfg_.policy.processes = 2;
   cfg_.policy.min_rounds = 4;
-  // `unstable` is the gate refusing to decide on a noisy machine (its A/A interval too wide), not
-  // a verdict on the kernel: on a 2-core CI machine an OpenMP kernel meets that now and then (one
-  // CI run read an A/A interval of [0.75, 1.73]). Ask again, at most twice; any other outcome
-  // counts at once.
+  // The claim is decided by PROTOCOL.md's rule, not by the gate's refusal to decide: the expert is
+  // faster when the lower end of its paired interval clears 1 + epsilon, epsilon three times the
+  // A/A spread (at least 5%). A noisy machine widens epsilon instead of failing the test; a
+  // kernel that is not faster by far more than the noise fails all three attempts. The gate's own
+  // `unstable` threshold is off here (hostile_test does the same) and is tested
+  // there, by an_aa_interval_past_the_threshold_is_unstable.
+  cfg_.policy.aa_unstable = 1e9;
   evaluation e;
+  double need = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
     e = eval(t, kernel(*find_kernel(t, "expert")), true, "naive");
-    if (e.result != outcome::unstable) break;
-    std::printf("attempt %d: unstable (%s); asking again\n", attempt + 1, e.message.c_str());
+    ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
+    ASSERT_TRUE(e.paired && e.aa);
+    need = 1 + gate::decision_epsilon(*e.aa, 0.05);
+    std::printf("attempt %d: speedup %.3f [%.3f, %.3f], A/A [%.3f, %.3f]: faster means > %.3f\n",
+                attempt + 1, e.paired->ratio, e.paired->ci_low, e.paired->ci_high, e.aa->ci_low,
+                e.aa->ci_high, need);
+    if (e.paired->ci_low > need) break;
   }
-  ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
-  ASSERT_TRUE(e.paired);
-  EXPECT_GT(e.paired->ci_low, 1.0) << "expert/naive speedup " << e.paired->ratio << " ["
-                                   << e.paired->ci_low << ", " << e.paired->ci_high << "]";
+  EXPECT_GT(e.paired->ci_low, need) << "expert/naive speedup " << e.paired->ratio << " ["
+                                    << e.paired->ci_low << ", " << e.paired->ci_high << "], A/A ["
+                                    << e.aa->ci_low << ", " << e.aa->ci_high << "]";
 }
 
 // The held-out experts (layernorm, silu: only for the gap optimize recovers) are gated and timed
