@@ -120,19 +120,25 @@ double relative_mad(const std::vector<double>& v) {
   return median(dev) / med;
 }
 
-double decision_epsilon(const ratio_estimate& aa, double floor) {
-  // The A/A spread: how far from 1 the identical-kernel interval reaches.
-  double spread = 0;
-  if (aa.rounds >= 2 && std::isfinite(aa.ci_high) && aa.ci_low > 0)
-    spread = std::max(std::fabs(std::log(aa.ci_high)), std::fabs(std::log(aa.ci_low)));
+namespace {
+// PROTOCOL.md's margin from an A/A interval: three times its reach from 1 (in log space, the
+// farther side), never below `floor`.
+double epsilon_of(double ci_low, double ci_high, double floor) {
+  const double spread = std::max(std::fabs(std::log(ci_high)), std::fabs(std::log(ci_low)));
   return std::max(floor, std::expm1(3 * spread));
+}
+}  // namespace
+
+double decision_epsilon(const ratio_estimate& aa, double floor) {
+  // An interval from fewer than two rounds, or an infinite one, counts as no spread.
+  if (aa.rounds < 2 || !std::isfinite(aa.ci_high) || !(aa.ci_low > 0)) return floor;
+  return epsilon_of(aa.ci_low, aa.ci_high, floor);
 }
 
 double decision_epsilon(const paired_series& aa, double floor) {
   if (!(aa.ci_low > 0) || !(aa.ci_high > 0)) return floor;  // no interval recorded
   // An infinite interval (fewer than two rounds) is an infinite epsilon: nothing is decided.
-  const double spread = std::max(std::fabs(std::log(aa.ci_low)), std::fabs(std::log(aa.ci_high)));
-  return std::max(floor, std::expm1(3 * spread));
+  return epsilon_of(aa.ci_low, aa.ci_high, floor);
 }
 
 }  // namespace lathe::gate
