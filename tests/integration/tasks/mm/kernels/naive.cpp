@@ -1,0 +1,16 @@
+// The baseline: the textbook i-k-j loop, one thread (the compiler vectorizes the inner loop).
+#include <lathe/abi.h>
+
+extern "C" int lathe_launch(const lathe_args* a) {
+  const float* x = static_cast<const float*>(a->inputs[0].data);
+  const float* y = static_cast<const float*>(a->inputs[1].data);
+  float* z = static_cast<float*>(a->outputs[0].data);
+  const int64_t n = a->inputs[0].shape[0];
+  for (int64_t i = 0; i < n * n; ++i) z[i] = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < n; ++k) {
+      const float v = x[i * n + k];
+      for (int64_t j = 0; j < n; ++j) z[i * n + j] += v * y[k * n + j];
+    }
+  return 0;
+}
