@@ -29,6 +29,42 @@ std::string cat(const T&... parts) {
   return out;
 }
 
+// Text that came from a candidate (its error message, its compiler's log, its output) made safe
+// to print and store: newlines and tabs stay, printable ASCII and well-formed UTF-8 stay, every
+// other byte becomes \xNN. A kernel's message of "\r\033[2K\033[1A..." erased lathe's outcome
+// line on a terminal and printed a fake "ok 9.9x" in its place.
+inline std::string escape_untrusted(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [&](unsigned char c) {
+    const char* digits = "0123456789abcdef";
+    out += "\\x";
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  };
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: lead byte, then 1-3 continuation bytes; no C1 controls (U+0080-U+009F).
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && c == 0xc2 && static_cast<unsigned char>(s[i + 1]) < 0xa0) ok = false;
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      hex(c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 // The current time in UTC, ISO 8601 to the second ("2026-11-30T09:09:40Z").
 inline std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

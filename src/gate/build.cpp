@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/hash.h"
+#include "core/text.h"
 #include "gate/process.h"
 #include "lathe/abi.h"
 
@@ -46,6 +47,31 @@ std::string random_suffix() {
   std::ostringstream ss;
   ss << std::hex << rd() << rd();
   return ss.str();
+}
+
+// lathe/abi.h and dlpack/dlpack.h into `dir`, as the kernel includes them.
+result<void> stage_headers(const toolchain& tc, const fs::path& dir) {
+  const fs::path dlpack_dir = tc.dlpack_include.empty() ? fs::path("/usr/include") : tc.dlpack_include;
+  const std::pair<fs::path, fs::path> files[] = {
+      {tc.include_dir / "lathe/abi.h", dir / "lathe/abi.h"},
+      {dlpack_dir / "dlpack/dlpack.h", dir / "dlpack/dlpack.h"}};
+  std::error_code ec;
+  for (const auto& [from, to] : files) {
+    fs::create_directories(to.parent_path(), ec);
+    fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+    if (ec) return fail(errc::io_error, "cannot copy " + from.string() + " for the build: " + ec.message());
+  }
+  return {};
+}
+
+// A jailed compile ran as a user of its own, which owns what it wrote: the cache is root's again.
+void own_again(const fs::path& dir) {
+  if (geteuid() != 0) return;
+  std::error_code ec;
+  lchown(dir.c_str(), 0, 0);
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec))
+    lchown(it->path().c_str(), 0, 0);
 }
 
 }  // namespace
@@ -191,16 +217,23 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
     fs::create_directories((src / path).parent_path(), ec);
     if (!write_file(src / path, text)) return fail(errc::io_error, "cannot write " + (src / path).string());
   }
-  auto cmd = compile_command(b, isa, tc, kind, src, tmp / "kernel.so");
+  // The compiler is jailed (process.h): it works in `tmp`, with paths relative to it, and reads
+  // nothing else but the system's trees, so the headers a kernel includes from lathe (abi.h and
+  // DLPack's) are copied in beside its sources.
+  if (auto s = stage_headers(tc, tmp / "inc"); !s) return tl::unexpected(s.error());
+  toolchain jailed = tc;
+  jailed.include_dir = "inc";
+  jailed.dlpack_include.clear();
+  auto cmd = compile_command(b, isa, jailed, kind, "src", "kernel.so");
   std::string line;
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
-  tool_result r = run_tool(cmd, compile_timeout_s, tmp);
+  tool_jail jail;
+  tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
+  own_again(tmp);
   out.seconds = r.seconds;
-  // Paths of the private build directory are noise in a log a user reads: show them relative.
-  std::string log = r.output;
-  for (size_t p; (p = log.find(src.string() + "/")) != std::string::npos;)
-    log.erase(p, src.string().size() + 1);
-  out.log = note + "$ " + line + "\n" + log;
+  // The log came from a candidate's sources (an #error, a file name): escaped before anyone
+  // reads it (core/text.h).
+  out.log = escape_untrusted(note + "$ " + line + "\n" + r.output) + "[lathe] compiler " + r.jail + "\n";
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
   if (out.ok) out.object_hash = content_hash(read_file(tmp / "kernel.so"));

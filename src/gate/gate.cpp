@@ -12,6 +12,7 @@
 #include <random>
 
 #include "core/hash.h"
+#include "core/text.h"
 #include "core/target.h"
 #include "gate/check.h"
 #include "gate/device_lock.h"
@@ -249,6 +250,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     // (PROTOCOL.md); the resident-memory watchdog stays.
     opt.worker_exe = opt.worker_exe.parent_path() / "lathe-worker-cuda";
     opt.address_space_bytes = 0;
+    opt.open_files = cuda_open_files;
   }
   auto w = worker::spawn(opt, region, so.fd);
   if (!w) return w;
@@ -257,6 +259,11 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   load.share = share ? 1 : 0;
   worker_result r = w->request(load, cfg_.call_timeout_s);
   if (!r.ok()) failed = from_worker(r, "loading the " + who);
+  const std::string said = r.reply.message;
+  if (r.ok() && who == "kernel" && said.find("not confined") != std::string::npos &&
+      e_.diagnostics.find("not confined") == std::string::npos)
+    e_.diagnostics += "isolation: the worker's " + said.substr(said.find("files:")) +
+                      "; libraries it opens at run time are still looked for in its mappings\n";
   return w;
 }
 
@@ -303,7 +310,15 @@ std::optional<stop> evaluator::build_all() {
   e_.diagnostics += cand_.log;
   e_.resources = cand_.resources;
   e_.ptx = cand_.ptx;
-  if (!cand_.ok) return stop{outcome::compile_error, "the kernel does not compile", {}};
+  if (!cand_.ok) {
+    // The compiler's jail (process.h) refuses every file outside the bundle and the system's trees.
+    const bool outside = cand_.log.find(": Permission denied") != std::string::npos;
+    return stop{outcome::compile_error,
+                outside ? "the kernel does not compile: it reads a file outside its bundle (the compiler "
+                          "may read only the bundle and the system's headers and libraries)"
+                        : "the kernel does not compile",
+                {}};
+  }
   if (with_baseline) {
     if (!b || !b->ok)
       return stop{outcome::compile_error,
@@ -1252,6 +1267,10 @@ evaluation evaluate(const gate_config& cfg, const gate_request& req) {
     e.result = outcome::ok;
     e.message = cfg.time ? "correct on every shape set and seed; timed" : "correct on every shape set and seed";
   }
+  // Messages and diagnostics carry a candidate's own words (its error string, its compiler's
+  // log): escaped once here, before they are printed or stored (core/text.h).
+  e.message = escape_untrusted(e.message);
+  e.diagnostics = escape_untrusted(e.diagnostics);
   e.wall_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   return e;
 }

@@ -3,18 +3,103 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
 
+#include "gate/cpu/landlock.h"
+#include "gate/cpu/sandbox.h"
+
 namespace lathe::gate {
+namespace {
+
+// What the jailed child needs, prepared before fork: after it, only raw system calls.
+struct jail_plan {
+  bool on = false;
+  int abi = 0;
+  std::vector<sandbox::landlock_rule> rules;
+  std::vector<int> fds;
+  rlim_t address_space = RLIM_INFINITY, file_size = RLIM_INFINITY, cpu = RLIM_INFINITY;
+  bool drop = false;
+  pid_t parent = 0;
+  ~jail_plan() {
+    for (int fd : fds) close(fd);
+  }
+  void allow(const std::filesystem::path& p, uint64_t access) {
+    const int fd = open(p.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) return;  // a tree this machine lacks (/lib64 on some)
+    fds.push_back(fd);
+    rules.push_back({fd, access});
+  }
+};
+
+bool set_limit(int resource, rlim_t v) {
+  rlimit r{v, v};
+  return setrlimit(resource, &r) == 0;
+}
+
+// In the child, before exec. Failing any step ends the child with 125 and a line on its output.
+void enter_jail(const jail_plan& j) {
+  auto die = [](const char* what) {
+    dprintf(1, "[lathe] the tool's jail: %s: %s\n", what, std::strerror(errno));
+    _exit(125);
+  };
+  if (!set_limit(RLIMIT_AS, j.address_space) || !set_limit(RLIMIT_FSIZE, j.file_size) ||
+      !set_limit(RLIMIT_CORE, 0) || !set_limit(RLIMIT_CPU, j.cpu) || !set_limit(RLIMIT_NOFILE, 1024))
+    die("limits");
+  if (j.drop) {
+    // A user of its own, as the workers: the directory it works in becomes its own, and nothing
+    // else of root's is readable to it.
+    const uid_t uid = sandbox::own_uid_base + static_cast<uid_t>(syscall(SYS_getpid));
+    if (!set_limit(RLIMIT_NPROC, 512)) die("limits");
+    syscall(SYS_fchownat, AT_FDCWD, ".", uid, uid, 0);
+    syscall(SYS_fchownat, AT_FDCWD, "keep", uid, uid, 0);
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) != 0)
+      die("changing user");
+  }
+  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+      (j.parent > 0 && syscall(SYS_getppid) != j.parent))
+    die("binding to lathe");
+  if (j.abi > 0) {
+    if (const int e = sandbox::landlock_restrict(j.abi, j.rules.data(), j.rules.size()); e != 0) {
+      errno = e;
+      die("Landlock");
+    }
+  } else if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    die("no_new_privs");
+  }
+}
+
+}  // namespace
 
 tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
-                     const std::filesystem::path& cwd) {
+                     const std::filesystem::path& cwd, const tool_jail* jail) {
   tool_result r;
   const auto start = std::chrono::steady_clock::now();
+  jail_plan jp;
+  if (jail) {
+    using namespace sandbox::landlock_access;
+    jp.on = true;
+    jp.abi = sandbox::landlock_abi();
+    for (const auto& t : jail->read_trees) jp.allow(t, read_tree);
+    jp.allow(cwd, all_in_tree | (jp.abi >= 2 ? refer : 0) | (jp.abi >= 3 ? truncate : 0));
+    jp.allow("/dev/null", read_file | write_file);
+    jp.allow("/dev/urandom", read_file);
+    jp.address_space = jail->address_space;
+    jp.file_size = jail->file_size;
+    jp.cpu = static_cast<rlim_t>(timeout_s) + 5;
+    jp.drop = jail->drop && geteuid() == 0;
+    jp.parent = getpid();
+    r.jail = (jp.abi > 0 ? "files: Landlock ABI " + std::to_string(jp.abi)
+                         : std::string("files: not confined (this kernel has no Landlock)")) +
+             (jp.drop ? "; a user of its own" : "; this user");
+  }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
     r.output = std::string("pipe: ") + std::strerror(errno);
@@ -24,7 +109,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const char* env[] = {"PATH=/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C",
-                       nullptr};
+                       jail ? "TMPDIR=." : nullptr, nullptr};
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -39,6 +124,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
     int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+    if (jp.on) enter_jail(jp);
     execvpe(args[0], args.data(), const_cast<char* const*>(env));
     dprintf(1, "cannot run %s: %s\n", args[0], std::strerror(errno));
     _exit(127);

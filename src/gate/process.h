@@ -1,7 +1,9 @@
-// Running trusted tools (the compiler, nm, readelf) with a clean environment, a time limit and
-// captured output. Never used for candidate code: that runs in gate/cpu/worker.
+// Running tools (the compiler, nm, readelf) with a clean environment, a time limit and captured
+// output. Never used for candidate code: that runs in gate/cpu/worker. The compiler reads the
+// candidate's sources, though, which steer it (`#include MACRO`, `.incbin`), so it runs jailed.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -11,14 +13,27 @@ namespace lathe::gate {
 struct tool_result {
   int exit_code = -1;   // -1 when it could not start; 128+signal when killed
   bool timed_out = false;
-  std::string output;   // stdout and stderr interleaved
+  std::string output;   // stdout and stderr interleaved (the first MiB)
   double seconds = 0;
+  std::string jail;     // how a jailed tool was confined ("" when not jailed)
 };
 
-// argv[0] is looked up in PATH. The environment is only PATH and LANG=C: a compiler run on a
-// candidate's sources must not see API keys (an `#include` of /proc/self/environ would embed
-// them in the object).
+// A tool that reads a candidate's files: it works in its directory (cwd), which it may read and
+// write, and may read the system's programs, libraries and headers and nothing else (Landlock);
+// as root it runs as a user of its own; its memory, output files and CPU time are bounded. A
+// compiler ran as root without limits: an include of a root-only file put its first line into
+// lathe's output, and `#include </dev/zero>` grew it to the machine's memory.
+struct tool_jail {
+  std::vector<std::filesystem::path> read_trees = {"/usr", "/lib", "/lib64", "/bin", "/etc"};
+  uint64_t address_space = uint64_t{16} << 30;  // each of its processes (nvcc's cicc is the largest)
+  uint64_t file_size = uint64_t{1} << 30;       // any file it writes
+  bool drop = true;                             // as root: a user of its own
+};
+
+// argv[0] is looked up in PATH. The environment is only PATH and LANG=C (and TMPDIR=. when
+// jailed): a compiler run on a candidate's sources must not see API keys (an `#include` of
+// /proc/self/environ would embed them in the object).
 tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
-                     const std::filesystem::path& cwd = {});
+                     const std::filesystem::path& cwd = {}, const tool_jail* jail = nullptr);
 
 }  // namespace lathe::gate

@@ -272,7 +272,8 @@ result<void> profile_run(const profile_run_config& cfg) {
   if (cfg.diagnostic) {
     note("profile-run: pid " + std::to_string(getpid()) + ", uid " + std::to_string(getuid()) +
          ", euid " + std::to_string(geteuid()) + "; the worker runs as " +
-         (cfg.trust_kernel || geteuid() != 0 ? "this user" : "'" + cfg.sandbox.user + "'"));
+         (cfg.trust_kernel || geteuid() != 0 ? "this user"
+          : cfg.sandbox.user.empty() ? "a user of its own" : "'" + cfg.sandbox.user + "'"));
     for (char** e = environ; e && *e; ++e) {
       const std::string kv = *e;
       const std::string name = kv.substr(0, kv.find('='));
@@ -309,6 +310,8 @@ result<void> profile_run(const profile_run_config& cfg) {
   // device memory for replay. The system-call filter would kill it at the first launch, and the
   // resident-memory watchdog needs room for the copies.
   opt.seccomp = false;
+  opt.open_files = cuda_open_files;
+  opt.private_proc = false;  // ncu's launcher and its injected library find each other there
   opt.rss_limit_bytes = std::max<uint64_t>(opt.rss_limit_bytes, uint64_t{16} << 30);
   for (const auto& name : passed) opt.env_allow.push_back(name);
   if (cfg.trust_kernel) opt.drop_privileges = false;
@@ -333,7 +336,9 @@ result<void> profile_run(const profile_run_config& cfg) {
   close(object_fd);
   if (!w) return tl::unexpected(w.error());
   note("worker: pid " + std::to_string(w->pid()) + ", " + opt.worker_exe.string() +
-       (opt.drop_privileges && geteuid() == 0 ? " as '" + opt.user + "'" : ""));
+       (opt.drop_privileges && geteuid() == 0
+            ? (opt.user.empty() ? std::string(" as a user of its own") : " as '" + opt.user + "'")
+            : std::string()));
 
   // The device's lock, exclusive: a profile replays every launch dozens of times and would
   // disturb a timing in another lathe process (the probe and the CUDA timings take "cuda<N>").

@@ -46,6 +46,18 @@ const banned banned_calls[] = {
     {"ptrace", "process control"},       {"kill", "process control"},
     {"clock_gettime", "timer access"},   {"gettimeofday", "timer access"},
     {"clock", "timer access"},           {"time", "timer access"},
+    {"times", "timer access"},           {"getrusage", "timer access"},
+    {"clock_getres", "timer access"},    {"timespec_get", "timer access"},
+    {"ftime", "timer access"},
+    // std::chrono's clocks, by their mangled names (a kernel has no business timing itself)
+    {"_ZNSt6chrono3_V212steady_clock3nowEv", "timer access"},
+    {"_ZNSt6chrono3_V212system_clock3nowEv", "timer access"},
+    // the loader's and the kernel's tables, where a kernel finds dlopen, dlsym or the vDSO's
+    // clock without importing them
+    {"dl_iterate_phdr", "dynamic loading"}, {"dladdr", "dynamic loading"},
+    {"dladdr1", "dynamic loading"},      {"dlinfo", "dynamic loading"},
+    {"dlvsym", "dynamic loading"},       {"_dl_find_object", "dynamic loading"},
+    {"getauxval", "dynamic loading"},
     {"setrlimit", "limit change"},       {"prlimit", "limit change"},
     {"mprotect", "memory protection change"},
     {"lathe_reference", "calling the reference"},
@@ -100,6 +112,20 @@ const banned banned_calls[] = {
 // access property (by stream attribute, launch attribute or graph-node attribute) keeps data in
 // L2 across calls.
 const banned banned_names[] = {
+    // The CPU's counters, read by intrinsics that are no calls (the object screen also looks for
+    // the instructions): a kernel that reads them tells timed calls from checked ones.
+    {"__rdtsc", "timer access"},
+    {"__rdtscp", "timer access"},
+    {"_rdtsc", "timer access"},
+    {"__builtin_ia32_rdtsc", "timer access"},
+    {"__builtin_ia32_rdtscp", "timer access"},
+    {"__builtin_ia32_rdpmc", "timer access"},
+    {"__rdpmc", "timer access"},
+    {"_rdpmc", "timer access"},
+    {"__builtin_readcyclecounter", "timer access"},
+    {"steady_clock", "timer access"},
+    {"system_clock", "timer access"},
+    {"high_resolution_clock", "timer access"},
     {"cudaStreamLegacy", "CUDA ABI violation (default stream)"},
     {"cudaStreamPerThread", "CUDA ABI violation (default stream)"},
     {"CU_STREAM_LEGACY", "CUDA ABI violation (default stream)"},
@@ -228,6 +254,30 @@ bool flag_ok(const std::string& f, const task& t, std::string& why) {
   return true;
 }
 
+// The host code of the built object, disassembled: the instructions that read the CPU's clocks
+// or enter the kernel directly, however the source spelled them (token pasting, macros) or
+// wherever they came from. CUDA objects hold their device code as data; only host code shows.
+void screen_instructions(const std::filesystem::path& object, std::vector<finding>& out) {
+  auto dis = run_tool({"objdump", "-d", "--no-show-raw-insn", "--no-addresses", object.string()}, 120);
+  if (dis.exit_code != 0) {
+    out.push_back({"unreadable object", object.filename().string(), "objdump failed: " + dis.output.substr(0, 300)});
+    return;
+  }
+  static const std::regex insn(R"(^\s*(rdtscp?|rdpmc|syscall|sysenter)\b|^\s*int\s+\$0x80\b)");
+  std::istringstream in(dis.output);
+  std::string function;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == ':' && line.find('<') != std::string::npos) function = line;
+    std::smatch m;
+    if (!std::regex_search(line, m, insn)) continue;
+    const std::string op = m[1].matched ? m[1].str() : "int $0x80";
+    const bool timer = op.rfind("rd", 0) == 0;
+    out.push_back({timer ? "timer access" : "raw system call", "instruction " + op,
+                   "the object's code executes " + op + (function.empty() ? "" : " in " + function)});
+    return;
+  }
+}
+
 }  // namespace
 
 std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, screen_role role) {
@@ -337,6 +387,7 @@ std::vector<finding> screen_object(const std::filesystem::path& object, const ta
           out.push_back({"vendor library", "symbol " + sym,
                          std::string("delegates to ") + v.library + ", which the task forbids"});
   }
+  if (role == screen_role::candidate) screen_instructions(object, out);
   if (role == screen_role::candidate) {
     auto re = run_tool({"readelf", "-d", object.string()}, 60);
     static const std::regex needed(R"(\(NEEDED\)\s+Shared library: \[([^\]]+)\])");

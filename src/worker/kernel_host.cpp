@@ -1,5 +1,6 @@
 #include "worker/kernel_host.h"
 #include "worker/replies.h"
+#include "worker/confine.h"
 
 #ifdef LATHE_WORKER_CUDA
 #include "worker/cuda_device.h"
@@ -43,6 +44,12 @@ wire::reply kernel_host::load(const wire::command& c) {
   oracle_ = c.oracle != 0;
   // Through /proc: glibc has no dlopen by descriptor. lathe made sure the worker's user may
   // open it (gate/cpu/worker.cpp, object_for).
+  if (confine_ && !dev_ && !oracle_) {
+    std::string why;
+    const int abi = confine_files(wire::object_fd, why);
+    confined_ = abi > 0 ? "files: Landlock ABI " + std::to_string(abi)
+                        : "files: not confined (" + why + ")";
+  }
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", wire::object_fd);
   handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -77,7 +84,7 @@ wire::reply kernel_host::load(const wire::command& c) {
       return answer(wire::status::init_failed, -1, "lathe_init: %s", what.c_str());
     if (rc != 0) return answer(wire::status::init_failed, rc, "lathe_init returned %d", rc);
   }
-  return answer(wire::status::ok, 0, "loaded");
+  return answer(wire::status::ok, 0, "loaded%s%s", confined_.empty() ? "" : "; ", confined_.c_str());
 }
 
 wire::reply kernel_host::setup(const wire::command& c) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gate/cpu/wire.h"
@@ -29,6 +30,8 @@ class kernel_host {
   wire::reply run(const wire::command& c);    // `calls` launches rotating over slots
   // CUDA workers: tensors live on the device; the region is their staging copy.
   void attach(class cuda_device* dev) { dev_ = dev; }
+  // CPU workers in a sandbox: the file system narrowed before the object loads (confine.h).
+  void confine(bool on) { confine_ = on; }
   wire::reply transfer(const wire::command& c);  // upload / download of slots
 #ifdef LATHE_WORKER_CUDA
   // Device trials and comparability timing (device_host.cpp): fill, poison, share, reference,
@@ -75,6 +78,8 @@ class kernel_host {
   uint64_t workspace_size_ = 0;
   char error_[wire::message_bytes] = {};  // the kernel's message buffer (lathe_args.error)
   cuda_device* dev_ = nullptr;            // null in the CPU worker
+  bool confine_ = false;
+  std::string confined_;                  // what load reports of it
 
   // Oracle workers: the reference and its fp64 outputs, one block of outputs per slot.
   bool oracle_ = false;

@@ -157,6 +157,9 @@ int main(int argc, char** argv) {
   s.region_bytes = region_bytes;
 #endif
   worker::kernel_host host(region, region_bytes);
+#ifndef LATHE_WORKER_CUDA
+  host.confine(s.seccomp);
+#endif
   for (;;) {
     wire::command c;
     int got = read_command(c);

@@ -40,6 +40,9 @@ constexpr int killed[] = {
     // priority, its pages moved to another NUMA node or paged out
     __NR_setpriority, __NR_ioprio_set, __NR_migrate_pages, __NR_move_pages, __NR_process_madvise,
     __NR_process_mrelease,
+    // a session or process group of its own: the first step of a process that means to outlive
+    // lathe or to escape the group lathe signals
+    __NR_setsid, __NR_setpgid,
     // network
     __NR_socket, __NR_socketpair, __NR_connect, __NR_bind, __NR_listen, __NR_accept, __NR_accept4,
     // the file system: anything that creates, removes, renames or changes a file
@@ -96,6 +99,7 @@ class assembler {
     self_or_0,
     fcntl,
     ioctl,
+    prctl,
     count
   };
 
@@ -164,13 +168,24 @@ std::string install_seccomp() {
   // process on I/O: a kill() that the checks above never see.
   a.jump(BPF_JEQ, __NR_fcntl, A::fcntl, A::next);
   a.jump(BPF_JEQ, __NR_ioctl, A::ioctl, A::next);
+  a.jump(BPF_JEQ, __NR_prctl, A::prctl, A::next);
   a.ret(SECCOMP_RET_ALLOW);
 
+  // F_SETPIPE_SZ grows a pipe to 1 MiB of kernel memory that no limit of the worker counts.
   a.place(A::fcntl);
   a.load(arg_lo(1));
   a.jump(BPF_JEQ, F_SETOWN, A::kill, A::next);
   a.jump(BPF_JEQ, F_SETSIG, A::kill, A::next);
+  a.jump(BPF_JEQ, F_SETPIPE_SZ, A::kill, A::next);
   a.jump(BPF_JEQ, F_SETOWN_EX, A::kill, A::allow);
+  // The parent-death signal lathe set (a worker must die with lathe), dumpability (another
+  // worker could read its memory), a ptracer, a subreaper: each undoes part of the sandbox.
+  a.place(A::prctl);
+  a.load(arg_lo(0));
+  a.jump(BPF_JEQ, PR_SET_PDEATHSIG, A::kill, A::next);
+  a.jump(BPF_JEQ, PR_SET_DUMPABLE, A::kill, A::next);
+  a.jump(BPF_JEQ, PR_SET_PTRACER, A::kill, A::next);
+  a.jump(BPF_JEQ, PR_SET_CHILD_SUBREAPER, A::kill, A::allow);
   a.place(A::ioctl);
   a.load(arg_lo(1));
   a.jump(BPF_JEQ, FIOSETOWN, A::kill, A::next);

@@ -186,7 +186,8 @@ TEST_F(redteam_env, one_evaluation_cannot_starve_another) {
   ASSERT_EQ(eval(t, honest, false).result, outcome::ok);  // built and cached before the race
   evaluation first;
   std::thread other([&] { first = eval(t, hog, true); });
-  // The hog's worker holds its threads for 2 s from its load (lathe_init): wait until it does.
+  // Each of the hog's workers holds its threads for 0.5 s from its load (lathe_init), one after
+  // another while its evaluation starts them: wait until one does.
   auto hog_holds = [] {
     for (const auto& e : fs::directory_iterator("/proc")) {
       const std::string n = e.path().filename();

@@ -3,14 +3,18 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
 
 namespace lathe::sandbox {
 
@@ -28,6 +32,7 @@ enum stage : int32_t {
   st_no_new_privs,
   st_chdir,
   st_exec,
+  st_parent,
 };
 
 // Written before any fork (allow_for_profiler), read in the forked child: plain data.
@@ -71,6 +76,8 @@ const char* stage_name(int32_t stage) {
       return "changing directory to /";
     case st_exec:
       return "executing the worker";
+    case st_parent:
+      return "binding the worker to lathe (PR_SET_PDEATHSIG)";
   }
   return "unknown stage";
 }
@@ -142,24 +149,41 @@ void exec_child(const child_plan& p) {
              p.cpu_seconds == RLIM_INFINITY ? RLIM_INFINITY : p.cpu_seconds + 1) ||
       !limit(RLIMIT_AS, p.address_space, p.address_space) ||  //
       !limit(RLIMIT_CORE, 0, 0) ||                            // no core files
+      !limit(RLIMIT_NOFILE, p.open_files, p.open_files) ||
       // No bytes into any regular file (a profiler's library writes temporary files).
       !limit(RLIMIT_FSIZE, profiler.file_size, profiler.file_size))
     die(err, st_rlimit);
 
   if (p.drop) {
-    // RLIMIT_NPROC counts the processes of the real uid, so it is set for `nobody`, not root.
+    // A /proc of its own, where other users' processes do not show. Best effort: a container
+    // may refuse the mount namespace even to root, and the worker is still a user of its own.
+    if (p.private_proc && syscall(SYS_unshare, CLONE_NEWNS) == 0) {
+      if (syscall(SYS_mount, "none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0)
+        syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+    }
+    const uid_t uid = p.own_uid ? p.uid + static_cast<uid_t>(syscall(SYS_getpid)) : p.uid;
+    const gid_t gid = p.own_uid ? static_cast<gid_t>(uid) : p.gid;
+    // RLIMIT_NPROC counts the processes of the real uid, so it is set for the worker's user, not
+    // root.
     if (!limit(RLIMIT_NPROC, p.nproc, p.nproc)) die(err, st_rlimit);
     // Raw system calls: glibc's setuid() would try to synchronize threads that do not exist in
     // the forked child. Order matters: groups and gid while still root, uid last.
     if (syscall(SYS_setgroups, 0, nullptr) != 0) die(err, st_setgroups);
-    if (syscall(SYS_setresgid, p.gid, p.gid, p.gid) != 0) die(err, st_setgid);
-    if (syscall(SYS_setresuid, p.uid, p.uid, p.uid) != 0) die(err, st_setuid);
+    if (syscall(SYS_setresgid, gid, gid, gid) != 0) die(err, st_setgid);
+    if (syscall(SYS_setresuid, uid, uid, uid) != 0) die(err, st_setuid);
     // Regaining root must be impossible now; a silent partial drop would be worse than failing.
-    if (syscall(SYS_setresuid, 0, 0, 0) == 0 || getuid() != p.uid || geteuid() != p.uid ||
-        getgid() != p.gid) {
+    if (syscall(SYS_setresuid, 0, 0, 0) == 0 || getuid() != uid || geteuid() != uid ||
+        getgid() != gid) {
       errno = EPERM;
       die(err, st_verify);
     }
+  }
+  // After the change of user, which clears it. Should lathe have died before this line, the
+  // worker was reparented and must not run at all.
+  if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) die(err, st_parent);
+  if (p.parent > 0 && syscall(SYS_getppid) != p.parent) {
+    errno = ESRCH;
+    die(err, st_parent);
   }
   // No setuid binary or file capability can raise the worker's privileges again; also the
   // precondition for an unprivileged seccomp filter.
@@ -177,6 +201,52 @@ void exec_child(const child_plan& p) {
   else
     execve(p.exe, p.argv, p.envp);
   die(err, st_exec);
+}
+
+namespace {
+
+// One thread, started with the first worker and never ended, does every fork: a worker's
+// PR_SET_PDEATHSIG is bound to the thread that forked it, and a thread of std::async ends as
+// soon as it has started the worker. Forks are one at a time; each is about a millisecond.
+class spawner {
+ public:
+  spawner() { std::thread([this] { serve(); }).detach(); }
+  pid_t fork_for(const child_plan& plan) {
+    std::lock_guard<std::mutex> one(caller_);
+    std::unique_lock<std::mutex> l(m_);
+    job_ = &plan;
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return done_; });
+    job_ = nullptr;
+    return result_;
+  }
+
+ private:
+  void serve() {
+    std::unique_lock<std::mutex> l(m_);
+    for (;;) {
+      cv_.wait(l, [&] { return job_ != nullptr && !done_; });
+      const pid_t pid = fork();
+      if (pid == 0) exec_child(*job_);
+      result_ = pid < 0 ? -errno : pid;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+  std::mutex caller_, m_;
+  std::condition_variable cv_;
+  const child_plan* job_ = nullptr;
+  bool done_ = false;
+  pid_t result_ = 0;
+};
+
+}  // namespace
+
+pid_t fork_worker(const child_plan& plan) {
+  // Never destroyed: its thread must outlive every worker, that is, live as long as lathe.
+  static spawner* const s = new spawner;
+  return s->fork_for(plan);
 }
 
 std::vector<std::string> worker_environment(const std::vector<std::string>& allow,

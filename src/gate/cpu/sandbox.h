@@ -35,11 +35,23 @@ struct child_plan {
   int devnull = -1;               // becomes 0, 1 and 2: the worker prints nothing anywhere
   int error_fd = -1;              // close-on-exec pipe: a child_failure when exec is not reached
   bool drop = false;              // switch to uid/gid (lathe is root)
-  uid_t uid = 0;
+  uid_t uid = 0;                  // with own_uid: the base, the child's pid added
   gid_t gid = 0;
+  // A user of its own: uid = gid = uid + the child's pid, unique among living workers, named in no
+  // passwd file. The process limit counts per user: with one user for all workers, a kernel that
+  // took every thread starved the baseline's pool and every other worker on the machine.
+  bool own_uid = false;
+  // The worker's own /proc (when dropping): a private mount namespace with procfs mounted
+  // hidepid=2, so that it sees no process of another user: not lathe, not the baseline's
+  // workers, whose /proc/<pid>/stat told a kernel when the baseline ran.
+  bool private_proc = false;
+  pid_t parent = 0;  // lathe's pid: the child checks it is still its parent after PDEATHSIG
   rlim_t address_space = RLIM_INFINITY;
   rlim_t cpu_seconds = RLIM_INFINITY;
   rlim_t nproc = RLIM_INFINITY;  // only when dropping: a per-user count, meaningless for root
+  // Descriptors: pipes filled to an inherited limit of 20,000 held ~490 MiB of kernel memory that
+  // no watchdog sees; a few dozen suffice for a kernel (CUDA's driver needs a few hundred).
+  rlim_t open_files = 64;
 };
 
 // What the child writes on error_fd when a step before exec fails.
@@ -49,8 +61,19 @@ struct child_failure {
 };
 const char* stage_name(int32_t stage);
 
-// Runs in the child after fork: never returns (exec or _exit(127)).
+// Runs in the child after fork: never returns (exec or _exit(127)). The worker gets
+// PR_SET_PDEATHSIG(SIGKILL): it dies with the lathe thread that forked it, whatever it does
+// (a worker that called setsid() and slept outlived `kill -9` of lathe).
 [[noreturn]] void exec_child(const child_plan& plan);
+
+// Forks `plan`'s child on lathe's spawner thread, a thread that lives as long as the process:
+// PR_SET_PDEATHSIG fires when the *thread* that forked a child ends, and workers are also started
+// from short-lived threads (std::async). Returns the child's pid, or -errno.
+pid_t fork_worker(const child_plan& plan);
+
+// The first uid of the workers' own users (child_plan::own_uid): far above any system or human
+// account (Debian gives those below 60000 and 65534), and below 2^31 with any pid added.
+constexpr uid_t own_uid_base = 0x50000000;
 
 // The worker's whole environment ("NAME=value"): allow-listed names copied from lathe's, then
 // the thread settings (threads == 0: every CPU lathe may run on), PATH and HOME. Under a

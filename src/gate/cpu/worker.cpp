@@ -171,7 +171,14 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
 
   sandbox::child_plan plan;
   plan.drop = opt.drop_privileges && geteuid() == 0;
-  if (plan.drop) {
+  plan.parent = getpid();
+  plan.open_files = opt.open_files;
+  plan.private_proc = opt.private_proc;
+  if (plan.drop && opt.user.empty()) {
+    plan.own_uid = true;
+    plan.uid = sandbox::own_uid_base;
+    plan.nproc = sandbox::nproc_limit(opt.threads);
+  } else if (plan.drop) {
     passwd pw{}, *found = nullptr;
     std::vector<char> buf(16384);
     if (getpwnam_r(opt.user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
@@ -220,9 +227,8 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   plan.devnull = devnull.fd;
   plan.error_fd = err_w.fd;
 
-  const pid_t pid = fork();
-  if (pid < 0) return fail(errc::io_error, "fork: " + errno_text(errno));
-  if (pid == 0) sandbox::exec_child(plan);
+  const pid_t pid = sandbox::fork_worker(plan);
+  if (pid < 0) return fail(errc::io_error, "fork: " + errno_text(-pid));
 
   close_fd(cmd_r.fd);
   close_fd(rep_w.fd);
@@ -241,8 +247,8 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
     if (n == static_cast<ssize_t>(sizeof f)) {
       msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
       if (plan.drop && f.error == EACCES)
-        msg += " (it runs as '" + opt.user + "': the binary and its directories must be " +
-               "readable and executable by that user)";
+        msg += " (it runs as " + (opt.user.empty() ? std::string("a user of its own") : "'" + opt.user + "'") +
+               ": the binary and its directories must be readable and executable by any user)";
     } else {
       msg += "no report from the child";
     }

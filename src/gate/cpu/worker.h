@@ -33,10 +33,16 @@ class shared_region {
   uint64_t size_ = 0;
 };
 
+// RLIMIT_NOFILE of a CUDA worker: the driver opens its device nodes, event and pipe descriptors
+// (a few dozen seen on the H200); CPU workers need a few.
+constexpr uint64_t cuda_open_files = 1024;
+
 struct sandbox_options {
   std::filesystem::path worker_exe;   // lathe-worker
-  bool drop_privileges = true;        // when root: run as `user` (default nobody)
-  std::string user = "nobody";
+  bool drop_privileges = true;        // when root: run as a user of its own, or as `user`
+  std::string user;                   // empty: a uid of its own per worker (sandbox.h own_uid)
+  bool private_proc = true;           // when dropping: a /proc without other users' processes
+  uint64_t open_files = 64;           // RLIMIT_NOFILE (CUDA workers: more, for the driver)
   uint32_t threads = 0;               // OMP/OpenBLAS threads; 0 = all cores
   uint64_t address_space_bytes = uint64_t{8} << 30;  // RLIMIT_AS (CPU workers only)
   uint64_t rss_limit_bytes = uint64_t{6} << 30;      // resident-memory watchdog

@@ -21,7 +21,7 @@ extern "C" int lathe_init(void) {
     pthread_t t;
     if (pthread_create(&t, &attr, park, nullptr) != 0) break;
   }
-  usleep(2500000);  // holds them while the neighbour is evaluated
+  usleep(500000);  // holds them a while: the neighbour is evaluated meanwhile
   return 0;
 }
 extern "C" int lathe_launch(const lathe_args* a) {
