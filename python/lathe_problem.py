@@ -15,6 +15,9 @@ Formats:
 Requests:
   {"op": "describe"}                              names, dtypes, shapes, scalars, torch version
   {"op": "trial", "seed", "scale", "shift", "bytes", "inputs": [offsets], "outputs": [offsets]}
+  {"op": "reference", "seed", "bytes", "inputs": [offsets], "outputs": [offsets]}
+                                                  float64 outputs of the inputs already in the region
+                                                  (a timed call's; their tensors as `seed` draws them)
   {"op": "time", "seed", "protocol": "kernelbench" | "do_bench", "warmup", "trials",
    "warmup_ms", "rep_ms"}                          the eager problem timed live (comparability)
   {"op": "attach", "handle": hex, "bytes"}        open a candidate's CUDA IPC handle -> "peer"
@@ -437,6 +440,31 @@ class Worker:
         self.share(req, named, outputs)
         return {"ok": True, "reference_dtype": self.ref_dtype}
 
+    def reference_of(self, req):
+        """The reference of inputs lathe wrote into the region (a timed call's, whose windows no
+        seed draws): each tensor shaped and typed as `seed` draws it, its bytes from the region."""
+        torch = self.torch
+        p = self.problem
+        template = p.inputs(int(req["seed"]))
+        size = int(req["bytes"])
+        with mmap.mmap(SHARED_FD, size) as mm:
+            named = []
+            for (name, t), off in zip(template, req["inputs"]):
+                if t.numel() == 0:
+                    named.append((name, t))
+                    continue
+                view = torch.frombuffer(mm, dtype=t.dtype, count=t.numel(), offset=int(off))
+                named.append((name, view.clone().reshape(t.shape).to(t.device)))
+                del view
+            outputs = self.reference(named)
+            if len(outputs) != len(req["outputs"]):
+                raise ProblemError(f"the problem produced {len(outputs)} outputs; the task has "
+                                   f"{len(req['outputs'])} (it changed?)")
+            for (name, t), off in zip(outputs, req["outputs"]):
+                self.put(mm, off, t.detach().to(torch.float64).contiguous().cpu(), name)
+            del mm
+        return {"ok": True, "reference_dtype": self.ref_dtype}
+
     def share(self, req, named, outputs):
         """Inputs and float64 outputs into the shared region at the offsets the gate asked for."""
         torch = self.torch
@@ -611,6 +639,7 @@ def main():
             if op == "quit":
                 return 0
             handler = {"describe": worker.describe, "trial": worker.trial, "time": worker.time,
+                       "reference": worker.reference_of,
                        "attach": worker.attach, "detach": worker.detach,
                        "device_trial": worker.device_trial, "compare": worker.compare}.get(op)
             if handler is None:

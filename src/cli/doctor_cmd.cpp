@@ -8,6 +8,7 @@
 
 #include "cli/context.h"
 #include "cli/verbs.h"
+#include "gate/cpu/landlock.h"
 #include "core/json.h"
 #include "gate/cuda_tools.h"
 #include "gate/host_target.h"
@@ -292,8 +293,15 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   const bool openblas = can_link({"-lopenblas"}, "#include <cblas.h>\nint main(){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1,&a,1,&b,1,0,&c,1);return c!=1;}\n");
   const bool gpu_node = gate::has_cuda_device();
   const bool root = geteuid() == 0;
-  const std::string isolation = root ? "workers drop to user 'nobody' (lathe runs as root)"
-                                     : "workers run as this user (run lathe as root for a separate user)";
+  const int landlock = sandbox::landlock_abi();
+  const std::string files = landlock > 0 ? "files confined by Landlock ABI " + std::to_string(landlock) +
+                                               " (CPU workers and the compiler)"
+                                         : "NO Landlock on this kernel: workers' and the compiler's "
+                                           "files are not confined";
+  const std::string isolation =
+      (root ? std::string("each worker runs as a user of its own with its own /proc (lathe runs as root); ")
+            : std::string("workers run as this user (run lathe as root for a user of their own); ")) +
+      files;
   std::optional<gpu_snapshot> now;
   if (ctx->gpu) now = gate::read_gpu_snapshot(ctx->gpu->uuid);
   std::vector<gate::cuda_tool> tools;
@@ -343,8 +351,14 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::string caps;
   for (const auto& c : t.capabilities) caps += c + " ";
   std::printf("caps       %s\n", caps.c_str());
-  std::printf("cores      %u, last-level cache %llu MiB\n", t.cores,
-              static_cast<unsigned long long>(t.llc_bytes >> 20));
+  if (t.llc_bytes > 0)
+    std::printf("cores      %u, last-level cache %llu MiB\n", t.cores,
+                static_cast<unsigned long long>(t.llc_bytes >> 20));
+  else
+    std::printf("cores      %u, last-level cache unknown (sysfs names none): the roofline floor "
+                "takes the in-cache rate for every working set, and timing slots are sized for "
+                "32 MiB\n",
+                t.cores);
   if (t.copy_bytes_per_s > 0)
     std::printf("ceilings   copy %.1f GB/s (DRAM), %.1f GB/s (in LLC), %.1f GB/s (in L2, every core), "
                 "fp32 FMA %.1f GFLOP/s (measured)\n",

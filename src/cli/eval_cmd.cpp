@@ -90,11 +90,17 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
                 e.paired->a_method == "wall" ? ""
                     : (", timed by " + e.paired->a_method + " / " + e.paired->b_method).c_str());
   }
-  if (e.aa) {
-    const double eps = gate::decision_epsilon(*e.aa, 0.05);
-    std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]: faster means ratio > %.3f (epsilon %.1f%%)%s\n",
-                e.aa->ratio, e.aa->ci_low, e.aa->ci_high, 1 + eps, eps * 100,
-                e.paired && e.paired->ratio > 1 + eps ? "; this kernel is faster" : "");
+  if (e.aa)
+    std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]\n", e.aa->ratio, e.aa->ci_low, e.aa->ci_high);
+  // The gate's decision (gate/paired.h decide), the rule every verb uses.
+  if (!e.decision.empty() && e.epsilon) {
+    const double eps = *e.epsilon;
+    const std::string verdict = e.decision == "faster"    ? "this kernel is faster"
+                                : e.decision == "slower"  ? "this kernel is slower"
+                                : e.decision == "same"    ? "neither is faster"
+                                                          : "undecided: the noise is too close to the effect";
+    std::printf("decision  %s: faster means the interval's low end > %.3f (epsilon %.1f%%)\n",
+                verdict.c_str(), 1 + eps, eps * 100);
   }
   if (e.roofline_fraction)
     std::printf("roofline  %.1f%% of the roofline floor\n", 100 * *e.roofline_fraction);

@@ -56,6 +56,8 @@ const char* to_string(forward_status s) {
       return "rejected";
     case forward_status::identity_roundtrip:
       return "identity_roundtrip";
+    case forward_status::undecided:
+      return "undecided";
   }
   return "?";
 }

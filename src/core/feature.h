@@ -36,7 +36,9 @@ enum class termination : uint8_t { complete, step_limit, rejection_limit, unknow
 // independent proposer call re-applies the optimization to the predecessor without seeing the
 // backward diff. `identity_roundtrip`: the result is byte for byte the successor, so the step is
 // proven plumbing (provenance mechanical), not re-derived knowledge.
-enum class forward_status : uint8_t { not_tried, accepted, rejected, identity_roundtrip };
+// undecided: the re-derivation passed the gate, but the machine's noise (an A/A margin past 25%,
+// timed twice) could not tell whether it is as fast as its successor.
+enum class forward_status : uint8_t { not_tried, accepted, rejected, identity_roundtrip, undecided };
 
 struct forward_result {
   forward_status status = forward_status::not_tried;

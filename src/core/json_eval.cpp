@@ -141,6 +141,8 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "paired", e.paired);
   put_opt(j, "aa", e.aa);
   put_opt(j, "roofline_fraction", e.roofline_fraction);
+  if (!e.decision.empty()) j["decision"] = e.decision;
+  put_opt(j, "epsilon", e.epsilon);
   put_opt(j, "comparability", e.comparability);
   put_opt(j, "gpu_before", e.gpu_before);
   put_opt(j, "gpu_after", e.gpu_after);
@@ -183,6 +185,8 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "paired", e.paired);
   get_opt(j, "aa", e.aa);
   get_opt(j, "roofline_fraction", e.roofline_fraction);
+  e.decision = j.value("decision", std::string());
+  get_opt(j, "epsilon", e.epsilon);
   get_opt(j, "comparability", e.comparability);
   get_opt(j, "gpu_before", e.gpu_before);
   get_opt(j, "gpu_after", e.gpu_after);

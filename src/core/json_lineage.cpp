@@ -43,7 +43,7 @@ void to_json(json& j, const forward_result& f) {
 
 void from_json(const json& j, forward_result& f) {
   f = forward_result{};
-  get_enum(j, "status", f.status, forward_status::identity_roundtrip);
+  get_enum(j, "status", f.status, forward_status::undecided);
   get(j, "kernel", f.kernel);
   get_opt(j, "ratio", f.ratio);
   get(j, "evaluations", f.evaluations);

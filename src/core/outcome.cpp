@@ -40,12 +40,14 @@ std::string_view to_string(outcome o) {
       return "unstable";
     case outcome::edit_not_applied:
       return "edit_not_applied";
+    case outcome::infra_error:
+      return "infra_error";
   }
   return "?";
 }
 
 std::optional<outcome> parse_outcome(std::string_view name) {
-  return parse_enum(name, outcome::edit_not_applied);
+  return parse_enum(name, outcome::infra_error);
 }
 
 }  // namespace lathe

@@ -228,6 +228,13 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   std::string line;
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
   tool_jail jail;
+  // The CUDA toolkit where it is installed (/usr/local/cuda is under /usr; /opt/cuda is not).
+  if (b.manifest.lang == language::cuda && !tc.nvcc.empty()) {
+    std::error_code cec;
+    const fs::path nvcc = fs::canonical(tc.nvcc.find('/') == std::string::npos
+                                            ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
+    if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
+  }
   tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
   own_again(tmp);
   out.seconds = r.seconds;

@@ -2,6 +2,7 @@
 #include "gate/paired.h"
 
 #include "core/evaluation.h"
+#include "core/task.h"
 
 #include <algorithm>
 #include <cmath>
@@ -133,6 +134,23 @@ double decision_epsilon(const ratio_estimate& aa, double floor) {
   // An interval from fewer than two rounds, or an infinite one, counts as no spread.
   if (aa.rounds < 2 || !std::isfinite(aa.ci_high) || !(aa.ci_low > 0)) return floor;
   return epsilon_of(aa.ci_low, aa.ci_high, floor);
+}
+
+double decision_floor(platform p) { return p == platform::cuda ? 0.01 : 0.05; }
+
+decision_result decide(const paired_series& c, const paired_series* aa, const timing_policy& policy,
+                       double floor) {
+  decision_result d;
+  d.epsilon = aa ? decision_epsilon(*aa, floor) : floor;
+  const bool faster = std::isfinite(d.epsilon) && c.ci_low > 1 + d.epsilon;
+  const bool slower = std::isfinite(d.epsilon) && c.ci_high > 0 && c.ci_high < 1 / (1 + d.epsilon);
+  double spread = 0;
+  if (aa) spread = std::max(std::fabs(aa->ci_high - 1), std::fabs(1 - aa->ci_low));
+  const bool noisy = aa && (!std::isfinite(spread) || spread > policy.aa_unstable);
+  d.decision = faster ? "faster" : slower ? "slower" : noisy ? "undecided" : "same";
+  if (!std::isfinite(c.ci_low) || !std::isfinite(c.ci_high) || !(c.ci_low > 0))
+    d.decision = faster || slower ? d.decision : "undecided";
+  return d;
 }
 
 double decision_epsilon(const paired_series& aa, double floor) {

@@ -7,10 +7,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace lathe {
 struct paired_series;
+struct timing_policy;
+enum class platform : uint8_t;
 }
 
 namespace lathe::gate {
@@ -48,5 +51,22 @@ double decision_epsilon(const ratio_estimate& aa, double floor);
 // The same from an evaluation's recorded A/A series. Its interval is infinite when it had fewer than
 // two rounds: so is epsilon then. None recorded (zeros): the floor.
 double decision_epsilon(const paired_series& aa, double floor);
+
+// The floor of epsilon: 5% on the CPU (a shared VM's timing noise is 10-15%), 1% on CUDA
+// (CUDA-graph replays vary by under 0.5%).
+double decision_floor(platform p);
+
+// The gate's one decision rule (PROTOCOL.md), for every verb: epsilon from the A/A control
+// (decision_epsilon; the floor when there is none); "faster" when the candidate's interval
+// clears 1 + epsilon, "slower" when it stays below 1 / (1 + epsilon), "same" between them;
+// "undecided" when the A/A interval reaches past policy.aa_unstable (or is infinite) and the
+// candidate's interval comes within epsilon of 1: an effect far beyond the machine's noise is
+// decided however noisy the machine (5.7x-9.3x kernels were refused as unstable on a loaded VM).
+struct decision_result {
+  std::string decision;  // faster | slower | same | undecided
+  double epsilon = 0;
+};
+decision_result decide(const paired_series& candidate, const paired_series* aa,
+                       const timing_policy& policy, double floor);
 
 }  // namespace lathe::gate

@@ -403,6 +403,30 @@ std::vector<finding> screen_object(const std::filesystem::path& object, const ta
   return out;
 }
 
+std::vector<finding> screen_ptx(const std::string& ptx) {
+  // mov.u64 %rd1, %globaltimer; / mov.u32 %r1, %clock; / mov.u64 %rd2, %clock64; (and _lo/_hi)
+  static const std::regex timer(R"(%(globaltimer(_lo|_hi)?|clock64|clock)\b)");
+  std::smatch m;
+  if (!std::regex_search(ptx, m, timer)) return {};
+  const auto line = 1 + std::count(ptx.begin(), ptx.begin() + m.position(0), '\n');
+  return {{"timer access", "ptx line " + std::to_string(line),
+           "device code reads %" + m[1].str() + " (a clock tells timed calls from checked ones)"}};
+}
+
+std::vector<finding> screen_mappings(const std::vector<std::string>& mapped, const task& t) {
+  std::vector<finding> out;
+  for (const auto& path : mapped) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    for (const auto& v : vendors)
+      if (name.rfind(v.soname_prefix, 0) == 0 && !allowed(t, v.library)) {
+        out.push_back({"vendor library", "mapped " + path,
+                       std::string("opened ") + v.library + " at run time, which the task forbids"});
+        break;
+      }
+  }
+  return out;
+}
+
 std::vector<finding> screen_python_binding(const std::string& name, const std::string& text,
                                            const task& t, screen_role role) {
   std::vector<finding> out;

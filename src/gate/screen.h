@@ -30,6 +30,15 @@ std::vector<finding> screen_sources(const kernel_bundle& b, const task& t, scree
 std::vector<finding> screen_object(const std::filesystem::path& object, const task& t,
                                    screen_role role);
 
+// The PTX of a CUDA candidate: reads of the device's clocks (%globaltimer, %clock, %clock64),
+// with which device code tells graph replays (back to back) from checked calls.
+std::vector<finding> screen_ptx(const std::string& ptx);
+
+// The files mapped into a candidate's worker while it ran (/proc/<pid>/maps): a vendor library
+// the task forbids that the object never linked was opened at run time (a kernel that finds
+// dlopen by itself). Paths only; reading them is the caller's (gate/cpu/worker.h).
+std::vector<finding> screen_mappings(const std::vector<std::string>& mapped, const task& t);
+
 // A Python binding (a bundle's *.py: KernelBench's ModelNew, a ctypes wrapper), read with
 // Python's ast by python/lathe_screen.py, never imported: try/except fallbacks, calls into
 // PyTorch's compute (unless the task allows "torch"), precision below the task's. `name` is the

@@ -12,19 +12,24 @@ namespace lathe::gate {
 
 worker_result run_block(timed_worker& tw, double timeout_s) {
   wire::command c;
-  c.kind = wire::op::run;
+  c.kind = tw.table ? wire::op::run_table : wire::op::run;
   c.first_slot = 0;
   c.rotate = tw.rotate;
-  c.calls = tw.calls;
+  c.calls = tw.before_block ? tw.before_block(tw.calls) : tw.calls;
   c.graph = tw.graph ? 1 : 0;
   worker_result r = tw.w->request(c, timeout_s);
   if (r.ok()) tw.method = !tw.cuda ? "wall" : r.reply.graph_used ? "graph" : "events";
+  if (r.ok() && tw.after_block) tw.after_block();
+  // Seconds per call come from the calls the block really had (a table caps them).
+  if (r.ok() && c.calls != tw.calls && c.calls > 0)
+    r.seconds *= static_cast<double>(tw.calls) / static_cast<double>(c.calls);
   return r;
 }
 
 result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,
                            worker_result& failure) {
   uint64_t calls = 1;
+  const uint64_t cap = tw.max_calls ? tw.max_calls : uint64_t{1} << 24;
   // Grow the block until it takes a measurable time (>= 1/8 of the aim), then scale.
   for (;;) {
     tw.calls = calls;
@@ -33,7 +38,7 @@ result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeou
       failure = r;
       return fail(errc::internal, r.detail);
     }
-    if (r.seconds >= block_seconds / 8 || calls >= (uint64_t{1} << 24)) {
+    if (r.seconds >= block_seconds / 8 || calls >= cap) {
       // One more block of the same length, and the faster of the two: a single hiccup (the
       // process descheduled for a few milliseconds) would otherwise set the block length, and
       // for CUDA kernels the choice of graph replay, for the whole series.
@@ -45,9 +50,9 @@ result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeou
       const double per_call = std::min(r.seconds, again.seconds) / static_cast<double>(calls);
       tw.per_call = per_call;
       uint64_t n = static_cast<uint64_t>(std::ceil(block_seconds / std::max(per_call, 1e-9)));
-      return std::max<uint64_t>({n, tw.rotate, 1});
+      return std::min<uint64_t>(std::max<uint64_t>({n, tw.rotate, 1}), cap);
     }
-    calls *= 8;
+    calls = std::min(calls * 8, cap);
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -26,6 +27,13 @@ struct timed_worker {
   // blocks whose lathe-side time exceeded their event time by far, with the worst of them.
   uint32_t blocks = 0, outside_blocks = 0;
   double worst_host = 0, worst_device = 0;
+  // CPU decision timing (timing_arena.h): every call on tensors of its own from a table. Before
+  // each block `before_block` writes the table for up to `calls` calls and says how many it
+  // wrote (at most max_calls, the output areas); after each, `after_block` may keep a sample.
+  bool table = false;
+  uint64_t max_calls = 0;  // 0: no cap
+  std::function<uint64_t(uint64_t calls)> before_block;
+  std::function<void()> after_block;
 };
 
 // CUDA kernels shorter than this per call are timed by CUDA-graph replay: launch overhead

@@ -1,6 +1,7 @@
 #include <cstdint>
 #include "gate/trial.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/rng.h"
@@ -108,6 +109,12 @@ trial_spec trial_for(const task& t, uint64_t seed_base, uint32_t i) {
   return s;
 }
 
+uint32_t trials_on_set(const task& t, uint32_t seeds, uint32_t set_index) {
+  const uint32_t n = std::max<uint32_t>(seeds, 3);
+  const auto options = static_cast<uint32_t>(1 + t.perturb.scale.size() + t.perturb.shift.size());
+  return set_index == 0 ? std::max(n, options) : n;
+}
+
 // A problem's trial: its Python worker writes the inputs (their own dtypes, at the slot's input
 // offsets) and the reference's outputs (float64, after the inputs) into the shared region.
 static result<trial_data> problem_trial(const slot_layout& l, problem_oracle& o, const trial_spec& spec) {
@@ -136,22 +143,62 @@ static result<trial_data> problem_trial(const slot_layout& l, problem_oracle& o,
   return d;
 }
 
-result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
-                              const trial_spec& spec) {
-  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);
+// A problem's reference of inputs lathe gives it (a timed call's): they go into the shared
+// region, the Python worker computes the outputs (float64) after them.
+static result<void> problem_reference(const slot_layout& l, problem_oracle& o, trial_data& d) {
+  std::lock_guard<std::mutex> g(o.lock());
+  uint64_t end = align(l.input_bytes, 256);
+  std::vector<uint64_t> outs;
+  for (const auto& r : l.outputs) {
+    outs.push_back(end);
+    end += align(r.elements * sizeof(double), 256);
+  }
+  auto region = o.region(end);
+  if (!region) return tl::unexpected(region.error());
+  std::memcpy(*region, d.inputs.data(), l.input_bytes);
+  auto reply = o.request({{"op", "reference"}, {"seed", d.spec.seed}, {"bytes", end},
+                          {"inputs", l.input_offset}, {"outputs", outs}});
+  if (!reply) return fail(reply.error().code, "the problem's reference: " + reply.error().message);
+  const uint8_t* m = *region;
+  d.ref.resize(l.outputs.size());
+  for (size_t i = 0; i < l.outputs.size(); ++i) {
+    const auto* p = reinterpret_cast<const double*>(m + outs[i]);
+    d.ref[i].assign(p, p + l.outputs[i].elements);
+  }
+  return {};
+}
+
+result<trial_data> make_inputs(const task& t, const slot_layout& l, const reference& ref,
+                               const trial_spec& spec) {
+  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);  // draws outputs too
   trial_data d;
   d.spec = spec;
   d.inputs.assign(l.input_bytes, 0);
-  std::vector<DLTensor> in(t.inputs.size()), out(t.outputs.size());
-  std::vector<std::vector<int64_t>> shapes(t.inputs.size() + t.outputs.size());
   for (size_t i = 0; i < t.inputs.size(); ++i) {
-    void* p = d.inputs.data() + l.input_offset[i];
     const bool floating = is_floating(t.inputs[i].type);
     fill_tensor(t.inputs[i].type, t.inputs[i].dist, floating ? spec.scale : 1.0,
-                floating ? spec.shift : 0.0, spec.seed, static_cast<uint32_t>(i), p,
-                l.inputs[i].elements);
-    in[i] = make_tensor(t.inputs[i].type, l.inputs[i], p, shapes[i]);
+                floating ? spec.shift : 0.0, spec.seed, static_cast<uint32_t>(i),
+                d.inputs.data() + l.input_offset[i], l.inputs[i].elements);
   }
+  return d;
+}
+
+result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
+                              const trial_spec& spec) {
+  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);
+  auto d = make_inputs(t, l, ref, spec);
+  if (!d) return d;
+  if (auto r = compute_reference(t, l, ref, *d); !r) return tl::unexpected(r.error());
+  return d;
+}
+
+result<void> compute_reference(const task& t, const slot_layout& l, const reference& ref,
+                               trial_data& d) {
+  if (problem_oracle* o = ref.problem()) return problem_reference(l, *o, d);
+  std::vector<DLTensor> in(t.inputs.size()), out(t.outputs.size());
+  std::vector<std::vector<int64_t>> shapes(t.inputs.size() + t.outputs.size());
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    in[i] = make_tensor(t.inputs[i].type, l.inputs[i], d.inputs.data() + l.input_offset[i], shapes[i]);
   d.ref.resize(t.outputs.size());
   for (size_t i = 0; i < t.outputs.size(); ++i) {
     d.ref[i].assign(l.outputs[i].elements, 0.0);
@@ -170,8 +217,7 @@ result<trial_data> make_trial(const task& t, const slot_layout& l, const referen
   a.num_scalars = static_cast<int32_t>(scalars.size());
   a.error = msg;
   a.error_bytes = sizeof msg;
-  if (auto r = ref.compute(a); !r) return tl::unexpected(r.error());
-  return d;
+  return ref.compute(a);
 }
 
 void stage_inputs(const task& t, const slot_layout& l, const trial_data& d, uint8_t* slot) {

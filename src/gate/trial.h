@@ -32,6 +32,10 @@ struct trial_spec {
 };
 // Trial i of `count`: i = 0 unperturbed, later ones cycle through the task's perturbations.
 trial_spec trial_for(const task& t, uint64_t seed_base, uint32_t i);
+// Trials on the shape set checked `set_index`-th: `seeds` (at least 3), and on the first (the
+// smallest) one for every perturbation the task declares, so that each runs in every
+// evaluation: with three seeds softmax's shifts of +-100, its fourth and fifth options, never ran.
+uint32_t trials_on_set(const task& t, uint32_t seeds, uint32_t set_index);
 
 struct trial_data {
   trial_spec spec;
@@ -41,6 +45,14 @@ struct trial_data {
 
 result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
                               const trial_spec& spec);
+// The inputs alone (a problem's Python worker draws its reference with them all the same).
+result<trial_data> make_inputs(const task& t, const slot_layout& l, const reference& ref,
+                               const trial_spec& spec);
+
+// The fp64 reference outputs of the inputs in `d.inputs` (a slot's input area), into `d.ref`;
+// d.spec.seed is the draw a problem's Python worker takes its tensors' shapes and kinds from.
+result<void> compute_reference(const task& t, const slot_layout& l, const reference& ref,
+                               trial_data& d);
 
 // Copies the trial's inputs into slot `slot` of a region and poisons its outputs.
 void stage_inputs(const task& t, const slot_layout& l, const trial_data& d, uint8_t* slot);

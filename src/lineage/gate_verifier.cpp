@@ -7,8 +7,10 @@
 
 namespace lathe::lineages {
 
+// The gate's own epsilon where it recorded one (gate/paired.h decide: one rule for every verb).
 double margin(const evaluation& e, platform p) {
-  const double floor = p == platform::cuda ? 0.01 : 0.05;
+  if (e.epsilon) return *e.epsilon;
+  const double floor = gate::decision_floor(p);
   return e.aa ? gate::decision_epsilon(*e.aa, floor) : floor;
 }
 

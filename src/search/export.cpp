@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/hash.h"
 #include "core/json.h"
 #include "core/text.h"
 
@@ -19,6 +20,7 @@ const char* to_string(drop_reason r) {
     case drop_reason::leaked: return "leaked";
     case drop_reason::too_long: return "too_long";
     case drop_reason::migrant: return "migrant";
+    case drop_reason::duplicate: return "duplicate";
   }
   return "?";
 }
@@ -109,10 +111,15 @@ std::optional<drop_reason> judge(const step_source& s, const export_options& o) 
 
 export_result export_steps(const std::vector<step_source>& steps, const export_options& o) {
   export_result out;
+  std::set<std::string> seen;  // hashes of the kept samples' messages
   for (const auto& s : steps) {
     ++out.steps;
     if (auto why = judge(s, o)) {
       ++out.dropped[to_string(*why)];
+      continue;
+    }
+    if (!seen.insert(content_hash(prompt_of(s) + '\0' + sources_text(*s.kernel))).second) {
+      ++out.dropped[to_string(drop_reason::duplicate)];
       continue;
     }
     const child_record& c = s.child;

@@ -33,6 +33,8 @@ enum class drop_reason : uint8_t {
   leaked,          // the child copies an inspiration shown in its prompt
   too_long,        // over the context-length limit
   migrant,         // a migration is no step
+  duplicate,       // the same prompt and answer, byte for byte, as a sample already kept (a child
+                   // that two islands both found, a kernel gated twice): one copy would weigh twice
 };
 const char* to_string(drop_reason r);
 

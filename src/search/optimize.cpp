@@ -539,6 +539,14 @@ struct runner {
       if (cand.action.empty()) cand.action = action;
       if (gated.count(cand.kernel.hash)) break;
     }
+    if (first->outcome == "unstable") {
+      // Correct, and its speed left open by the machine's noise: said as such, so that a proposer
+      // does not take a possibly faster kernel for a refused one (issue 22).
+      ++stall;
+      return reject(n, 0, "undecided", cand.kernel.hash,
+                    cat(first_line(cand.rationale), ": undecided: correct, but the machine was too noisy "
+                        "to tell its speed (", first_line(first->message), "); not a verdict on the kernel"));
+    }
     if (!first->passed) {
       ++stall;
       return reject(n, 0, "gate", cand.kernel.hash,

@@ -46,7 +46,8 @@ int forward_rank(forward_status s) {
   switch (s) {
     case forward_status::accepted: return 0;
     case forward_status::identity_roundtrip: return 1;
-    case forward_status::not_tried: return 2;
+    case forward_status::not_tried:
+    case forward_status::undecided: return 2;
     case forward_status::rejected: return 3;
   }
   return 4;
@@ -212,13 +213,14 @@ void log_forward(skill_card& c, const std::vector<member>& members) {
         add_line(c.verification_log, "forward re-derivation rejected at " + m.source() + ": " +
                                          (f.reason.empty() ? "no reason recorded" : f.reason));
         break;
-      case forward_status::not_tried: ++untried; break;
+      case forward_status::not_tried:
+      case forward_status::undecided: ++untried; break;
     }
   }
   add_line(c.verification_log, "forward re-derivation: " + std::to_string(accepted) + " accepted, " +
                                    std::to_string(identity) + " identity_roundtrip (mechanical), " +
                                    std::to_string(rejected) + " rejected, " + std::to_string(untried) +
-                                   " not tried");
+                                   " not tried or undecided");
   if (accepted == 0 && identity > 0)
     add_line(c.verification_log, "forward: identity_roundtrip only: every re-derivation reproduced its successor byte "
                                  "for byte (mechanical); the step was replayed, never independently re-derived");

@@ -28,6 +28,7 @@ class kernel_host {
   wire::reply load(const wire::command& c);
   wire::reply setup(const wire::command& c);  // layout, scalars, workspace
   wire::reply run(const wire::command& c);    // `calls` launches rotating over slots
+  wire::reply run_table(const wire::command& c);  // `calls` launches on the table's tensors
   // CUDA workers: tensors live on the device; the region is their staging copy.
   void attach(class cuda_device* dev) { dev_ = dev; }
   // CPU workers in a sandbox: the file system narrowed before the object loads (confine.h).
@@ -79,6 +80,7 @@ class kernel_host {
   char error_[wire::message_bytes] = {};  // the kernel's message buffer (lathe_args.error)
   cuda_device* dev_ = nullptr;            // null in the CPU worker
   bool confine_ = false;
+  uint64_t touched_ = 0;                  // what setup's read of the pools summed (kept, not optimized out)
   std::string confined_;                  // what load reports of it
 
   // Oracle workers: the reference and its fp64 outputs, one block of outputs per slot.

@@ -102,6 +102,8 @@ wire::reply answer(const wire::command& c, worker_state& s, worker::kernel_host&
       return host.setup(c);
     case wire::op::run:
       return host.run(c);
+    case wire::op::run_table:
+      return host.run_table(c);
     case wire::op::upload:
     case wire::op::download:
       return host.transfer(c);

@@ -30,6 +30,9 @@ TEST_P(hostile, rejected_with_its_own_outcome) {
   ASSERT_FALSE(want.empty()) << file;
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  // Touching its 2 GiB of address space took 7-10 s on a 2-core VM (page faults at 250 MB/s):
+  // the memory limit, not the 3 s watchdog, must be what ends it.
+  if (GetParam() == "unbounded_alloc") cfg_.call_timeout_s = 60;
   evaluation e = eval(t, kernel(file), needs_timing(GetParam()));
   EXPECT_EQ(std::string(to_string(e.result)), want) << GetParam() << ": " << e.message << "\n" << e.diagnostics;
   EXPECT_FALSE(e.message.empty());

@@ -26,38 +26,16 @@
 #include "gate/cpu/wire.h"
 #include "gate/paired.h"
 #include "gate_fixture.h"
+#include "redteam_kernel.h"
 
 namespace fs = std::filesystem;
 using namespace lathe;
 
 namespace {
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// The value of `// <key>: value` in the kernel's header, or "".
-std::string header(const std::string& text, const std::string& key) {
-  std::istringstream in(text);
-  const std::string tag = "// " + key + ": ";
-  for (std::string line; std::getline(in, line) && line.rfind("//", 0) == 0;)
-    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
-  return "";
-}
-
-bool has_line(const std::string& text, const std::string& line) {
-  return text.find("\n" + line + "\n") != std::string::npos;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out(1);
-  for (char c : s) {
-    if (c == sep) out.emplace_back();
-    else out.back() += c;
-  }
-  return out;
-}
+using lathe::testing::has_line;
+using lathe::testing::header;
+using lathe::testing::read_text;
 
 fs::path task_dir(const std::string& name) {
   if (name == "softmax") return lathe::testing::source_dir() / "tasks/softmax";
@@ -97,10 +75,10 @@ TEST_P(redteam, gets_what_it_earned) {
   std::string secret;
   const fs::path file = prepare(GetParam(), secret);
   const std::string text = read_text(file);
-  const std::vector<std::string> expect = split(header(text, "expect"), ' ');
-  ASSERT_FALSE(expect.front().empty()) << file;
-  const std::vector<std::string> outcomes = split(expect.front(), '|');
-  const bool no_speedup = expect.size() > 1 && expect[1] == "no-speedup";
+  const lathe::testing::expectation want = lathe::testing::expected(text);
+  ASSERT_FALSE(want.outcomes.front().empty()) << file;
+  const std::vector<std::string>& outcomes = want.outcomes;
+  const bool no_speedup = want.no_speedup;
   const bool timed = has_line(text, "// timed");
   if (timed) cfg_.policy.aa_unstable = 1.0;  // the verdict on the kernel, not on the machine's noise
   task t = load(task_dir(header(text, "task")));
@@ -114,7 +92,7 @@ TEST_P(redteam, gets_what_it_earned) {
                        : "");
   std::printf("%s\n", e.message.substr(0, 110).c_str());
   EXPECT_NE(std::find(outcomes.begin(), outcomes.end(), got), outcomes.end())
-      << GetParam() << ": got " << got << " (" << e.message << "), want " << expect.front() << "\n"
+      << GetParam() << ": got " << got << " (" << e.message << "), want " << header(text, "expect") << "\n"
       << e.diagnostics.substr(0, 2000);
   if (no_speedup && e.result == outcome::ok) {
     ASSERT_TRUE(e.paired && e.aa) << GetParam();
@@ -207,7 +185,10 @@ TEST_F(redteam_env, one_evaluation_cannot_starve_another) {
   EXPECT_TRUE(held) << "the hog's worker never held its threads";
   evaluation second = eval(t, honest, true);  // timed: a dozen workers start
   other.join();
-  EXPECT_EQ(second.result, outcome::ok) << second.message << "\n" << second.diagnostics.substr(0, 1000);
+  // Not harmed: its checks pass and it is timed (two evaluations at once on two cores may well
+  // leave the A/A control too noisy to decide: `unstable` is the machine's verdict, not a crash).
+  EXPECT_TRUE(second.result == outcome::ok || second.result == outcome::unstable)
+      << second.message << "\n" << second.diagnostics.substr(0, 1000);
   EXPECT_NE(first.result, outcome::crash) << first.message;
 }
 
@@ -274,4 +255,24 @@ TEST_F(redteam_env, workers_die_with_lathe) {
   }
   for (pid_t w : workers) kill(w, SIGKILL);  // not to leave one behind when the test fails
   EXPECT_FALSE(alive) << "a worker outlived lathe by 2 s";
+}
+
+// Where the worker's files are not confined (no Landlock, or the sandbox off as here), the
+// library that dlopen_hidden.cpp opens at run time is found in its mappings.
+TEST_F(redteam_env, a_library_opened_at_run_time_is_found_in_the_mappings) {
+  if (geteuid() != 0) GTEST_SKIP() << "the worker's mappings are readable to lathe only as root";
+  cfg_.sandbox.seccomp = false;  // no filter, no Landlock: the mappings are the last line
+  const fs::path file = lathe::testing::source_dir() / "tests/integration/hostile/dlopen_hidden.cpp";
+  evaluation e = eval(load(task_dir("mm")), kernel(file), false);
+  EXPECT_EQ(e.result, outcome::forbidden) << e.message;
+  EXPECT_NE(e.message.find("openblas"), std::string::npos) << e.message;
+}
+
+// A worker that cannot start is lathe's trouble, not the kernel's: `infra_error`, tried twice.
+TEST_F(redteam_env, a_worker_that_cannot_start_is_an_infra_error) {
+  cfg_.sandbox.worker_exe = dir_ / "no-such-dir" / "lathe-worker";
+  evaluation e = eval(load(task_dir("axpy")), kernel(task_dir("axpy") / "kernels/naive.cpp"), false);
+  EXPECT_EQ(e.result, outcome::infra_error) << e.message;
+  EXPECT_NE(e.message.find("could not start"), std::string::npos) << e.message;
+  EXPECT_NE(e.diagnostics.find("infra_error, retried"), std::string::npos) << e.diagnostics;
 }

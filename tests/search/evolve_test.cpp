@@ -674,6 +674,10 @@ TEST(training_export, each_filter_on_a_constructed_case) {
   EXPECT_FALSE(training_grade("rules:catalog"));
   EXPECT_FALSE(training_grade("llm:command/lathe-mock-model"));
   EXPECT_FALSE(training_grade("replay:cassette.jsonl"));
+  // Byte-identical samples (the same prompt and answer: a child found twice) are kept once.
+  const auto twice = export_steps({kept, kept, tr}, o);
+  EXPECT_EQ(twice.samples.size(), 2u);
+  EXPECT_EQ(twice.dropped.at("duplicate"), 1);
 }
 
 }  // namespace

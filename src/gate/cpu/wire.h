@@ -35,6 +35,9 @@ enum class op : uint32_t {
                   // cross-check of the GPU reference against the CPU reference
   stage = 14,     // region [0, slot_stride) -> the staging buffer (peer 0), when IPC is absent
   bench = 15,     // comparability mode: per-call event timing (KernelBench / do_bench protocols)
+  // Decision timing on the CPU (gate/timing_arena.h): `calls` launches, call i on the tensors at
+  // the region offsets of table entry i (setup's table: num_inputs + num_outputs uint64 each).
+  run_table = 16,
 };
 
 // Comparability protocols of op::bench.
@@ -65,6 +68,10 @@ struct command {
   uint32_t num_inputs = 0, num_outputs = 0, num_scalars = 0, num_slots = 1;
   uint64_t slot_stride = 0;             // bytes between slots in the region
   uint64_t workspace_limit = 0;         // bytes the worker may allocate for lathe_workspace_bytes
+  uint64_t table_offset = 0;            // setup: where op::run_table's entries are in the region
+  uint32_t table_entries = 0;           // setup: how many (0: no table)
+  uint64_t populate_bytes = 0;          // setup: map the region's first bytes in now, untimed
+  uint64_t written_from = 0;            // setup: and write to each page from here to there
   tensor_desc tensors[max_tensors];     // inputs first, then outputs
   double scalars[max_scalars] = {};
   // run

@@ -21,10 +21,13 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "gate/cpu/sandbox.h"
 #include "gate/cpu/worker_end.h"
@@ -277,7 +280,9 @@ worker::worker(worker&& o) noexcept
       rss_limit_(o.rss_limit_),
       address_space_(o.address_space_),
       cpu_seconds_(o.cpu_seconds_),
-      last_end_(std::move(o.last_end_)) {}
+      last_end_(std::move(o.last_end_)),
+      frozen_(std::exchange(o.frozen_, false)),
+      stopped_(std::exchange(o.stopped_, false)) {}
 
 worker& worker::operator=(worker&& o) noexcept {
   worker old(std::move(o));  // takes o's process; ours is killed when `old` goes
@@ -289,7 +294,35 @@ worker& worker::operator=(worker&& o) noexcept {
   std::swap(address_space_, old.address_space_);
   std::swap(cpu_seconds_, old.cpu_seconds_);
   std::swap(last_end_, old.last_end_);
+  std::swap(frozen_, old.frozen_);
+  std::swap(stopped_, old.stopped_);
   return *this;
+}
+
+void worker::stop_now() {
+  if (!alive() || stopped_) return;
+  kill(pid_, SIGSTOP);
+  // Stopped when every thread has taken the signal: microseconds, or the next scheduler tick for
+  // one spinning on another core. A worker that died instead is reaped by its next request.
+  const auto until = clock_type::now() + std::chrono::seconds(1);
+  while (clock_type::now() < until) {
+    siginfo_t si{};
+    if (waitid(P_PID, static_cast<id_t>(pid_), &si, WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0) break;
+    if (si.si_pid == pid_) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  stopped_ = true;
+}
+
+void worker::freeze_between_requests() {
+  frozen_ = true;
+  stop_now();
+}
+
+void worker::thaw() {
+  frozen_ = false;
+  if (alive() && stopped_) kill(pid_, SIGCONT);
+  stopped_ = false;
 }
 
 worker::~worker() {
@@ -348,6 +381,10 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
   }
   if (!(timeout_s >= 0)) timeout_s = 0;
   timeout_s = std::min(timeout_s, 1e6);
+  if (stopped_) {
+    kill(pid_, SIGCONT);
+    stopped_ = false;
+  }
   const auto t0 = clock_type::now();
   const auto deadline = t0 + std::chrono::duration_cast<clock_type::duration>(
                                  std::chrono::duration<double>(timeout_s));
@@ -441,6 +478,7 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       } else {
         r.end = worker_end::replied;
         r.detail = r.reply.message;
+        if (frozen_) stop_now();
         return r;
       }
     }
@@ -485,6 +523,27 @@ double worker::idle_cpu_seconds(double window_s) const {
   long long after = cpu_ticks(pid_);
   if (before < 0 || after < before) return 0;
   return static_cast<double>(after - before) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+std::vector<std::string> worker::mapped_files(bool& readable) const {
+  std::vector<std::string> out;
+  readable = false;
+  if (!alive()) return out;
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid_));
+  FILE* f = std::fopen(path, "re");
+  if (!f) return out;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    readable = true;
+    const char* slash = std::strchr(line, '/');
+    if (!slash) continue;
+    std::string file(slash);
+    while (!file.empty() && (file.back() == '\n' || file.back() == ' ')) file.pop_back();
+    if (std::find(out.begin(), out.end(), file) == out.end()) out.push_back(file);
+  }
+  std::fclose(f);
+  return out;
 }
 
 int worker::thread_count() const {

@@ -99,8 +99,18 @@ class worker {
   double idle_cpu_seconds(double window_s) const;
   // Threads alive in the worker now (from /proc/<pid>/task).
   int thread_count() const;
+  // The files mapped into the worker now (/proc/<pid>/maps), each once; empty with `readable`
+  // false where lathe may not read them (not root: the worker is not dumpable).
+  std::vector<std::string> mapped_files(bool& readable) const;
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && !dead_; }
+
+  // Timing: the worker is stopped (SIGSTOP, which it cannot catch) from the moment its reply is
+  // read until its next request, so that none of its threads runs while another worker is timed
+  // or lathe checks its outputs. A kernel that forged an early reply and computed after lathe's
+  // clock stopped, or a thread that burned the CPU while the baseline ran, got `ok` at 2.5x-15x.
+  void freeze_between_requests();
+  void thaw();  // runs again until its next request ends (idle checks measure a running worker)
 
  private:
   pid_t pid_ = -1;
@@ -110,6 +120,9 @@ class worker {
   uint64_t address_space_ = 0;  // RLIMIT_AS given to the worker: a peak near it means exhaustion
   double cpu_seconds_ = 0;      // RLIMIT_CPU: a SIGKILL after this much CPU is its hard limit
   worker_result last_end_;      // returned again by every request after the worker died
+  bool frozen_ = false;         // freeze_between_requests
+  bool stopped_ = false;        // stopped now by lathe
+  void stop_now();
 };
 
 }  // namespace lathe::gate

@@ -1,6 +1,8 @@
-// expect: suspicious_speed
-// Computes only while its output still holds the poison, so every check passes and the output
-// after the timing loop is right, but the timed calls do nothing: only the roofline catches it.
+// expect: wrong_result
+// Computes only while its output still holds the poison, so every check passes, but timed calls
+// into an output area written before do nothing: the area keeps the result of another call's
+// inputs, which the checks of sampled timed calls find (the roofline caught it before, only
+// because doing nothing at all is 100x below the floor).
 #include <lathe/abi.h>
 #include <cmath>
 extern "C" int lathe_launch(const lathe_args* a) {

@@ -1,0 +1,192 @@
+// The evaluation of one kernel as the gate's stages share it (gate.cpp, time_cpu.cpp): what
+// the request and the configuration are, the processes it started, what it found so far. Not
+// part of the gate's interface (gate.h).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/evaluation.h"
+#include "gate/check.h"
+#include "gate/device_trial.h"
+#include "gate/gate.h"
+#include "gate/paired.h"
+#include "gate/problem_ipc.h"
+#include "gate/reference.h"
+#include "gate/timing.h"
+#include "gate/trial.h"
+
+namespace lathe::gate::detail {
+
+using clock_type = std::chrono::steady_clock;
+
+// A stage ended the evaluation: the outcome and what the user reads.
+struct stop {
+  outcome o;
+  std::string message;
+  std::string diagnostics;
+};
+
+// Maps how a worker request ended onto the outcome enum, with a message a user can act on.
+stop from_worker(const worker_result& r, const std::string& when);
+// The stop a failed output check means (nullopt when it passed).
+std::optional<stop> verdict_stop(const output_check& oc, const std::string& what);
+std::string output_where(const task& t, size_t i, const slot_layout& l, uint64_t seed,
+                         const std::string& where);
+
+class evaluator {
+ public:
+  evaluator(const gate_config& cfg, const gate_request& req, evaluation& e)
+      : cfg_(cfg),
+        req_(req),
+        t_(*req.t),
+        e_(e),
+        cuda_(req.t->plat == platform::cuda),
+        dev_trials_(cuda_ && cfg.device_trials && !req.t->gpu_reference.empty() &&
+                    req.t->compare.kind == comparison_kind::elementwise &&
+                    req.t->outputs.size() <= static_cast<size_t>(wire::max_compared)),
+        comparability_(cfg.mode != timing_mode::decision) {
+    if (dev_trials_) e_.trials_on = "device";
+    if (!t_.problem.empty()) {
+      e_.problem_path = "host";
+      const std::string misfit = problem_ipc_misfit(t_);
+      problem_ipc_ = cfg.device_trials && misfit.empty();
+      if (cuda_ && !problem_ipc_)
+        e_.diagnostics += "checks of the problem staged through host memory, not CUDA IPC: " +
+                          (cfg.device_trials ? misfit : std::string("host trials asked for")) + "\n";
+    }
+    std::random_device rd;
+    seed_base_ = cfg.seed_base ? cfg.seed_base : (uint64_t{rd()} << 32 | rd());
+    rng_.seed(seed_base_ ^ 0x9e3779b97f4a7c15ull);
+  }
+
+  std::optional<stop> run();
+
+ private:
+  struct timing_proc {
+    shared_region region;
+    worker w;
+  };
+  void progress(const std::string& s) {
+    if (cfg_.progress) cfg_.progress(s);
+  }
+  void stage_done(const char* name, clock_type::time_point since) {
+    e_.stage_seconds.push_back(
+        {name, std::chrono::duration<double>(clock_type::now() - since).count()});
+  }
+  std::optional<stop> build_all();
+  std::optional<stop> check_all();
+  std::optional<stop> check_all_device(const std::vector<slot_layout>& layouts);
+  // PyTorch problems on CUDA (problem_ipc.h): the problem's worker opens the checks' worker's
+  // device buffer; any failure of the link ends it with a note, and host trials go on.
+  std::optional<stop> open_link();
+  void drop_link(const std::string& why);
+  // One trial through the link. `mirror`: the trial also comes through host memory and the two
+  // verdicts must agree (the evaluation's first trial). `checked` stays false when the link
+  // failed before a verdict: the caller runs the trial on the host.
+  std::optional<stop> check_trial_ipc(const slot_layout& l, const trial_spec& spec, bool mirror,
+                                      std::vector<std::vector<uint8_t>>& previous,
+                                      uint64_t& checksum, bool& checked);
+  // A verdict computed on the device (the CUDA oracle's or the problem's worker's).
+  std::optional<stop> apply_verdict(const slot_layout& l, const device_verdict& v, uint64_t seed,
+                                    const std::string& where, uint64_t* checksum);
+  std::optional<stop> bench();
+  std::optional<stop> bench_host(const wire::command& c, worker_result& out);
+  // Device trials: the inputs of slot k of worker w from `spec`, outputs poisoned (host trials:
+  // staged from `host` and uploaded).
+  std::optional<stop> prepare_slot(worker& w, uint8_t* slot_mem, const slot_layout& l, uint32_t k,
+                                   const trial_spec& spec, const trial_data* host);
+  // Device trials: the oracle's verdict on slot k of `w` (peer `peer` when IPC works, else
+  // staged through `region`); the outputs' checksum for the cached-result check.
+  std::optional<stop> device_verify(worker& w, const shared_region& region, uint32_t peer,
+                                    const slot_layout& l, uint32_t oracle_slot, uint32_t k,
+                                    uint64_t seed, const std::string& where, uint64_t* checksum);
+  std::optional<stop> share_with_oracle(worker& w, uint32_t peer);
+  std::optional<stop> oracle_failed(const worker_result& r, const std::string& when);
+  std::optional<stop> check_trial(const slot_layout& l, const trial_data& d, uint8_t* slot,
+                                  std::vector<std::vector<uint8_t>>& previous,
+                                  const std::string& where);
+  // check_trial once the slot is back in host memory: inputs, cached outputs, outputs.
+  std::optional<stop> judge_host_slot(const slot_layout& l, const trial_data& d, const uint8_t* slot,
+                                      std::vector<std::vector<uint8_t>>& previous,
+                                      const std::string& where);
+  std::optional<stop> check_slot_outputs(const slot_layout& l, const trial_data& d,
+                                         const uint8_t* slot, const std::string& where);
+  std::optional<stop> time_all();
+  // The CPU's decision timing (time_cpu.cpp, timing_arena.h): every timed call on inputs of its
+  // own and an output of its own, a uniform sample of calls checked, workers frozen between
+  // requests.
+  std::optional<stop> time_all_cpu();
+  // After the main series, on both platforms, with the candidate's processes gone: the A/A
+  // control, the baseline's times with and without the candidate alive, the decision.
+  std::optional<stop> control_and_decide(std::vector<timed_worker>& b, std::vector<timed_worker>& b2,
+                                         const paired_series& main);
+  std::optional<stop> idle_check(const worker& w, const std::string& when);
+  // A vendor library the task forbids, mapped into the candidate's worker at run time.
+  std::optional<stop> mappings_check(const worker& w, const std::string& when);
+  // Pair j's process of one side. Device trials give each pair its own inputs (timing_specs_
+  // from j * slots): a candidate process cannot pass off another's outputs as its own.
+  result<void> start_pool(const build_output& obj, const slot_layout& l, uint32_t slots, uint32_t j,
+                          const std::vector<trial_data>& data, const std::string& who,
+                          std::vector<timing_proc>& pool, std::optional<stop>& failed);
+  std::optional<stop> verify_after_timing(const slot_layout& l, uint32_t slots,
+                                          const std::vector<trial_data>& data);
+  // The time below which the timing shape cannot run when a block's data is `working_set` bytes.
+  double roofline_floor(const slot_layout& l, uint64_t working_set) const;
+  // The candidate-vs-baseline series and the figures taken from it.
+  void record(const paired_series& s) {
+    e_.paired = s;
+    e_.median_seconds = median(s.a_seconds);
+    e_.baseline_median_seconds = median(s.b_seconds);
+    e_.dispersion = relative_mad(s.a_seconds);
+  }
+  // `share`: the worker exports its device buffer to the oracle (candidates in device trials).
+  result<worker> start_worker(const build_output& obj, const shared_region& region,
+                              std::optional<stop>& failed, const std::string& who,
+                              bool share = false);
+
+  const gate_config& cfg_;
+  const gate_request& req_;
+  const task& t_;
+  evaluation& e_;
+  uint64_t seed_base_ = 0;
+  std::mt19937_64 rng_;
+  build_output cand_, base_, ref_obj_;
+  reference ref_;
+  shared_region region_;
+  worker cand_worker_;  // the checks' worker
+  bool problem_ipc_ = false;  // a CUDA problem task whose checks may go through CUDA IPC
+  problem_link link_;         // to cand_worker_'s buffer; declared after ref_, which holds the oracle
+  trial_spec last_spec_;      // the last check's trial
+  std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
+  uint32_t timing_slots_ = 1;
+  uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
+  uint64_t timing_bytes_ = 0;      // the oracle's timing slots, all pairs
+  bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
+  bool dev_trials_ = false;     // inputs, references and comparisons on the device (device_trial.h)
+  bool comparability_ = false;  // cfg_.mode is not decision
+  build_output gpu_ref_obj_;
+  std::optional<oracle> oracle_;
+  bool ipc_ = true;             // the oracle reads kernels' buffers through CUDA IPC
+  std::vector<trial_spec> timing_specs_;  // device trials: what each timing slot holds
+  std::optional<trial_data> last_host_trial_;  // host trials: the last check's data (bench)
+  uint64_t last_seed_ = 0;
+  // CUDA: region -> device before a call, device -> region after it (no-ops on CPU).
+  std::optional<stop> upload(worker& w, uint32_t first, uint32_t count) {
+    if (!cuda_) return std::nullopt;
+    worker_result r = w.transfer(wire::op::upload, first, count, cfg_.call_timeout_s);
+    if (!r.ok()) return from_worker(r, "copying inputs to the device");
+    return std::nullopt;
+  }
+  std::optional<stop> download(worker& w, uint32_t first, uint32_t count) {
+    if (!cuda_) return std::nullopt;
+    worker_result r = w.transfer(wire::op::download, first, count, cfg_.call_timeout_s);
+    if (!r.ok()) return from_worker(r, "copying outputs from the device");
+    return std::nullopt;
+  }
+};
+
+}  // namespace lathe::gate::detail
