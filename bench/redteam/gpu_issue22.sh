@@ -4,6 +4,7 @@
 #     untracked copy of commit dee7e85 made with `git archive`, build-old) built at once; the
 #     doctor; the GPU tests (the red team's CUDA analogues, the CUDA gate's hostile kernels,
 #     device trials, PyTorch problems on CUDA);
+#     GPU_TESTS names the test targets built (CTEST_REGEX those run);
 #   PHASE=measure: the shipped CUDA experts gated by both binaries, alternating (the
 #     before/after table), and the cached KernelBench ReLU case's cost with both.
 # Everything lands in $OUT (at most 8 files come back).
@@ -23,7 +24,7 @@ workers="lathe lathe-worker lathe-worker-cuda lathe-probe-cuda"
 if [ "${PHASE:-build-test}" = build-test ]; then
   { nvidia-smi; nvcc --version | tail -1; uname -r; id; } >> "$OUT/progress.log" 2>&1
   log "build (new and old at once)"
-  build . build-gpu ON $workers redteam_gpu_test cuda_gate_test device_trial_test problem_gpu_test &
+  build . build-gpu ON $workers ${GPU_TESTS:-redteam_gpu_test cuda_gate_test device_trial_test problem_gpu_test} &
   new=$!
   build old-lathe build-old OFF $workers &
   old=$!

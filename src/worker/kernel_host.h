@@ -47,6 +47,7 @@ class kernel_host {
   wire::reply run_graph(const wire::command& c);
   wire::reply fill(const wire::command& c);
   wire::reply poison(const wire::command& c);
+  std::string poison_slot(uint32_t slot);  // outputs of one slot, on the stream
   wire::reply share();
   wire::reply reference(const wire::command& c);
   wire::reply attach_peer(const wire::command& c);
