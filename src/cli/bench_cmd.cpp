@@ -81,7 +81,8 @@ search::bench_producer optimizer(context& ctx, const bench_cli& o, search::strat
     so.proposer_label = (*session)->label();
     so.run_id = run_id;
     so.args_json = json{{"task", e.t.name}, {"strategy", o.strategy}, {"budget", o.budget},
-                        {"bench", o.suite}, {"attempt", attempt}}.dump();
+                        {"bench", o.suite}, {"attempt", attempt},
+                        {"config", (*session)->decision.config_source}}.dump();
     auto res = search::optimize(e.t, ks, v, *(*session)->proposer, *ctx.db, *(*session)->budget, so);
     if (!res) {
       a.failure = res.error().message;

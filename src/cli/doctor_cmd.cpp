@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/proposer_choice.h"
 #include "cli/verbs.h"
 #include "gate/cpu/landlock.h"
 #include "core/json.h"
@@ -121,7 +122,7 @@ model_report read_model(const workspace& ws) {
   model_report m;
   const auto env = llm::process_env();
   m.searched = llm::config_candidates(ws.root, env);
-  auto found = llm::find_config(ws.root, env);
+  auto found = find_model_config(ws, env);
   if (!found) {
     m.error = found.error().message;
     return m;

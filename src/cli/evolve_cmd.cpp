@@ -145,7 +145,8 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
                                 {"migrate_every", o.migrate_every}, {"descriptors", o.descriptors},
                                 {"sampling", o.sampling}, {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", o.library},
                                 {"child_timing", o.child_timing},
-                                {"proposer", o.proposer}, {"budget", o.budget}}
+                                {"proposer", o.proposer}, {"budget", o.budget},
+                                {"config", (*session)->decision.config_source}}
                      .dump();
   if (!o.quiet && !o.json)
     eo.progress = [](const search::evolve_progress& p) {

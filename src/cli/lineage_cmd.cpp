@@ -109,6 +109,8 @@ int run_decompose(const common_options& common, lineage_options o) {
   d.forward = !o.no_forward;
   d.time = !o.no_time;
   d.action_prior = o.prior;
+  d.proposer_label = (*session)->label();
+  d.config_source = (*session)->decision.config_source;
   if (!o.resume.empty()) d.resume_run = o.resume;
   else d.run_id = run_id;
   if (!o.repo.empty()) d.init.repo = o.repo;

@@ -257,7 +257,9 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (o.profile) so.inspect = profiler(*ctx, ctx->ws.runs() / run_id / "profiled", o.trust_kernel);
   if (!o.resume.empty()) so.resume_run = o.resume;
   else so.run_id = run_id;
-  so.args_json = args_json(o, ks.start ? ks.start->hash : std::string()).dump();
+  json args = args_json(o, ks.start ? ks.start->hash : std::string());
+  args["config"] = (*session)->decision.config_source;
+  so.args_json = args.dump();
   if (!o.quiet && !o.json) {
     so.progress = [](const search::optimize_progress& p) { std::fprintf(stderr, "… %s\n", progress_line(p).c_str()); };
     std::fprintf(stderr, "… optimize %s (strategy %s, budget %s) with the %s\n", t->name.c_str(), o.strategy.c_str(),

@@ -18,19 +18,23 @@ result<proposer_choice> choose_proposer(std::string_view flag, bool model_config
               "--proposer '" + std::string(flag) + "': expected rules, llm or auto");
 }
 
-result<proposer_decision> decide_proposer(std::string_view flag,
-                                          const std::filesystem::path& workspace_root,
+result<llm::found_config> find_model_config(const workspace& ws, const llm::env_lookup& env) {
+  return llm::find_config(ws.root, env);
+}
+
+result<proposer_decision> decide_proposer(std::string_view flag, const workspace& ws,
                                           const llm::env_lookup& env) {
   proposer_decision d;
   if (flag == "rules") {
     d.why = "rules engine (--proposer rules)";
+    d.config_source = "not read (--proposer rules)";
     return d;
   }
   if (flag != "llm" && flag != "auto") {
     auto c = choose_proposer(flag, false);
     return tl::unexpected(c.error());
   }
-  auto found = llm::find_config(workspace_root, env);
+  auto found = find_model_config(ws, env);
   if (!found) return tl::unexpected(found.error());
   auto c = choose_proposer(flag, found->cfg.has_value());
   if (!c) return tl::unexpected(c.error());
@@ -38,10 +42,12 @@ result<proposer_decision> decide_proposer(std::string_view flag,
   if (d.choice == proposer_choice::llm) {
     d.cfg = found->cfg;
     d.why = "model " + d.cfg->provenance_detail() + " from " + d.cfg->file.string();
+    d.config_source = d.cfg->file.string();
   } else {
     std::string where;
     for (const auto& p : found->searched) where += (where.empty() ? "" : ", ") + p.string();
     d.why = "rules engine (no model configured; lathe.toml looked for in " + where + ")";
+    d.config_source = "none (looked for in " + where + ")";
   }
   return d;
 }

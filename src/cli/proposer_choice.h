@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "llm/config.h"
+#include "store/workspace.h"
 
 namespace lathe::cli {
 
@@ -26,13 +27,20 @@ struct proposer_decision {
   proposer_choice choice = proposer_choice::rules;
   std::optional<llm::config> cfg;  // the model's configuration when choice is llm
   std::string why;                 // one line for the user: "rules engine (no lathe.toml in …)"
+  // Where the configuration came from, for a run's provenance: the file read, "none (looked for
+  // in …)", or "not read (--proposer rules)".
+  std::string config_source;
 };
+
+// The one resolution of lathe.toml for every verb (doctor, decompose, optimize, evolve, bench):
+// the workspace's .lathe/lathe.toml, the lathe.toml beside .lathe/, then the user's
+// ($XDG_CONFIG_HOME/lathe or ~/.config/lathe), the first that exists (llm::find_config).
+result<llm::found_config> find_model_config(const workspace& ws, const llm::env_lookup& env);
 
 // The same with lathe.toml looked up (llm::find_config) for `auto` and `llm`; `rules` reads no
 // file. A lathe.toml that exists but is wrong is an error, not a silent fall-back to the rules:
 // the user meant to configure a model.
-result<proposer_decision> decide_proposer(std::string_view flag,
-                                          const std::filesystem::path& workspace_root,
+result<proposer_decision> decide_proposer(std::string_view flag, const workspace& ws,
                                           const llm::env_lookup& env);
 
 }  // namespace lathe::cli

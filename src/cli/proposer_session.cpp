@@ -21,7 +21,7 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                                         const budget& limits,
                                                         const llm::amounts& already_spent, bool resuming) {
   const auto env = llm::process_env();
-  auto decided = decide_proposer(flag, ctx.ws.root.parent_path(), env);
+  auto decided = decide_proposer(flag, ctx.ws, env);
   if (!decided) return tl::unexpected(decided.error());
   auto s = std::make_unique<proposer_session>();
   s->decision = std::move(*decided);

@@ -329,7 +329,9 @@ result<decompose_result> decompose(const task& t, const kernel_bundle& expert, v
     r.args = json{{"task", t.name},
                   {"task_dir", t.dir.string()},
                   {"expert", {{"name", expert.name}, {"hash", expert.hash}}},
-                  {"options", json::parse(options_json(o))}}
+                  {"options", json::parse(options_json(o))},
+                  {"proposer", o.proposer_label},
+                  {"config", o.config_source}}
                  .dump();
   }
   r.state = run_state::running;

@@ -56,6 +56,9 @@ struct decompose_options {
   bool time = true;
   std::vector<std::string> action_prior;  // backward_request::action_prior
   std::optional<std::string> resume_run;  // continue this run (its events) instead of a new one
+  // The run's provenance, stored with its arguments: who proposed (the session's label) and the
+  // lathe.toml it came from (cli/proposer_choice.h config_source).
+  std::string proposer_label, config_source;
   // The new run's id (empty: new_run_id()); given by a caller that tags other records with it
   // before the run starts (the model calls' run_id).
   std::string run_id;

@@ -348,22 +348,25 @@ TEST(proposer_choice, auto_is_rules_without_a_model) {
     if (name == "HOME") return home.string();
     return std::nullopt;
   };
-  auto d = cli::decide_proposer("auto", ws, env);
+  auto d = cli::decide_proposer("auto", workspace{ws}, env);
   ASSERT_TRUE(d) << d.error().message;
   EXPECT_EQ(d->choice, proposer_choice::rules);
   EXPECT_NE(d->why.find("no model configured"), std::string::npos) << d->why;
-  EXPECT_FALSE(cli::decide_proposer("llm", ws, env));
+  EXPECT_EQ(d->config_source.rfind("none (looked for in " + (ws / "lathe.toml").string(), 0), 0u) << d->config_source;
+  EXPECT_FALSE(cli::decide_proposer("llm", workspace{ws}, env));
   std::ofstream(ws / "lathe.toml") << "provider = \"openai\"\nmodel = \"m\"\nbase_url = "
                                       "\"http://127.0.0.1:1/v1\"\nkey_env = \"\"\n";
-  auto l = cli::decide_proposer("auto", ws, env);
+  auto l = cli::decide_proposer("auto", workspace{ws}, env);
   ASSERT_TRUE(l) << l.error().message;
   EXPECT_EQ(l->choice, proposer_choice::llm);
   ASSERT_TRUE(l->cfg);
   EXPECT_EQ(l->cfg->model, "m");
-  EXPECT_EQ(cli::decide_proposer("rules", ws, env)->choice, proposer_choice::rules);
+  EXPECT_EQ(l->config_source, (ws / "lathe.toml").string());  // the run's provenance names the file
+  EXPECT_EQ(cli::decide_proposer("rules", workspace{ws}, env)->choice, proposer_choice::rules);
+  EXPECT_EQ(cli::decide_proposer("rules", workspace{ws}, env)->config_source, "not read (--proposer rules)");
   // A broken lathe.toml is an error for auto, never a silent fall-back to the rules.
   std::ofstream(ws / "lathe.toml") << "provider = \"nonsense\"\n";
-  EXPECT_FALSE(cli::decide_proposer("auto", ws, env));
+  EXPECT_FALSE(cli::decide_proposer("auto", workspace{ws}, env));
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
