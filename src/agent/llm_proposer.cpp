@@ -47,6 +47,31 @@ kernel_bundle seed_bundle(const task& t) {
   return b;
 }
 
+sampling_settings default_sampling(operation op) {
+  sampling_settings s;
+  if (op == operation::mutate) {
+    s.temperature = 0.6;
+    s.top_p = 0.95;
+  }
+  return s;
+}
+
+std::map<operation, sampling_settings> sampling_from(const llm::config& cfg) {
+  auto over = [](sampling_settings& s, const llm::sampling& by) {
+    if (by.temperature) s.temperature = *by.temperature;
+    if (by.top_p) s.top_p = *by.top_p;
+    if (by.max_tokens) s.max_tokens = *by.max_tokens;
+  };
+  std::map<operation, sampling_settings> out;
+  for (operation op : all_operations) {
+    sampling_settings s = default_sampling(op);
+    if (auto d = cfg.sampling_by.find("default"); d != cfg.sampling_by.end()) over(s, d->second);
+    if (auto o = cfg.sampling_by.find(to_string(op)); o != cfg.sampling_by.end()) over(s, o->second);
+    out[op] = s;
+  }
+  return out;
+}
+
 llm_proposer::llm_proposer(llm::provider& model, const prompt_library& prompts, llm_options options)
     : model_(model), prompts_(prompts), options_(options) {}
 
@@ -87,9 +112,11 @@ op_result<llm_proposer::answer> llm_proposer::ask(operation op, const prompt_fie
   if (!rendered)
     return tl::unexpected(fail_with(failure_kind::unsupported, rendered.error().message));
   llm::request req = to_request(*rendered);
-  req.temperature = options_.temperature;
-  req.top_p = options_.top_p;
-  req.max_tokens = options_.max_tokens;
+  const auto set = options_.sampling.find(op);
+  const sampling_settings sampled = set != options_.sampling.end() ? set->second : default_sampling(op);
+  req.temperature = sampled.temperature;
+  req.top_p = sampled.top_p;
+  req.max_tokens = sampled.max_tokens;
 
   // The edits of the reply the check accepted last: the one ask_json returns.
   std::optional<applied_edits> edited;

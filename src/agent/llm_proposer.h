@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -16,15 +17,32 @@
 #include "agent/proposer.h"
 #include "agent/replies.h"
 #include "agent/reply_edits.h"
+#include "llm/config.h"
 #include "llm/provider.h"
 
 namespace lathe::agent {
 
-struct llm_options {
-  int32_t max_repairs = 2;   // repair rounds per operation, schema and edits together
-  double temperature = 0.0;  // sampling settings of every request
+// The sampling settings of one operation's requests, recorded with each call and in its cassette
+// key (llm/cassette.h).
+struct sampling_settings {
+  double temperature = 0.0;
   std::optional<double> top_p;
-  int64_t max_tokens = 16384;            // room for a whole-file edit of a large kernel
+  int64_t max_tokens = 16384;  // room for a whole-file edit of a large kernel
+  bool operator==(const sampling_settings&) const = default;
+};
+
+// An operation's default: deterministic (temperature 0), so that audits, cards and backward
+// steps repeat; mutate samples at Kernel-Smith's temperature 0.6 and top_p 0.95, where an
+// evolutionary search needs varied children.
+sampling_settings default_sampling(operation op);
+// Each operation's settings from lathe.toml's [sampling.<operation>] over [sampling.default]
+// over default_sampling.
+std::map<operation, sampling_settings> sampling_from(const llm::config& cfg);
+
+struct llm_options {
+  int32_t max_repairs = 2;  // repair rounds per operation, schema and edits together
+  // By operation; one missing takes default_sampling.
+  std::map<operation, sampling_settings> sampling;
   size_t max_diagnostics_bytes = 16384;  // a repair prompt shows at most this much of the log
   const llm::cancel_token* cancel = nullptr;
 };

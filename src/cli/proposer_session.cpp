@@ -48,7 +48,9 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
     if (!recorded) return tl::unexpected(recorded.error());
     s->model = std::make_unique<llm::rerun_provider>(std::move(s->model), *recorded, s->budget.get());
   }
-  s->proposer = std::make_unique<agent::llm_proposer>(*s->model, *s->prompts);
+  agent::llm_options options;
+  options.sampling = agent::sampling_from(cfg);
+  s->proposer = std::make_unique<agent::llm_proposer>(*s->model, *s->prompts, options);
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -136,13 +137,20 @@ string missing_message(const fs::path& dir, const cassette_key& k) {
   // Same key, other call indices.
   int32_t calls = 0;
   while (
-      fs::exists(cassette_path(dir, {k.template_id, k.template_version, k.fields_hash, calls}), ec))
+      fs::exists(cassette_path(dir, {k.template_id, k.template_version, k.fields_hash, calls, k.sampling}), ec))
     ++calls;
   if (calls > 0)
     return msg + "; nearest: this exact prompt was recorded " + std::to_string(calls) +
            " time(s) (" +
-           cassette_path(dir, {k.template_id, k.template_version, k.fields_hash, 0}).string() +
+           cassette_path(dir, {k.template_id, k.template_version, k.fields_hash, 0, k.sampling}).string() +
            "), and this session asks for it more often: record again";
+  // The same prompt at other sampling settings (lathe.toml [sampling] changed).
+  for (const auto& e : fs::directory_iterator(version_dir, ec)) {
+    const string name = e.path().filename().string();
+    if (name.rfind(k.fields_hash + ".", 0) == 0 && name != want.filename().string())
+      return msg + "; nearest: this prompt was recorded with other sampling settings (" + name +
+             "; this call: " + k.sampling + "): record again, or set lathe.toml's [sampling] back";
+  }
   // Same template and version, other fields: most recent first.
   std::vector<std::pair<fs::file_time_type, fs::path>> others;
   for (const auto& e : fs::directory_iterator(version_dir, ec))
@@ -183,6 +191,7 @@ tl::expected<cassette_key, call_failure> key_of(const request& r, int32_t index)
   if (r.template_id.empty()) {
     k.template_id = raw_template;
     k.fields_hash = prompt_hash(r);
+    k.sampling = sampling_tag(r);
     return k;
   }
   if (!is_id(r.template_id))
@@ -196,12 +205,21 @@ tl::expected<cassette_key, call_failure> key_of(const request& r, int32_t index)
   k.template_id = r.template_id;
   k.template_version = r.template_version;
   k.fields_hash = r.fields_hash;
+  k.sampling = sampling_tag(r);
   return k;
+}
+
+std::string sampling_tag(const request& r) {
+  char buf[96];
+  char top[32] = "none";
+  if (r.top_p) std::snprintf(top, sizeof top, "%g", *r.top_p);
+  std::snprintf(buf, sizeof buf, "t%g-p%s-m%lld", r.temperature, top, static_cast<long long>(r.max_tokens));
+  return buf;
 }
 
 fs::path cassette_path(const fs::path& dir, const cassette_key& k) {
   return dir / k.template_id / ("v" + std::to_string(k.template_version)) /
-         (k.fields_hash + "." + std::to_string(k.index) + ".json");
+         (k.fields_hash + (k.sampling.empty() ? "" : "." + k.sampling) + "." + std::to_string(k.index) + ".json");
 }
 
 std::string prompt_hash(const request& r) {
@@ -236,9 +254,28 @@ call_result replay_provider::call(const request& r, const cancel_token* cancel) 
   auto k = key_of(r);
   if (!k) return tl::unexpected(k.error());
   k->index = counter_.next(k->template_id + "/" + std::to_string(k->template_version) + "/" +
-                           k->fields_hash);
-  const fs::path p = cassette_path(dir_, *k);
-  const auto text = read_text(p);
+                           k->fields_hash + "/" + k->sampling);
+  fs::path p = cassette_path(dir_, *k);
+  auto text = read_text(p);
+  if (!text) {
+    // Recorded before the sampling settings were in the key: good only when they were the same.
+    cassette_key legacy = *k;
+    legacy.sampling.clear();
+    const fs::path old = cassette_path(dir_, legacy);
+    if (auto old_text = read_text(old)) {
+      const json o = json::parse(*old_text, nullptr, false);
+      const json want = request_summary(r);
+      const json got = o.is_object() ? o.value("request", json::object()) : json::object();
+      for (const char* f : {"temperature", "top_p", "max_tokens"})
+        if (got.value(f, json()) != want[f])
+          return tl::unexpected(failure(
+              call_error::missing_cassette,
+              "stale cassette " + old.string() + ": recorded with " + f + " " + got.value(f, json()).dump() +
+                  ", this call asks with " + want[f].dump() + " (lathe.toml [sampling]): record again"));
+      p = old;
+      text = std::move(old_text);
+    }
+  }
   if (!text)
     return tl::unexpected(failure(call_error::missing_cassette, missing_message(dir_, *k)));
   const auto bad = [&](const string& why) {
@@ -306,7 +343,7 @@ call_result record_provider::keep(const request& r, call_result got) {
   // Counted whether or not the call succeeded, so that indices match a replay of the same
   // session only when every call succeeded; a failed call is not recorded.
   k->index = counter_.next(k->template_id + "/" + std::to_string(k->template_version) + "/" +
-                           k->fields_hash);
+                           k->fields_hash + "/" + k->sampling);
   if (!got) return got;
   std::vector<std::pair<string, string>> secrets;
   for (const auto& var : options_.secret_variables) {

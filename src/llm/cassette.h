@@ -24,7 +24,14 @@ struct cassette_key {
   int32_t template_version = 0;
   std::string fields_hash;  // for "_raw": the prompt's hash
   int32_t index = 0;        // 0 for the first call with this key in a session
+  // The request's sampling settings (sampling_tag): the same prompt asked at another temperature
+  // is another call. Empty: a cassette recorded before sampling was in the key, read only when
+  // its recorded settings are the request's.
+  std::string sampling;
 };
+
+// "t0.6-p0.95-m16384": temperature, top_p ("none" when unset) and max_tokens of `r`.
+std::string sampling_tag(const request& r);
 
 // The key of `r` at call index `index`; fails (bad_request) on a template id or fields hash that
 // cannot name a file.

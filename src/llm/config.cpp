@@ -1,12 +1,7 @@
 // lathe.toml (docs/config.md). Strict like task.toml: a misspelt key or a wrong type is an error
 // naming the file, the line and the field, because a limit that is silently ignored spends money.
 #include "llm/config.h"
-
-#if __has_include(<toml++/toml.hpp>)
-#include <toml++/toml.hpp>
-#else
-#include <toml++/toml.h>  // Debian's libtomlplusplus-dev 3.3 ships only toml.h
-#endif
+#include "llm/config_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,15 +13,9 @@
 namespace lathe::llm {
 
 namespace fs = std::filesystem;
+using namespace detail;
 
 namespace {
-
-bool is_env_name(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -76,153 +65,25 @@ std::optional<std::string> key_like(std::string_view text) {
   return std::nullopt;
 }
 
-const char* type_name(const toml::node& n) {
-  if (n.is_string()) return "a string";
-  if (n.is_integer()) return "an integer";
-  if (n.is_floating_point()) return "a float";
-  if (n.is_boolean()) return "a boolean";
-  if (n.is_array()) return "an array";
-  if (n.is_table()) return "a table";
-  return "a date/time";
-}
-
-uint32_t line_of(const toml::node& n) {
-  return n.source().begin.line > 0 ? n.source().begin.line : 1;  // the root table reports 0
-}
-
-std::string join(std::initializer_list<std::string_view> items) {
-  std::string out;
-  for (auto i : items) out += (out.empty() ? "" : ", ") + std::string(i);
-  return out;
-}
-
-// Reads one lathe.toml; every error is "file:line: field: what".
-class reader {
- public:
-  explicit reader(std::string file) : file_(std::move(file)) {}
-
-  tl::unexpected<error> err(uint32_t line, const std::string& field,
-                            const std::string& what) const {
-    std::string m = file_ + ":" + std::to_string(line) + ": ";
-    if (!field.empty()) m += field + ": ";
-    return fail(errc::parse_error, m + what);
-  }
-
-  static std::string path(const std::string& table, std::string_view key) {
-    return table.empty() ? std::string(key) : table + "." + std::string(key);
-  }
-
-  result<void> check_keys(const toml::table& t, std::initializer_list<std::string_view> allowed,
-                          const std::string& table) const {
-    for (const auto& [k, v] : t) {
-      if (std::find(allowed.begin(), allowed.end(), k.str()) == allowed.end())
-        return err(line_of(v), path(table, k.str()),
-                   "unknown key (expected one of: " + join(allowed) + ")");
+// Anywhere in the document: a field whose name says it holds a credential.
+result<void> refuse_secret_fields(const reader& r, const toml::node& n, const std::string& where) {
+  if (const toml::table* t = n.as_table()) {
+    for (const auto& [k, v] : *t) {
+      const std::string field = reader::path(where, k.str());
+      // The keys of [prices] are model names, chosen by vendors, not by this file's schema.
+      if (where != "prices" && is_secret_field(k.str()))
+        return r.err(line_of(v), field,
+                   "lathe.toml may not hold a key or other credential (keys come from the "
+                   "environment only): remove this field and set key_env = \"NAME\" to the "
+                   "environment variable that holds the key");
+      if (auto bad = refuse_secret_fields(r, v, field); !bad) return bad;
     }
-    return {};
+  } else if (const toml::array* a = n.as_array()) {
+    for (const toml::node& e : *a)
+      if (auto bad = refuse_secret_fields(r, e, where); !bad) return bad;
   }
-
-  result<std::optional<std::string>> str(const toml::table& t, std::string_view key,
-                                         const std::string& table) const {
-    const toml::node* n = t.get(key);
-    if (!n) return std::optional<std::string>{};
-    if (!n->is_string())
-      return err(line_of(*n), path(table, key),
-                 std::string("must be a string, not ") + type_name(*n));
-    return std::optional<std::string>{n->as_string()->get()};
-  }
-
-  result<std::optional<int64_t>> integer(const toml::table& t, std::string_view key,
-                                         const std::string& table, int64_t lo, int64_t hi) const {
-    const toml::node* n = t.get(key);
-    if (!n) return std::optional<int64_t>{};
-    if (!n->is_integer())
-      return err(line_of(*n), path(table, key),
-                 std::string("must be a whole number, not ") + type_name(*n));
-    const int64_t v = n->as_integer()->get();
-    if (v < lo || v > hi)
-      return err(line_of(*n), path(table, key),
-                 "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-    return std::optional<int64_t>{v};
-  }
-
-  // A finite number >= lo (> lo when `strict`).
-  result<std::optional<double>> number(const toml::table& t, std::string_view key,
-                                       const std::string& table, double lo, bool strict) const {
-    const toml::node* n = t.get(key);
-    if (!n) return std::optional<double>{};
-    double v;
-    if (n->is_integer())
-      v = static_cast<double>(n->as_integer()->get());
-    else if (n->is_floating_point())
-      v = n->as_floating_point()->get();
-    else
-      return err(line_of(*n), path(table, key),
-                 std::string("must be a number, not ") + type_name(*n));
-    std::ostringstream bound;
-    bound << lo;
-    if (!std::isfinite(v) || v < lo || (strict && v == lo))
-      return err(line_of(*n), path(table, key),
-                 std::string("must be a finite number ") + (strict ? "> " : ">= ") + bound.str());
-    return std::optional<double>{v};
-  }
-
-  result<std::vector<std::string>> strings(const toml::table& t, std::string_view key,
-                                           const std::string& table) const {
-    std::vector<std::string> out;
-    const toml::node* n = t.get(key);
-    if (!n) return out;
-    if (!n->is_array())
-      return err(line_of(*n), path(table, key),
-                 std::string("must be an array of strings, not ") + type_name(*n));
-    for (const toml::node& e : *n->as_array()) {
-      if (!e.is_string())
-        return err(line_of(e), path(table, key),
-                   std::string("must hold strings, not ") + type_name(e));
-      out.push_back(e.as_string()->get());
-    }
-    return out;
-  }
-
-  // A sub-table; absent -> nullptr.
-  result<const toml::table*> table(const toml::table& t, std::string_view key) const {
-    const toml::node* n = t.get(key);
-    if (!n) return static_cast<const toml::table*>(nullptr);
-    if (!n->is_table())
-      return err(line_of(*n), std::string(key),
-                 std::string("must be a table ([") + std::string(key) + "]), not " + type_name(*n));
-    return n->as_table();
-  }
-
-  // Anywhere in the document: a field whose name says it holds a credential.
-  result<void> refuse_secret_fields(const toml::node& n, const std::string& where) const {
-    if (const toml::table* t = n.as_table()) {
-      for (const auto& [k, v] : *t) {
-        const std::string field = path(where, k.str());
-        // The keys of [prices] are model names, chosen by vendors, not by this file's schema.
-        if (where != "prices" && is_secret_field(k.str()))
-          return err(line_of(v), field,
-                     "lathe.toml may not hold a key or other credential (keys come from the "
-                     "environment only): remove this field and set key_env = \"NAME\" to the "
-                     "environment variable that holds the key");
-        if (auto r = refuse_secret_fields(v, field); !r) return r;
-      }
-    } else if (const toml::array* a = n.as_array()) {
-      for (const toml::node& e : *a)
-        if (auto r = refuse_secret_fields(e, where); !r) return r;
-    }
-    return {};
-  }
-
-  const std::string& file() const { return file_; }
-
- private:
-  std::string file_;
-};
-
-#define LATHE_TRY(var, expr) \
-  auto var = (expr);         \
-  if (!var) return tl::unexpected(var.error())
+  return {};
+}
 
 // Before parsing, line by line, comments included: a key pasted anywhere in the file is refused
 // (and a syntax error's message, which may quote the line, never gets to show it).
@@ -274,154 +135,6 @@ result<void> check_base_url(const reader& r, const toml::node& n, const std::str
                      "carries a key in its query string; lathe.toml may not hold one: name the "
                      "environment variable that holds it with key_env");
   }
-  return {};
-}
-
-result<void> read_prices(const reader& r, const toml::table& root, config& c) {
-  LATHE_TRY(t, r.table(root, "prices"));
-  if (!*t) return {};
-  for (const auto& [model, v] : **t) {
-    const std::string field = "prices." + std::string(model.str());
-    if (!v.is_table())
-      return r.err(
-          line_of(v), field,
-          "must be a table: [prices.\"" + std::string(model.str()) +
-              "\"] input_per_million = …, output_per_million = … (USD per million tokens)");
-    const toml::table& pt = *v.as_table();
-    LATHE_TRY(keys, r.check_keys(pt, {"input_per_million", "output_per_million"}, field));
-    LATHE_TRY(in, r.number(pt, "input_per_million", field, 0, false));
-    LATHE_TRY(out, r.number(pt, "output_per_million", field, 0, false));
-    if (!*in || !*out)
-      return r.err(line_of(v), field,
-                   std::string("needs both input_per_million and output_per_million (USD per "
-                               "million tokens); missing ") +
-                       (!*in ? "input_per_million" : "output_per_million"));
-    c.prices[std::string(model.str())] = price{**in, **out};
-  }
-  return {};
-}
-
-result<void> read_limits(const reader& r, const toml::table& root, config& c) {
-  LATHE_TRY(t, r.table(root, "limits"));
-  if (!*t) return {};
-  const toml::table& lt = **t;
-  LATHE_TRY(keys,
-            r.check_keys(lt, {"steps", "evals", "calls", "tokens", "usd", "seconds"}, "limits"));
-  constexpr int64_t big = int64_t{1} << 50;
-  LATHE_TRY(steps, r.integer(lt, "steps", "limits", 0, big));
-  LATHE_TRY(evals, r.integer(lt, "evals", "limits", 0, big));
-  LATHE_TRY(calls, r.integer(lt, "calls", "limits", 0, big));
-  LATHE_TRY(tokens, r.integer(lt, "tokens", "limits", 0, big));
-  LATHE_TRY(usd, r.number(lt, "usd", "limits", 0, false));
-  LATHE_TRY(seconds, r.number(lt, "seconds", "limits", 0, false));
-  c.caps.run.steps = *steps;
-  c.caps.run.evals = *evals;
-  c.caps.calls = *calls;
-  c.caps.run.tokens = *tokens;
-  c.caps.run.usd = *usd;
-  c.caps.run.seconds = *seconds;
-  return {};
-}
-
-result<void> read_transport(const reader& r, const toml::table& root, config& c) {
-  LATHE_TRY(tt, r.table(root, "timeouts"));
-  if (*tt) {
-    LATHE_TRY(keys, r.check_keys(**tt, {"connect_seconds", "total_seconds"}, "timeouts"));
-    LATHE_TRY(connect, r.number(**tt, "connect_seconds", "timeouts", 0, true));
-    LATHE_TRY(total, r.number(**tt, "total_seconds", "timeouts", 0, true));
-    if (*connect) c.timeout.connect_seconds = **connect;
-    if (*total) c.timeout.total_seconds = **total;
-    if (c.timeout.total_seconds < c.timeout.connect_seconds)
-      return r.err(line_of(**tt), "timeouts",
-                   "total_seconds (a whole attempt) must be at least connect_seconds");
-  }
-  LATHE_TRY(rt, r.table(root, "retries"));
-  if (*rt) {
-    LATHE_TRY(keys,
-              r.check_keys(**rt, {"max_attempts", "initial_backoff_seconds", "max_backoff_seconds"},
-                           "retries"));
-    LATHE_TRY(attempts, r.integer(**rt, "max_attempts", "retries", 1, 10));
-    LATHE_TRY(initial, r.number(**rt, "initial_backoff_seconds", "retries", 0, false));
-    LATHE_TRY(most, r.number(**rt, "max_backoff_seconds", "retries", 0, false));
-    if (*attempts) c.retry.max_attempts = static_cast<int32_t>(**attempts);
-    if (*initial) c.retry.initial_backoff_seconds = **initial;
-    if (*most) c.retry.max_backoff_seconds = **most;
-    if (c.retry.max_backoff_seconds < c.retry.initial_backoff_seconds)
-      return r.err(line_of(**rt), "retries",
-                   "max_backoff_seconds must be at least initial_backoff_seconds");
-  }
-  return {};
-}
-
-result<void> read_command(const reader& r, const toml::table& root, config& c) {
-  LATHE_TRY(t, r.table(root, "command"));
-  if (c.provider != provider_kind::command) {
-    if (*t)
-      return r.err(line_of(**t), "command",
-                   "is read only with provider = \"command\" (this file says provider = \"" +
-                       std::string(to_string(c.provider)) + "\")");
-    return {};
-  }
-  if (!*t)
-    return r.err(1, "command",
-                 "provider = \"command\" needs a [command] table with argv = [\"program\", …]");
-  const toml::table& ct = **t;
-  LATHE_TRY(keys, r.check_keys(ct, {"argv", "env", "timeout_seconds"}, "command"));
-  LATHE_TRY(argv, r.strings(ct, "argv", "command"));
-  if (argv->empty() || (*argv)[0].empty())
-    return r.err(line_of(ct), "command.argv",
-                 "must name the program to run, e.g. argv = [\"codex\", \"exec\"]");
-  LATHE_TRY(env, r.strings(ct, "env", "command"));
-  for (const auto& name : *env)
-    if (!is_env_name(name))
-      return r.err(line_of(*ct.get("env")), "command.env",
-                   "'" + name + "' is not an environment variable name (letters, digits, _)");
-  LATHE_TRY(timeout, r.number(ct, "timeout_seconds", "command", 0, true));
-  c.command.argv = *argv;
-  c.command.env = *env;
-  if (*timeout) c.command.timeout_seconds = **timeout;
-  return {};
-}
-
-result<void> read_cassettes(const reader& r, const toml::table& root, config& c) {
-  LATHE_TRY(t, r.table(root, "cassettes"));
-  if (!*t) {
-    if (c.provider == provider_kind::replay)
-      return r.err(1, "cassettes",
-                   "provider = \"replay\" needs a [cassettes] table with dir = \"…\"");
-    return {};
-  }
-  const toml::table& ct = **t;
-  LATHE_TRY(keys, r.check_keys(ct, {"dir", "mode"}, "cassettes"));
-  LATHE_TRY(dir, r.str(ct, "dir", "cassettes"));
-  LATHE_TRY(mode, r.str(ct, "mode", "cassettes"));
-  if (!*dir || (*dir)->empty())
-    return r.err(line_of(ct), "cassettes.dir", "missing: the directory that holds the cassettes");
-  const uint32_t mode_line = ct.get("mode") ? line_of(*ct.get("mode")) : line_of(ct);
-  const std::string m = *mode ? **mode : (c.provider == provider_kind::replay ? "replay" : "");
-  if (m == "replay") {
-    if (c.provider != provider_kind::replay)
-      return r.err(mode_line, "cassettes.mode",
-                   "\"replay\" answers from cassettes only: say provider = \"replay\" (and keep "
-                   "model to name what recorded them), or use mode = \"record\"");
-    c.cassettes = cassette_mode::replay;
-  } else if (m == "record") {
-    if (c.provider == provider_kind::replay)
-      return r.err(mode_line, "cassettes.mode",
-                   "\"record\" needs a provider to call (openai, anthropic or command), not "
-                   "replay");
-    c.cassettes = cassette_mode::record;
-  } else {
-    return r.err(mode_line, "cassettes.mode",
-                 m.empty() ? std::string("missing: \"record\" (call the provider and write "
-                                         "cassettes)")
-                           : "'" + m + "' is not a mode (one of: replay, record)");
-  }
-  fs::path d(**dir);
-  if (d.is_relative()) d = fs::path(r.file()).parent_path() / d;
-  std::error_code ec;
-  fs::path abs = fs::absolute(d, ec);
-  c.cassette_dir = (ec ? d : abs).lexically_normal();
   return {};
 }
 
@@ -480,10 +193,10 @@ result<config> parse_config(std::string_view text, const fs::path& file_name,
                  "TOML syntax: " + std::string(e.description()));
   }
   const toml::table& root = parsed.table();
-  LATHE_TRY(secrets, r.refuse_secret_fields(root, ""));
+  LATHE_TRY(secrets, refuse_secret_fields(r, root, ""));
   LATHE_TRY(keys, r.check_keys(root,
                                {"provider", "model", "base_url", "key_env", "concurrency", "prices",
-                                "limits", "timeouts", "retries", "command", "cassettes"},
+                                "limits", "timeouts", "retries", "command", "cassettes", "sampling"},
                                ""));
   config c;
   c.file = file_name;
@@ -540,6 +253,7 @@ result<config> parse_config(std::string_view text, const fs::path& file_name,
   if (c.provider == provider_kind::command && c.model.empty())
     c.model = fs::path(c.command.argv[0]).filename().string();
   LATHE_TRY(cassettes, read_cassettes(r, root, c));
+  LATHE_TRY(sampled, read_sampling(r, root, c));
 
   // A money limit the ledger could not enforce is an error now, not a refusal mid-run.
   if (c.caps.run.usd) {

@@ -13,12 +13,14 @@
 // refused, and the message never repeats the value. Errors are "file:line: field: what".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -51,6 +53,21 @@ struct command_settings {
   double timeout_seconds = 600;
 };
 
+// One operation's sampling settings, [sampling.<operation>] (docs/config.md). An unset field
+// keeps [sampling.default]'s, else the operation's own default (agent/llm_proposer.h
+// default_sampling: deterministic, but mutate at Kernel-Smith's 0.6 / 0.95).
+struct sampling {
+  std::optional<double> temperature;  // 0..2
+  std::optional<double> top_p;        // (0, 1]
+  std::optional<int64_t> max_tokens;  // the reply's bound
+};
+
+// The names a [sampling.<name>] table may have: every operation of the proposer
+// (agent/replies.h operation, by its to_string), and "default" for all of them.
+inline constexpr std::array<std::string_view, 10> sampling_tables = {
+    "default",  "propose_backward", "rederive_forward", "audit_features", "abstract_card",
+    "materialize", "repair",        "seed_baseline",    "rank_paths",     "mutate"};
+
 struct config {
   std::filesystem::path file;  // where it was read from
   provider_kind provider = provider_kind::openai;
@@ -66,6 +83,7 @@ struct config {
   command_settings command;  // provider = "command" only (llm/command.h runs it)
   cassette_mode cassettes = cassette_mode::off;
   std::filesystem::path cassette_dir;  // absolute; relative in the file = from its directory
+  std::map<std::string, sampling> sampling_by;  // [sampling.<name>], by name (sampling_tables)
 
   // The price of the configured model, if the file gives one.
   std::optional<price> model_price() const;

@@ -2,6 +2,9 @@
 // what each prompt shows, what each reply becomes, and what lathe refuses to believe.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "agent/kernel_text.h"
 #include "scripted.h"
 
@@ -329,6 +332,38 @@ TEST(llm_proposer, mutate_shows_inspirations_and_may_add_nothing) {
   EXPECT_TRUE(has(u, "--- inspiration 1 ---\nlanguage: cpp"));
   EXPECT_TRUE(has(u, "fewer passes over each row"));
   EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v1");
+  // Kernel-Smith's sampling for mutations, by default; every other operation deterministic.
+  EXPECT_EQ(model.seen[0].temperature, 0.6);
+  EXPECT_EQ(model.seen[0].top_p, 0.95);
+}
+
+TEST(llm_proposer, sampling_per_operation_from_lathe_toml_reaches_the_request) {
+  // The llm layer's table names are the proposer's operations, and "default".
+  for (operation op : all_operations)
+    EXPECT_NE(std::find(llm::sampling_tables.begin(), llm::sampling_tables.end(), to_string(op)),
+              llm::sampling_tables.end())
+        << to_string(op);
+  EXPECT_EQ(llm::sampling_tables.size(), std::size(all_operations) + 1);
+  EXPECT_EQ(default_sampling(operation::audit_features).temperature, 0.0);
+  EXPECT_EQ(default_sampling(operation::abstract_card).temperature, 0.0);
+  EXPECT_FALSE(default_sampling(operation::abstract_card).top_p);
+  llm::config cfg;
+  cfg.sampling_by["default"] = llm::sampling{0.3, std::nullopt, 9000};
+  cfg.sampling_by["propose_backward"] = llm::sampling{0.1, 0.5, std::nullopt};
+  const auto by = sampling_from(cfg);
+  EXPECT_EQ(by.at(operation::propose_backward), (sampling_settings{0.1, 0.5, 9000}));
+  EXPECT_EQ(by.at(operation::mutate), (sampling_settings{0.3, 0.95, 9000}));  // default over its own
+  EXPECT_EQ(by.at(operation::audit_features), (sampling_settings{0.3, std::nullopt, 9000}));
+  scripted model;
+  model.say(backward_reply(search_replace("kernel.cpp", omp_line, "")));
+  llm_options o;
+  o.sampling = by;
+  llm_proposer p(model, prompts(), o);
+  ASSERT_TRUE(p.propose_backward(backward_of(softmax_expert())));
+  ASSERT_EQ(model.seen.size(), 1u);
+  EXPECT_EQ(model.seen[0].temperature, 0.1);
+  EXPECT_EQ(model.seen[0].top_p, 0.5);
+  EXPECT_EQ(model.seen[0].max_tokens, 9000);
 }
 
 // ---- repair rounds --------------------------------------------------------------------------

@@ -61,6 +61,7 @@ request templated(const std::string& id, int32_t version, const std::string& fie
 }
 
 const std::string h1 = "0123456789abcdef0123456789abcdef";
+const std::string tag = sampling_tag(request{});  // a request's defaults: "t0-pnone-m4096"
 const std::string h2 = "fedcba9876543210fedcba9876543210";
 
 TEST(cassette, record_then_replay_is_byte_for_byte) {
@@ -74,7 +75,7 @@ TEST(cassette, record_then_replay_is_byte_for_byte) {
   auto live1 = rec.call(templated("propose_backward", 1, h1));
   auto live2 = rec.call(templated("propose_backward", 1, h2));
   ASSERT_TRUE(live1.has_value() && live2.has_value());
-  EXPECT_TRUE(fs::exists(tmp / "c/propose_backward/v1" / (h1 + ".0.json")));
+  EXPECT_TRUE(fs::exists(tmp / "c/propose_backward/v1" / (h1 + "." + tag + ".0.json")));
 
   replay_provider rep(tmp / "c");
   auto back2 = rep.call(templated("propose_backward", 1, h2));  // order across keys is free
@@ -124,7 +125,7 @@ TEST(cassette, missing_cassette_names_the_nearest_recording) {
   ASSERT_FALSE(other_fields.has_value());
   EXPECT_EQ(other_fields.error().kind, call_error::missing_cassette);
   EXPECT_TRUE(has(other_fields.error().message, "same template version with other fields"));
-  EXPECT_TRUE(has(other_fields.error().message, h1 + ".0.json")) << other_fields.error().message;
+  EXPECT_TRUE(has(other_fields.error().message, h1 + "." + tag + ".0.json")) << other_fields.error().message;
   // Other version.
   auto other_version = rep.call(templated("propose_backward", 2, h1));
   ASSERT_FALSE(other_version.has_value());
@@ -161,7 +162,7 @@ TEST(cassette, untemplated_requests_are_keyed_by_their_prompt) {
   record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"pong"}),
                       tmp / "c");
   ASSERT_TRUE(rec.call(q).has_value());
-  EXPECT_TRUE(fs::exists(tmp / "c/_raw/v0" / (prompt_hash(q) + ".0.json")));
+  EXPECT_TRUE(fs::exists(tmp / "c/_raw/v0" / (prompt_hash(q) + "." + tag + ".0.json")));
   replay_provider rep(tmp / "c");
   EXPECT_EQ(rep.call(q)->text, "pong");
   q.messages[0].content = "ping!";
@@ -178,7 +179,7 @@ TEST(cassette, keys_never_reach_a_cassette) {
   auto live = rec.call(templated("repair", 1, h1));
   unsetenv("OPENAI_API_KEY");
   ASSERT_TRUE(live.has_value());
-  const std::string file = test::read_text(tmp / "c/repair/v1" / (h1 + ".0.json"));
+  const std::string file = test::read_text(tmp / "c/repair/v1" / (h1 + "." + tag + ".0.json"));
   ASSERT_FALSE(file.empty());
   EXPECT_FALSE(has(file, key));
   EXPECT_TRUE(has(file, "[redacted:OPENAI_API_KEY], twice: [redacted:OPENAI_API_KEY]"));
@@ -199,6 +200,42 @@ TEST(cassette, keys_that_cannot_name_files_are_refused) {
   EXPECT_FALSE(key_of(templated("../x", 1, h1)).has_value());
   EXPECT_FALSE(key_of(templated("repair", 1, "../../etc")).has_value());
   EXPECT_TRUE(key_of(templated("repair", 1, h1)).has_value());
+}
+
+TEST(cassette, sampling_settings_are_in_the_key) {
+  EXPECT_EQ(tag, "t0-pnone-m4096");
+  test::temp_dir tmp;
+  request warm = templated("mutate", 1, h1);
+  warm.temperature = 0.6;
+  warm.top_p = 0.95;
+  EXPECT_EQ(sampling_tag(warm), "t0.6-p0.95-m4096");
+  {
+    record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"cold", "warm"}),
+                        tmp / "c");
+    ASSERT_TRUE(rec.call(templated("mutate", 1, h1)).has_value());
+    ASSERT_TRUE(rec.call(warm).has_value());
+  }
+  EXPECT_TRUE(fs::exists(tmp / "c/mutate/v1" / (h1 + ".t0.6-p0.95-m4096.0.json")));
+  replay_provider rep(tmp / "c");
+  EXPECT_EQ(rep.call(warm)->text, "warm");  // the same prompt, its own recording per setting
+  EXPECT_EQ(rep.call(templated("mutate", 1, h1))->text, "cold");
+  request hot = warm;
+  hot.temperature = 1.0;
+  auto missing = rep.call(hot);
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().kind, call_error::missing_cassette);
+  EXPECT_TRUE(has(missing.error().message, "recorded with other sampling settings")) << missing.error().message;
+  // A cassette recorded before the settings were in its name: read when its recorded settings
+  // are the call's, stale otherwise.
+  test::temp_dir old;
+  fs::create_directories(old / "c/mutate/v1");
+  fs::copy_file(tmp / "c/mutate/v1" / (h1 + ".t0.6-p0.95-m4096.0.json"), old / "c/mutate/v1" / (h1 + ".0.json"));
+  replay_provider legacy(old / "c");
+  EXPECT_EQ(legacy.call(warm)->text, "warm");
+  replay_provider legacy2(old / "c");
+  auto stale = legacy2.call(hot);
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_TRUE(has(stale.error().message, "recorded with temperature 0.6, this call asks with 1.0")) << stale.error().message;
 }
 
 }  // namespace

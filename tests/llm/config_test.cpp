@@ -272,6 +272,14 @@ TEST(config, errors_name_the_file_the_line_and_the_field) {
       {head + "[cassettes]\ndir = \"c\"\nmode = \"rewind\"\n",
        "5: cassettes.mode: 'rewind' is not a mode"},
       {head + "limits = 5\n", "3: limits: must be a table"},
+      {head + "[sampling.mutant]\ntemperature = 1\n", "3: sampling.mutant: not an operation (one of: default, "},
+      {head + "[sampling.mutate]\ntemprature = 1\n", "4: sampling.mutate.temprature: unknown key"},
+      {head + "[sampling.mutate]\ntemperature = 2.5\n", "4: sampling.mutate.temperature: must be at most 2"},
+      {head + "[sampling.mutate]\ntemperature = -1\n", "4: sampling.mutate.temperature: must be a finite number >= 0"},
+      {head + "[sampling.repair]\ntop_p = 0\n", "4: sampling.repair.top_p: must be a finite number > 0"},
+      {head + "[sampling.repair]\ntop_p = 1.5\n", "4: sampling.repair.top_p: must be at most 1"},
+      {head + "[sampling.repair]\nmax_tokens = 0\n", "4: sampling.repair.max_tokens: must be between 1"},
+      {head + "[sampling]\nmutate = 0.6\n", "4: sampling.mutate: must be a table"},
       {head + "model = \"twice\"\n", "3: TOML syntax"},
   };
   for (const auto& c : cases) {
@@ -348,6 +356,19 @@ TEST(config, secret_values_are_the_keys_it_may_touch) {
   EXPECT_EQ(std::find(sc.begin(), sc.end(), "/usr/bin:/bin:/usr/local/bin"), sc.end());
   EXPECT_EQ(std::find(sc.begin(), sc.end(), "ollama"), sc.end());  // too short to scrub
   EXPECT_EQ(secret_values(nullptr, env).size(), 2u);
+}
+
+TEST(config, sampling_per_operation) {
+  auto c = parse_config("provider = \"openai\"\nmodel = \"m\"\n[sampling.default]\ntemperature = 0.2\n"
+                        "[sampling.mutate]\ntop_p = 0.9\nmax_tokens = 8000\n",
+                        "/cfg/lathe.toml", fake_env({}));
+  ASSERT_TRUE(c) << c.error().message;
+  ASSERT_EQ(c->sampling_by.size(), 2u);
+  EXPECT_EQ(c->sampling_by.at("default").temperature, 0.2);
+  EXPECT_FALSE(c->sampling_by.at("default").top_p);
+  EXPECT_FALSE(c->sampling_by.at("mutate").temperature);
+  EXPECT_EQ(c->sampling_by.at("mutate").top_p, 0.9);
+  EXPECT_EQ(c->sampling_by.at("mutate").max_tokens, 8000);
 }
 
 }  // namespace
