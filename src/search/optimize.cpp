@@ -62,6 +62,21 @@ std::string ratio_text(double r) {
   return b;
 }
 
+}  // namespace
+
+std::string speed_reading(double ratio, double margin) {
+  char m[24];
+  std::snprintf(m, sizeof m, "%.3f", margin);
+  const std::string r = ratio_text(ratio);
+  if (ratio >= 1.0 + margin) return r + ": faster (clears 1 + " + m + ")";
+  if (ratio > 1.0)
+    return r + ": read faster, but inside the noise margin (1 + " + m + "): undecided, not slower";
+  if (ratio * (1.0 + margin) > 1.0) return r + ": the same within the noise margin (1 + " + m + ")";
+  return r + ": slower (below 1 / (1 + " + m + "))";
+}
+
+namespace {
+
 stop_reason stop_of(llm::resource r) {
   switch (r) {
     case llm::resource::steps: return stop_reason::steps;
@@ -556,8 +571,7 @@ struct runner {
       ++stall;
       return reject(n, 0, "not_faster", cand.kernel.hash,
                     cat(first_line(cand.rationale), ": not faster: paired ",
-                        first->ratio ? ratio_text(*first->ratio) : std::string("(untimed)"), " < 1 + ",
-                        std::to_string(first->margin)));
+                        first->ratio ? speed_reading(*first->ratio, first->margin) : std::string("(untimed)")));
     }
     auto again = compare(cat("e/remeasure/", std::to_string(n), "/0/0"), "remeasure", cand.kernel, best, cand.prov);
     if (!again) return tl::unexpected(again.error());
@@ -566,11 +580,11 @@ struct runner {
     const verdict second = **again;
     if (!second.faster()) {
       ++stall;
-      gated[cand.kernel.hash] = cat("did not hold on re-measure: ", second.ratio ? ratio_text(*second.ratio) : second.outcome);
+      const std::string reread = second.ratio ? speed_reading(*second.ratio, second.margin) : second.outcome;
+      gated[cand.kernel.hash] = cat("did not hold on re-measure: ", reread);
       return reject(n, 0, "remeasure", cand.kernel.hash,
                     cat(first_line(cand.rationale), ": faster at first (", ratio_text(*first->ratio),
-                        ") but not on the fresh re-measure (",
-                        second.ratio ? ratio_text(*second.ratio) : second.outcome, ")"));
+                        ") but not on the fresh re-measure (", reread, ")"));
     }
     return accept(n, req, cand, *first, second);
   }

@@ -137,4 +137,11 @@ result<double> resume_seconds(store& db, const std::string& run_id);
 // "optimize-YYYYMMDD-HHMMSS-xxxx".
 std::string new_run_id();
 
+// A paired ratio as a proposer should read it against the margin it had to clear (1 + margin):
+// "1.120x: faster (clears 1 + 0.050)", "1.030x: read faster, but inside the noise margin (1 +
+// 0.050): undecided, not slower", "0.990x: the same within the noise margin (1 + 0.050)",
+// "0.800x: slower (below 1 / (1 + 0.050))". A re-measure that read faster inside the noise is
+// not a verdict that the kernel is not faster (issue 23).
+std::string speed_reading(double ratio, double margin);
+
 }  // namespace lathe::search

@@ -601,3 +601,16 @@ TEST_F(optimize_env, a_model_call_limit_ends_the_run_at_the_refused_call) {
 
 }  // namespace
 }  // namespace lathe::search_test
+
+// What a proposer reads of a rejected attempt's ratio (issue 23): the margin it had to clear and
+// which side of the noise it fell on; a reading above 1 inside the margin is undecided, never
+// "slower".
+TEST(optimize_feedback, a_ratio_is_read_against_its_margin) {
+  EXPECT_EQ(lathe::search::speed_reading(1.12, 0.05), "1.120x: faster (clears 1 + 0.050)");
+  EXPECT_EQ(lathe::search::speed_reading(1.03, 0.05),
+            "1.030x: read faster, but inside the noise margin (1 + 0.050): undecided, not slower");
+  EXPECT_EQ(lathe::search::speed_reading(0.99, 0.05), "0.990x: the same within the noise margin (1 + 0.050)");
+  EXPECT_EQ(lathe::search::speed_reading(0.96, 0.05), "0.960x: the same within the noise margin (1 + 0.050)");
+  EXPECT_EQ(lathe::search::speed_reading(0.80, 0.05), "0.800x: slower (below 1 / (1 + 0.050))");
+  EXPECT_EQ(lathe::search::speed_reading(1.0, 0.05), "1.000x: the same within the noise margin (1 + 0.050)");
+}
