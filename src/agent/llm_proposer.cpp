@@ -147,7 +147,9 @@ op_result<llm_proposer::answer> llm_proposer::ask(operation op, const prompt_fie
     switch (f.what) {
       case ask_failure::kind::call:
         return tl::unexpected(fail_with(
-            f.call.kind == llm::call_error::budget ? failure_kind::budget : failure_kind::call,
+            f.call.kind == llm::call_error::budget    ? failure_kind::budget
+            : f.call.kind == llm::call_error::waiting ? failure_kind::waiting
+                                                      : failure_kind::call,
             std::string(llm::to_string(f.call.kind)) + ": " + f.call.message, f.attempts));
       case ask_failure::kind::edit_not_applied:
         return tl::unexpected(fail_with(failure_kind::edit_not_applied,

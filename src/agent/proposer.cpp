@@ -11,6 +11,8 @@ const char* to_string(failure_kind k) {
       return "call";
     case failure_kind::budget:
       return "budget";
+    case failure_kind::waiting:
+      return "waiting";
     case failure_kind::invalid_reply:
       return "invalid_reply";
     case failure_kind::edit_not_applied:

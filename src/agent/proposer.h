@@ -38,6 +38,7 @@ struct proposal {
 enum class failure_kind : uint8_t {
   call,              // the model call failed (network, timeout, auth…): `call_error` says which
   budget,            // the budget refused the call's reservation
+  waiting,           // batch mode: the prompt is written out, its answer not yet there (llm/batch_dir.h)
   invalid_reply,     // the reply never matched its schema within the repair rounds
   edit_not_applied,  // the edits never applied within the repair rounds (last error in message)
   unsupported,       // this proposer cannot do this operation (rules: no seed for this task)

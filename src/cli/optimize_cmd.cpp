@@ -2,6 +2,7 @@
 // line"; docs/optimize.md). The verb wires the context, the gate, the proposer with its ledger and
 // the store together, shows progress and prints; search/ decides.
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -27,7 +28,7 @@ namespace {
 
 struct optimize_cli {
   std::string task, kernel, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
-      proposer = "auto", out_dir;
+      proposer = "auto", out_dir, propose_only, gate_batch;
   int32_t max_repairs = 1, max_stall = 0;
   double max_time = 1.0;
   bool no_free = false, no_expert = false, json = false, quiet = false, quick = false, profile = false,
@@ -197,6 +198,21 @@ int run_optimize(const common_options& common, optimize_cli o) {
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
   json stored_args;
+  // Batch mode (llm/batch_dir.h): the folder names its run.
+  std::optional<fs::path> batch;
+  if (!o.propose_only.empty() && !o.gate_batch.empty())
+    return fail_with("--propose-only starts a batch run and --gate-batch continues one: give one of them", 2);
+  if (!o.propose_only.empty()) batch = fs::absolute(o.propose_only);
+  if (!o.gate_batch.empty()) {
+    batch = fs::absolute(o.gate_batch);
+    std::ifstream in(*batch / "run.txt");
+    std::string id;
+    if (!(in >> id))
+      return fail_with(batch->string() + "/run.txt names no run: --gate-batch continues a run begun with --propose-only DIR", 2);
+    if (!o.resume.empty() && o.resume != id)
+      return fail_with("--resume " + o.resume + " but " + batch->string() + " belongs to run " + id, 2);
+    o.resume = id;
+  }
   if (!o.resume.empty()) {
     auto a = fill_from_run(*ctx, o);
     if (!a) return fail_with(a.error().message, 2);
@@ -237,7 +253,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
     if (!secs) return fail_with(secs.error().message, 2);
     spent.seconds = *secs;
   }
-  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty());
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty(), batch);
   if (!session) return fail_with(session.error().message, 2);
   gate_settings gs;
   gs.max_time = o.max_time;
@@ -265,8 +281,32 @@ int run_optimize(const common_options& common, optimize_cli o) {
     std::fprintf(stderr, "… optimize %s (strategy %s, budget %s) with the %s\n", t->name.c_str(), o.strategy.c_str(),
                  llm::budget_text(*limits).c_str(), (*session)->decision.why.c_str());
   }
+  if (!o.propose_only.empty()) {
+    std::error_code ec;
+    fs::create_directories(*batch, ec);
+    std::ofstream(*batch / "run.txt") << run_id << "\n";
+  }
   auto res = search::optimize(*t, ks, v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
   if (!res) return fail_with(res.error().message, 1);
+  if (res->stop == search::stop_reason::waiting) {
+    const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
+    if (o.json) {
+      json names = json::array();
+      for (const auto& p : waiting) names.push_back(p.filename().string());
+      std::printf("%s\n", json{{"schema", "lathe.optimize/1"}, {"run", res->r.id}, {"stop", "waiting"},
+                                {"batch", batch->string()}, {"waiting", names}}
+                               .dump(2)
+                               .c_str());
+      return 0;
+    }
+    std::printf("waiting   run %s: %zu prompt(s) in %s wait for their answers\n", res->r.id.c_str(), waiting.size(),
+                batch->c_str());
+    for (const auto& p : waiting) std::printf("          %s\n", p.filename().c_str());
+    std::printf("          answer each <key>.prompt (its kernel in <key>.bundle/) with <key>.reply, then run\n"
+                "          lathe optimize --gate-batch %s\n",
+                batch->c_str());
+    return 0;
+  }
 
   // The best kernel's bundle, beside the run's other artifacts.
   const fs::path dir = o.out_dir.empty() ? ctx->ws.runs() / res->r.id / "best" : fs::path(o.out_dir);
@@ -318,6 +358,11 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
   opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");
+  opt->add_option("--propose-only", o->propose_only,
+                  "batch mode: write each prompt the run needs (and its kernel) to this folder and stop at the first "
+                  "one without an answer; the model answers elsewhere (docs/optimize.md \"Batch mode\")");
+  opt->add_option("--gate-batch", o->gate_batch,
+                  "batch mode: continue the run of this folder with the answers written there, gating them");
   opt->add_option("--out", o->out_dir, "write the best kernel's bundle here (default: .lathe/runs/RUN/best)");
   opt->add_flag("--json", o->json, "print the result as JSON (schema lathe.optimize/1)");
   opt->add_flag("--quiet", o->quiet, "no progress lines on stderr");

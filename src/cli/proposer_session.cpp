@@ -19,12 +19,17 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                                         std::string_view flag,
                                                         const std::optional<std::string>& run_id,
                                                         const budget& limits,
-                                                        const llm::amounts& already_spent, bool resuming) {
+                                                        const llm::amounts& already_spent, bool resuming,
+                                                        const std::optional<std::filesystem::path>& batch_dir) {
   const auto env = llm::process_env();
   auto decided = decide_proposer(flag, ctx.ws, env);
   if (!decided) return tl::unexpected(decided.error());
   auto s = std::make_unique<proposer_session>();
   s->decision = std::move(*decided);
+  if (batch_dir && s->decision.choice == proposer_choice::rules)
+    return fail(errc::invalid_argument,
+                "batch mode (--propose-only, --gate-batch) needs the model that answers named in lathe.toml "
+                "(docs/config.md; any provider: its calls are made through the folder), and --proposer llm or auto");
   if (s->decision.choice == proposer_choice::rules) {
     s->budget = std::make_unique<llm::ledger>(llm::limits{limits, std::nullopt}, already_spent);
     s->proposer = std::make_unique<agent::rules::rules_proposer>(agent::rules::options_for(t));
@@ -36,6 +41,17 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
   s->prompts = std::move(*prompts);
   auto inner = llm::make_provider(cfg);
   if (!inner) return tl::unexpected(inner.error());
+  if (batch_dir) {
+    std::vector<llm_call> recorded;
+    if (run_id && ctx.db) {
+      auto got = ctx.db->llm_calls(*run_id);
+      if (!got) return tl::unexpected(got.error());
+      recorded = std::move(*got);
+    }
+    auto b = std::make_unique<llm::batch_dir_provider>(*batch_dir, (*inner)->name(), recorded);
+    s->batch = b.get();
+    *inner = std::move(b);
+  }
   s->budget = std::make_unique<llm::ledger>(llm::with_overrides(cfg.caps, limits), already_spent);
   if (ctx.db)
     s->log = std::make_unique<llm::call_log>(*ctx.db, llm::identity_of(cfg, run_id),

@@ -15,6 +15,7 @@
 #include "cli/proposer_choice.h"
 #include "core/error.h"
 #include "core/feature.h"
+#include "llm/batch_dir.h"
 #include "llm/budget.h"
 #include "llm/call_log.h"
 #include "llm/provider.h"
@@ -33,13 +34,15 @@ struct proposer_session {
   std::unique_ptr<llm::call_log> log;
   std::unique_ptr<llm::provider> model;    // metered
   std::unique_ptr<agent::proposer> proposer;
+  llm::batch_dir_provider* batch = nullptr;  // batch mode's provider (inside `model`), else null
   // The label every table prints beside results (DESIGN.md: rule results show the machinery).
   std::string label() const;
 };
 
 // `flag`: rules | llm | auto. `run_id` tags every model call in the store; `limits` is the run's
 // --budget (over lathe.toml's [limits] for a model); `already_spent`: what a resumed run used
-// before (its seconds). The session's ledger holds them for every proposer, the rule engine too
+// before (its seconds). `batch_dir`: batch mode (llm/batch_dir.h), the model answering through
+// that folder; it needs a model in lathe.toml, whose name the work is credited to. The session's ledger holds them for every proposer, the rule engine too
 // (optimize reserves its steps and evaluations there). `resuming`: the model calls `run_id` made
 // before are answered from the store's call log (llm/rerun.h), not asked again.
 result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task& t,
@@ -47,7 +50,8 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
                                                         const std::optional<std::string>& run_id,
                                                         const budget& limits = {},
                                                         const llm::amounts& already_spent = {},
-                                                        bool resuming = false);
+                                                        bool resuming = false,
+                                                        const std::optional<std::filesystem::path>& batch_dir = {});
 
 // The gate as lineage/ and skills/ reach it from a verb: this context's gate configuration for
 // each task (`s`, with `time` per call) and its store for every evaluation. One place, so that

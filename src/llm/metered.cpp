@@ -18,6 +18,7 @@ meter meter_of(const config& c, ledger* budget, call_log* log) {
 
 amounts used_by_failure(const call_failure& f, const amounts& worst_case) {
   amounts used;
+  if (f.kind == call_error::waiting) return used;  // nothing was asked yet (batch mode)
   used.calls = 1;
   switch (f.kind) {
     case call_error::timeout:

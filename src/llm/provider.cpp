@@ -27,6 +27,7 @@ const char* to_string(call_error e) {
     case call_error::cancelled: return "cancelled";
     case call_error::missing_cassette: return "missing_cassette";
     case call_error::budget: return "budget";
+    case call_error::waiting: return "waiting";
   }
   return "none";
 }

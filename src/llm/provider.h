@@ -63,6 +63,7 @@ enum class call_error : uint8_t {
   cancelled,
   missing_cassette,
   budget,         // the reservation was refused
+  waiting,        // batch mode: the prompt is written out and its answer is not there yet
 };
 const char* to_string(call_error e);
 

@@ -34,6 +34,7 @@ const char* to_string(stop_reason s) {
     case stop_reason::seconds: return "seconds";
     case stop_reason::exhausted: return "exhausted";
     case stop_reason::stalled: return "stalled";
+    case stop_reason::waiting: return "waiting";
   }
   return "?";
 }
@@ -304,6 +305,10 @@ struct runner {
       body["calls"] = r->calls;
       message = cat(op, ": ", r->action, " at ", r->locus, " (", to_string(r->prov), ")");
       res.ok = std::move(*r);
+    } else if (r.error().kind == agent::failure_kind::waiting) {
+      // Batch mode: no event, so that the resumed run asks again and reads the answer.
+      res.failed = r.error();
+      return res;
     } else {
       body["failure"] = {{"kind", agent::to_string(r.error().kind)}, {"message", r.error().message}};
       message = cat(op, ": the proposer failed (", agent::to_string(r.error().kind), "): ", first_line(r.error().message));
@@ -505,6 +510,10 @@ struct runner {
     budget.commit(std::move(*hold), {1, 0, 0, 0, 0, 0});
     if (!pr->ok) {
       const auto& f = pr->failed;
+      if (f.kind == agent::failure_kind::waiting) {
+        set_stop(stop_reason::waiting, f.message);
+        return {};
+      }
       if (f.kind == agent::failure_kind::budget) {
         const auto lim = reached_limit(budget);
         set_stop(lim ? stop_of(*lim) : stop_reason::tokens, f.message);
@@ -543,6 +552,10 @@ struct runner {
                            req.card_ids, [&] { return p.repair(rr); });
       if (!fixed) return tl::unexpected(fixed.error());
       if (!fixed->ok) {
+        if (fixed->failed.kind == agent::failure_kind::waiting) {
+          set_stop(stop_reason::waiting, fixed->failed.message);
+          return {};
+        }
         if (fixed->failed.kind == agent::failure_kind::budget) {
           const auto lim = reached_limit(budget);
           set_stop(lim ? stop_of(*lim) : stop_reason::tokens, fixed->failed.message);
@@ -741,6 +754,12 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
     }
     out.stop = *loop.stop;
     out.stop_detail = loop.stop_detail;
+    // Batch mode: the run waits for answers (interrupted, resumable); no final measurement yet.
+    if (out.stop == stop_reason::waiting) {
+      out.best = loop.best;
+      out.used = ledger.spent();
+      return result<void>{};
+    }
     if (auto f = loop.finals(held); !f) return f;
     out.best = loop.best;
     out.used = ledger.spent();
@@ -754,7 +773,8 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
     (void)db.put_run(r);
     return tl::unexpected(done.error());
   }
-  r.state = run_state::finished;
+  r.state = out.stop == stop_reason::waiting ? run_state::interrupted : run_state::finished;
+  r.message = out.stop == stop_reason::waiting ? out.stop_detail : std::string();
   r.summary = summary_json(out, t, o).dump();
   if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
   return out;

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "lathe_cli_json.h"
@@ -130,3 +133,61 @@ TEST_F(optimize_cli, without_a_kernel_the_rule_engine_starts_from_the_naive_one_
 }
 
 }  // namespace
+
+// Batch mode (issue 23, item 7): the model answers where it is reachable, the gate runs where
+// the GPU is. Here both on this machine: the run writes its prompt and stops, interrupted; the
+// mock model (run as a command provider would run it) answers the file; --gate-batch gates the
+// answer and ends the run on its budget.
+TEST_F(optimize_cli, a_batch_round_trip_through_a_folder) {
+  const fs::path q = dir_ / "batch";
+  // Without a model in lathe.toml there is nobody to credit the answers to.
+  const run_result none = run_lathe(ws() + "optimize silu naive --strategy none --propose-only '" + q.string() + "'");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("needs the model that answers named in lathe.toml"), std::string::npos) << none.err;
+  fs::create_directories(dir_ / "ws/.lathe");
+  std::ofstream(dir_ / "ws/.lathe/lathe.toml") << "provider = \"command\"\nmodel = \"mock\"\n[command]\nargv = [\"true\"]\n";
+  const run_result first = run_lathe(ws() + "optimize silu naive --strategy none --budget steps=1 --max-time 0.3 --no-expert "
+                                            "--propose-only '" + q.string() + "' --json");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const json w = parse(first);
+  EXPECT_EQ(w.value("stop", ""), "waiting") << w.dump();
+  ASSERT_EQ(w["waiting"].size(), 1u) << w.dump();
+  const std::string prompt = w["waiting"][0].get<std::string>();
+  const std::string stem = prompt.substr(0, prompt.size() - std::string(".prompt").size());
+  EXPECT_EQ(stem.rfind("mutate.v1.", 0), 0u) << stem;
+  EXPECT_NE(stem.find(".t0.6-p0.95-m16384."), std::string::npos) << stem;  // mutate's sampling
+  ASSERT_TRUE(fs::exists(q / (stem + ".bundle/kernel.cpp")));
+  std::ifstream pin(q / prompt);
+  const std::string prompt_text((std::istreambuf_iterator<char>(pin)), std::istreambuf_iterator<char>());
+  EXPECT_NE(prompt_text.find("lathe-operation: mutate"), std::string::npos) << prompt_text.substr(0, 300);
+  const run_result listed = run_lathe(ws() + "runs list");
+  EXPECT_NE(listed.out.find("interrupted"), std::string::npos) << listed.out;
+  // The answers, written elsewhere by the model; a candidate the gate refuses is sent back for
+  // repair, so a run may wait more than once before its budget ends it.
+  auto answer = [&](const json& waiting) {
+    for (const auto& name : waiting) {
+      const std::string p = name.get<std::string>(), s = p.substr(0, p.size() - std::string(".prompt").size());
+      const std::string cmd = "cd '" + (q / (s + ".bundle")).string() + "' && '" LATHE_MOCK_MODEL "' < '" +
+                              (q / p).string() + "' > '" + (q / (s + ".reply")).string() + "' 2>/dev/null";
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  };
+  answer(w["waiting"]);
+  json j;
+  int rounds = 1;
+  for (;; ++rounds) {
+    const run_result next = run_lathe(ws() + "optimize --gate-batch '" + q.string() + "' --json");
+    ASSERT_EQ(next.code, 0) << next.err;
+    j = parse(next);
+    if (j.value("stop", "") != "waiting" || rounds >= 5) break;
+    answer(j["waiting"]);
+  }
+  std::printf("batch round trip: %d answered round(s), stop %s\n", rounds, j.value("stop", "").c_str());
+  EXPECT_EQ(j.value("run", ""), w.value("run", "")) << "the folder names its run";
+  EXPECT_EQ(j.value("stop", ""), "steps") << j.dump();
+  EXPECT_GE(j.value("proposals", 0), 1);
+  EXPECT_GE(j.value("evaluations", 0), 2);  // the start, the answer's candidate (and finals)
+  EXPECT_NE(j.value("proposer", "").find("command/mock"), std::string::npos) << j.value("proposer", "");
+  const run_result both = run_lathe(ws() + "optimize --gate-batch '" + q.string() + "' --propose-only '" + q.string() + "'");
+  EXPECT_EQ(both.code, 2);
+}
