@@ -28,6 +28,10 @@ struct stop {
   outcome o;
   std::string message;
   std::string diagnostics;
+  // Once more from the start before this is the verdict: the machine's doing is likely (a worker
+  // that could not start; a baseline slowed while the candidate lived, which a load that came and
+  // went between the series reads alike on a shared VM), and a kernel that caused it does again.
+  bool retry = false;
 };
 
 // Maps how a worker request ended onto the outcome enum, with a message a user can act on.

@@ -912,7 +912,7 @@ std::optional<stop> evaluator::control_and_decide(std::vector<timed_worker>& b,
                   "the baseline ran %.0f%% slower while the candidate's processes were alive "
                   "(%.3g ms a call) than after they ended (%.3g ms): the candidate slowed it",
                   100 * (with / without - 1), with * 1e3, without * 1e3);
-    return stop{outcome::suspicious_speed, buf, {}};
+    return stop{outcome::suspicious_speed, buf, {}, true};
   }
   const decision_result d = decide(main, &*e_.aa, cfg_.policy, decision_floor(t_.plat));
   e_.decision = d.decision;
@@ -1171,10 +1171,12 @@ evaluation evaluate(const gate_config& cfg, const gate_request& req) {
   e.prov = req.prov;
   detail::evaluator ev(cfg, req, e);
   std::optional<detail::stop> s = ev.run();
-  if (s && s->o == outcome::infra_error) {
-    // Not the kernel's doing (a worker that could not start: the machine's process or memory
-    // limits, for a moment): once more from the start, and the first failure kept in the record.
-    const std::string first = "infra_error, retried: " + s->message + "\n";
+  if (s && (s->o == outcome::infra_error || s->retry)) {
+    // Likely not the kernel's doing (a worker that could not start: the machine's process or
+    // memory limits, for a moment; the baseline-slowed check under a load that came and went, 853%
+    // once on the 2-core VM with a build beside it): once more from the start, and the first
+    // failure kept in the record.
+    const std::string first = std::string(to_string(s->o)) + ", retried: " + s->message + "\n";
     const evaluation fresh = e;
     e = evaluation{};
     e.task = fresh.task;

@@ -101,7 +101,10 @@ TEST_F(init, against_a_vendor_library_baseline_the_bar_is_the_naive_kernel) {
   ASSERT_TRUE(c->ratio && c->remeasured_ratio);
   EXPECT_GT(*c->ratio, 2.0);
   EXPECT_GT(*c->remeasured_ratio, 2.0);
-  EXPECT_EQ(c->evaluations.size(), 3u);  // the library once, the naive kernel twice
+  // The library once, the naive kernel twice; each asked again while the gate calls it unstable
+  // (a fresh-clone run with a build beside it needed one more).
+  EXPECT_GE(c->evaluations.size(), 3u);
+  EXPECT_LE(c->evaluations.size(), 3u + 2 * static_cast<size_t>(lineages::init_options{}.unstable_retries));
 }
 
 TEST_F(init, a_wrong_or_slow_expert_is_refused_with_the_gates_reason) {
