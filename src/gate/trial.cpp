@@ -115,31 +115,45 @@ uint32_t trials_on_set(const task& t, uint32_t seeds, uint32_t set_index) {
   return set_index == 0 ? std::max(n, options) : n;
 }
 
-// A problem's trial: its Python worker writes the inputs (their own dtypes, at the slot's input
-// offsets) and the reference's outputs (float64, after the inputs) into the shared region.
+// The shared region a problem's Python worker fills: the inputs at the slot's input offsets,
+// then each reference output (float64), 256-byte aligned.
+struct problem_region {
+  uint64_t bytes = 0;
+  std::vector<uint64_t> outputs;  // offsets
+};
+static problem_region region_of(const slot_layout& l) {
+  problem_region r;
+  r.bytes = align(l.input_bytes, 256);
+  for (const auto& o : l.outputs) {
+    r.outputs.push_back(r.bytes);
+    r.bytes += align(o.elements * sizeof(double), 256);
+  }
+  return r;
+}
+static void read_outputs(const slot_layout& l, const problem_region& r, const uint8_t* m, trial_data& d) {
+  d.ref.resize(l.outputs.size());
+  for (size_t i = 0; i < l.outputs.size(); ++i) {
+    const auto* p = reinterpret_cast<const double*>(m + r.outputs[i]);
+    d.ref[i].assign(p, p + l.outputs[i].elements);
+  }
+}
+
+// A problem's trial: its Python worker writes the inputs (their own dtypes) and the reference's
+// outputs into the shared region.
 static result<trial_data> problem_trial(const slot_layout& l, problem_oracle& o, const trial_spec& spec) {
   trial_data d;
   d.spec = spec;
   std::lock_guard<std::mutex> g(o.lock());
-  uint64_t end = align(l.input_bytes, 256);
-  std::vector<uint64_t> outs;
-  for (const auto& r : l.outputs) {
-    outs.push_back(end);
-    end += align(r.elements * sizeof(double), 256);
-  }
-  auto region = o.region(end);
+  const problem_region pr = region_of(l);
+  auto region = o.region(pr.bytes);
   if (!region) return tl::unexpected(region.error());
   auto reply = o.request({{"op", "trial"}, {"seed", spec.seed}, {"scale", spec.scale},
-                          {"shift", spec.shift}, {"bytes", end}, {"inputs", l.input_offset},
-                          {"outputs", outs}});
+                          {"shift", spec.shift}, {"bytes", pr.bytes}, {"inputs", l.input_offset},
+                          {"outputs", pr.outputs}});
   if (!reply) return fail(reply.error().code, "the problem's reference: " + reply.error().message);
   const uint8_t* m = *region;
   d.inputs.assign(m, m + l.input_bytes);
-  d.ref.resize(l.outputs.size());
-  for (size_t i = 0; i < l.outputs.size(); ++i) {
-    const auto* p = reinterpret_cast<const double*>(m + outs[i]);
-    d.ref[i].assign(p, p + l.outputs[i].elements);
-  }
+  read_outputs(l, pr, m, d);
   return d;
 }
 
@@ -147,24 +161,14 @@ static result<trial_data> problem_trial(const slot_layout& l, problem_oracle& o,
 // region, the Python worker computes the outputs (float64) after them.
 static result<void> problem_reference(const slot_layout& l, problem_oracle& o, trial_data& d) {
   std::lock_guard<std::mutex> g(o.lock());
-  uint64_t end = align(l.input_bytes, 256);
-  std::vector<uint64_t> outs;
-  for (const auto& r : l.outputs) {
-    outs.push_back(end);
-    end += align(r.elements * sizeof(double), 256);
-  }
-  auto region = o.region(end);
+  const problem_region pr = region_of(l);
+  auto region = o.region(pr.bytes);
   if (!region) return tl::unexpected(region.error());
   std::memcpy(*region, d.inputs.data(), l.input_bytes);
-  auto reply = o.request({{"op", "reference"}, {"seed", d.spec.seed}, {"bytes", end},
-                          {"inputs", l.input_offset}, {"outputs", outs}});
+  auto reply = o.request({{"op", "reference"}, {"seed", d.spec.seed}, {"bytes", pr.bytes},
+                          {"inputs", l.input_offset}, {"outputs", pr.outputs}});
   if (!reply) return fail(reply.error().code, "the problem's reference: " + reply.error().message);
-  const uint8_t* m = *region;
-  d.ref.resize(l.outputs.size());
-  for (size_t i = 0; i < l.outputs.size(); ++i) {
-    const auto* p = reinterpret_cast<const double*>(m + outs[i]);
-    d.ref[i].assign(p, p + l.outputs[i].elements);
-  }
+  read_outputs(l, pr, *region, d);
   return {};
 }
 

@@ -8,16 +8,13 @@
 
 #include "gate/bundle.h"
 #include "llm/cassette.h"
+#include "llm/rerun.h"
 
 namespace lathe::llm {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string log_key(const std::string& id, int32_t version, const std::string& fields) {
-  return id + "/v" + std::to_string(version) + "/" + fields;
-}
 
 call_failure failure(call_error k, std::string m) {
   call_failure f;
@@ -42,8 +39,7 @@ std::string batch_stem(const request& r, int32_t n) {
 batch_dir_provider::batch_dir_provider(fs::path dir, std::string name, const std::vector<llm_call>& recorded)
     : dir_(std::move(dir)), name_(std::move(name)) {
   for (const auto& c : recorded)
-    if (c.error_kind == "none" && c.reply && !c.template_id.empty())
-      ++answered_before_[log_key(c.template_id, c.template_version, c.fields_hash)];
+    if (answers_from_log(c)) ++answered_before_[key_text(c.template_id, c.template_version, c.fields_hash)];
 }
 
 call_result batch_dir_provider::call(const request& r, const cancel_token* cancel) {
@@ -62,7 +58,7 @@ std::vector<fs::path> batch_dir_provider::waiting() const {
 }
 
 call_result batch_dir_provider::answer(const request& r, const kernel_bundle* bundle) {
-  const std::string key = log_key(r.template_id, r.template_version, r.fields_hash);
+  const std::string key = key_text(r.template_id, r.template_version, r.fields_hash);
   int32_t before = 0;
   if (auto it = answered_before_.find(key); it != answered_before_.end()) before = it->second;
   const std::string stem = batch_stem(r, before + counter_.next(key + "/" + sampling_tag(r)));

@@ -2,19 +2,19 @@
 
 namespace lathe::llm {
 
-namespace {
-
 std::string key_text(const std::string& id, int32_t version, const std::string& fields) {
   return id + "/v" + std::to_string(version) + "/" + fields;
 }
 
-}  // namespace
+bool answers_from_log(const llm_call& c) {
+  return c.error_kind == "none" && c.reply && !c.template_id.empty();
+}
 
 rerun_provider::rerun_provider(std::unique_ptr<provider> inner, const std::vector<llm_call>& recorded,
                                ledger* budget)
     : inner_(std::move(inner)), budget_(budget) {
   for (const auto& c : recorded)
-    if (c.error_kind == "none" && c.reply && !c.template_id.empty())
+    if (answers_from_log(c))
       by_key_[key_text(c.template_id, c.template_version, c.fields_hash)].push_back(c);
 }
 

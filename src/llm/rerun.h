@@ -21,6 +21,11 @@
 
 namespace lathe::llm {
 
+// A logged call's key, "<template>/v<version>/<fields hash>", and whether a resumed run answers
+// from it (a success with a reply and a template); batch mode (batch_dir.h) counts them alike.
+std::string key_text(const std::string& id, int32_t version, const std::string& fields);
+bool answers_from_log(const llm_call& c);
+
 class rerun_provider final : public workspace_provider {
  public:
   // `recorded`: the run's calls, oldest first (store::llm_calls(run_id)); failed ones are not
