@@ -70,4 +70,19 @@ std::string comparison_misfit(const task& t) {
   return "";
 }
 
+effective_tolerance tolerance_for(const comparison& c, dtype t) {
+  effective_tolerance e;
+  switch (t) {
+    case dtype::f64: e = {1e-9, 1e-12, 1e-9}; break;
+    case dtype::f32: e = {1e-4, 1e-5, 1e-4}; break;
+    case dtype::f16:
+    case dtype::bf16: e = {1e-2, 1e-3, 1e-2}; break;
+    default: e = {0, 0, 0}; break;
+  }
+  if (c.tol.rtol) e.rtol = *c.tol.rtol;
+  if (c.tol.atol) e.atol = *c.tol.atol;
+  if (c.tol.nerr) e.nerr = *c.tol.nerr;
+  return e;
+}
+
 }  // namespace lathe

@@ -81,6 +81,13 @@ struct comparison {
   tolerance tol;
 };
 
+// The tolerances an output is checked with: the task's overrides, else its dtype's defaults
+// (PROTOCOL.md "Correctness"; integers compare exactly).
+struct effective_tolerance {
+  double rtol = 0, atol = 0, nerr = 0;
+};
+effective_tolerance tolerance_for(const comparison& c, dtype t);
+
 // Cost model: arithmetic expressions over the shape symbols ("2*M*N*K").
 struct cost_model {
   std::string flops;

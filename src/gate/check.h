@@ -10,11 +10,9 @@
 
 namespace lathe::gate {
 
-struct effective_tolerance {
-  double rtol = 0, atol = 0, nerr = 0;
-};
-// The task's overrides, else the dtype's defaults (docs/tasks.md).
-effective_tolerance tolerance_for(const comparison& c, dtype t);
+// The task's overrides, else the dtype's defaults (core/task.h, docs/tasks.md).
+using lathe::effective_tolerance;
+using lathe::tolerance_for;
 
 // Outputs are poisoned before every call: floating outputs with a NaN whose payload no
 // arithmetic produces, integer outputs with 0xA5 bytes. An element still holding the poison

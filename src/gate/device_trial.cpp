@@ -102,8 +102,12 @@ worker_result oracle::setup(const task& t, const slot_layout& l, uint32_t slots)
   return w_.setup(setup_command(t, l, slots), timeout_s_);
 }
 
-worker_result oracle::prepare(uint32_t slot, const trial_spec& s) {
-  worker_result r = w_.request(fill_command(slot, s), timeout_s_);
+worker_result oracle::setup(const wire::command& setup_cmd) { return w_.setup(setup_cmd, timeout_s_); }
+
+worker_result oracle::prepare(uint32_t slot, const trial_spec& s, uint32_t window) {
+  wire::command fill = fill_command(slot, s);
+  fill.window = window;
+  worker_result r = w_.request(fill, timeout_s_);
   if (!r.ok()) return r;
   wire::command c;
   c.kind = wire::op::reference;
@@ -119,12 +123,13 @@ worker_result oracle::attach(uint32_t peer, const uint8_t (&handle)[64]) {
   return w_.request(c, timeout_s_);
 }
 
-worker_result oracle::compare(uint32_t slot, uint32_t peer, uint32_t peer_slot) {
+worker_result oracle::compare(uint32_t slot, uint32_t peer, uint32_t peer_slot, uint32_t window) {
   wire::command c;
   c.kind = wire::op::compare;
   c.first_slot = slot;
   c.peer = peer;
   c.peer_slot = peer_slot;
+  c.window = window;
   return w_.request(c, timeout_s_);
 }
 

@@ -43,10 +43,13 @@ class oracle {
   oracle() = default;
 
   worker_result setup(const task& t, const slot_layout& l, uint32_t slots);
-  // Inputs of `slot` from `s`, then the fp64 reference outputs from them.
-  worker_result prepare(uint32_t slot, const trial_spec& s);
+  worker_result setup(const wire::command& setup_cmd);  // another layout (fresh_windows.h)
+  // Inputs of `slot` from `s` as window `window` reads them, then the fp64 reference outputs
+  // from them.
+  worker_result prepare(uint32_t slot, const trial_spec& s, uint32_t window = 0);
   worker_result attach(uint32_t peer, const uint8_t (&handle)[64]);
-  worker_result compare(uint32_t slot, uint32_t peer, uint32_t peer_slot);
+  // The peer's inputs read at window `window` (the peer's slot has the oracle's layout).
+  worker_result compare(uint32_t slot, uint32_t peer, uint32_t peer_slot, uint32_t window = 0);
   // Peer 0: `bytes` of a kernel's slot, copied from its region, staged onto the device.
   worker_result stage(const uint8_t* slot, uint64_t bytes);
 

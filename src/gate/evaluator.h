@@ -131,13 +131,16 @@ class evaluator {
   std::optional<stop> idle_check(const worker& w, const std::string& when);
   // A vendor library the task forbids, mapped into the candidate's worker at run time.
   std::optional<stop> mappings_check(const worker& w, const std::string& when);
-  // Pair j's process of one side. Device trials give each pair its own inputs (timing_specs_
-  // from j * slots): a candidate process cannot pass off another's outputs as its own.
-  result<void> start_pool(const build_output& obj, const slot_layout& l, uint32_t slots, uint32_t j,
-                          const std::vector<trial_data>& data, const std::string& who,
-                          std::vector<timing_proc>& pool, std::optional<stop>& failed);
-  std::optional<stop> verify_after_timing(const slot_layout& l, uint32_t slots,
-                                          const std::vector<trial_data>& data);
+  // The CUDA's decision timing (time_cuda.cpp, fresh_windows.h): every timed call on inputs no
+  // earlier timed call read, slots drawn again between blocks, a sample of the last blocks'
+  // outputs checked against the references of the windows they read.
+  std::optional<stop> time_all_cuda();
+  // One timing process of one side on the window layout `setup` describes: started, set up, its
+  // slots' outputs poisoned (a problem's draws `staged` into them first), frozen between requests.
+  std::optional<stop> start_timing_proc(const build_output& obj, const wire::command& setup,
+                                        uint64_t region_bytes, const std::string& who,
+                                        const std::vector<std::vector<uint8_t>>& staged,
+                                        std::vector<timing_proc>& pool);
   // The time below which the timing shape cannot run when a block's data is `working_set` bytes.
   double roofline_floor(const slot_layout& l, uint64_t working_set) const;
   // The candidate-vs-baseline series and the figures taken from it.
@@ -168,14 +171,13 @@ class evaluator {
   std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
   uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
-  uint64_t timing_bytes_ = 0;      // the oracle's timing slots, all pairs
+  uint64_t timing_bytes_ = 0;      // CUDA: one slot of the timing shape's window layout
   bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
   bool dev_trials_ = false;     // inputs, references and comparisons on the device (device_trial.h)
   bool comparability_ = false;  // cfg_.mode is not decision
   build_output gpu_ref_obj_;
   std::optional<oracle> oracle_;
   bool ipc_ = true;             // the oracle reads kernels' buffers through CUDA IPC
-  std::vector<trial_spec> timing_specs_;  // device trials: what each timing slot holds
   std::optional<trial_data> last_host_trial_;  // host trials: the last check's data (bench)
   uint64_t last_seed_ = 0;
   // CUDA: region -> device before a call, device -> region after it (no-ops on CPU).

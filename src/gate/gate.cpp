@@ -18,6 +18,7 @@
 #include "gate/check.h"
 #include "gate/device_lock.h"
 #include "gate/device_trial.h"
+#include "gate/fresh_windows.h"
 #include "gate/host_target.h"
 #include "gate/nvml.h"
 #include "gate/paired.h"
@@ -506,11 +507,14 @@ std::optional<stop> evaluator::check_all() {
       const double memory = cfg_.tgt.plat == platform::cuda && cfg_.tgt.memory_bytes
                                 ? static_cast<double>(cfg_.tgt.memory_bytes)
                                 : 141e9;
-      const double per_pair = (dev_trials_ ? 5.0 : 3.0) * static_cast<double>(l->slot_bytes) * timing_slots_;
+      const double slot = static_cast<double>(make_windows(*l, timing_slots_).slot_bytes);
+      const double per_pair = (dev_trials_ ? 5.0 : 3.0) * slot * timing_slots_;
       timing_processes_ = std::clamp<uint32_t>(static_cast<uint32_t>(0.5 * memory / per_pair), 1,
                                                timing_processes_);
     }
-    timing_bytes_ = l->slot_bytes * timing_slots_ * timing_processes_;
+    // The oracle checks timed calls one at a time (time_cuda.cpp): one slot, staged through its
+    // region where IPC is missing.
+    timing_bytes_ = cuda_ ? make_windows(*l, timing_slots_).slot_bytes : 0;
   }
   auto region = shared_region::create(region_bytes);
   if (!region) return stop{outcome::resource_limit, region.error().message, {}};
@@ -631,254 +635,7 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
   return std::nullopt;
 }
 
-result<void> evaluator::start_pool(const build_output& obj, const slot_layout& l, uint32_t slots,
-                                   uint32_t j, const std::vector<trial_data>& data,
-                                   const std::string& who, std::vector<timing_proc>& pool,
-                                   std::optional<stop>& failed) {
-  timing_proc p;
-  // Device trials keep the tensors on the device: the region is only a staging area, sized for
-  // one slot (outputs staged to the oracle when IPC is unavailable).
-  auto region = shared_region::create(l.slot_bytes * slots);
-  if (!region) return tl::unexpected(region.error());
-  p.region = std::move(*region);
-  auto w = start_worker(obj, p.region, failed, who, dev_trials_ && &pool == &cands_);
-  if (!w) return tl::unexpected(w.error());
-  p.w = std::move(*w);
-  if (failed) return {};
-  worker_result r = p.w.setup(setup_command(t_, l, slots), cfg_.call_timeout_s);
-  if (!r.ok()) {
-    failed = from_worker(r, "timing setup of the " + who);
-    return {};
-  }
-  for (uint32_t k = 0; k < slots; ++k) {
-    const trial_spec& spec = dev_trials_ ? timing_specs_[j * slots + k] : data[k].spec;
-    if (auto s = prepare_slot(p.w, p.region.data() + k * l.slot_bytes, l, k, spec,
-                              dev_trials_ ? nullptr : &data[k])) {
-      failed = s;
-      return {};
-    }
-  }
-  p.w.freeze_between_requests();  // none of its threads runs while another worker is timed
-  pool.push_back(std::move(p));
-  return {};
-}
-
-std::optional<stop> evaluator::verify_after_timing(const slot_layout& l, uint32_t slots,
-                                                   const std::vector<trial_data>& data) {
-  const std::string where = ", after the timing loop";
-  for (size_t j = 0; j < cands_.size(); ++j) {
-    auto& p = cands_[j];
-    if (dev_trials_) {
-      for (uint32_t k = 0; k < slots; ++k)
-        if (auto s = device_verify(p.w, p.region, static_cast<uint32_t>(2 + j), l,
-                                   static_cast<uint32_t>(j) * slots + k, k,
-                                   timing_specs_[j * slots + k].seed, where, nullptr))
-          return s;
-      continue;
-    }
-    if (auto s = download(p.w, 0, slots)) return s;
-    for (uint32_t k = 0; k < slots; ++k)
-      if (!inputs_intact(l, data[k], p.region.data() + k * l.slot_bytes))
-        return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
-    for (uint32_t k = 0; k < slots; ++k)
-      if (auto s = check_slot_outputs(l, data[k], p.region.data() + k * l.slot_bytes, where))
-        return s;
-  }
-  for (auto& p : cands_) {
-    if (auto s = mappings_check(p.w, "while timed")) return s;
-    p.w.thaw();  // the idle check measures a running worker
-    if (auto s = idle_check(p.w, "after timing")) return s;
-    p.w.freeze_between_requests();
-  }
-  return std::nullopt;
-}
-
-std::optional<stop> evaluator::time_all() {
-  if (!cuda_) return time_all_cpu();
-  auto t0 = clock_type::now();
-  progress("time");
-  const shape_set& ts = timing_shape(t_);
-  e_.timing_shape = ts.name;
-  auto l = make_layout(t_, ts);
-  const uint32_t S = timing_slots_;
-  const uint32_t processes = timing_processes_;
-  e_.policy.processes = processes;
-  std::vector<trial_data> slots;
-  timing_specs_.clear();
-  // Host trials: one fp64 reference per slot, shared by every process. Device trials: every
-  // pair its own inputs, the oracle one slot per pair and slot.
-  const uint32_t specs = dev_trials_ ? S * processes : S;
-  for (uint32_t k = 0; k < specs; ++k) {
-    const trial_spec spec = trial_for(t_, seed_base_ + 7'000'000 + 100ull * k, 0);
-    timing_specs_.push_back(spec);
-    if (dev_trials_) continue;
-    auto d = make_trial(t_, *l, ref_, spec);
-    if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
-    slots.push_back(std::move(*d));
-  }
-  if (dev_trials_) {
-    worker_result r = oracle_->setup(t_, *l, specs);
-    if (!r.ok()) return oracle_failed(r, "timing setup");
-    for (uint32_t k = 0; k < specs; ++k)
-      if (r = oracle_->prepare(k, timing_specs_[k]); !r.ok()) return oracle_failed(r, "timing slots");
-  }
-  // Several fresh processes per side, each with its own memory, all created alike; rounds cycle
-  // through the pairs (policy.processes says why). The worker that ran the checks is not timed:
-  // it is not created like the baseline's. Baseline processes are trusted kernels, but still
-  // apart from the candidate's, so that it can touch none of them.
-  link_.reset();  // closed in the problem's worker before the buffer's owner ends
-  cand_worker_ = worker{};
-  std::optional<stop> failed;
-  // Each pair index j gets three processes, candidate, baseline and a second baseline for the
-  // A/A control, created in an order that rotates with j: memory mapped earlier ran up to 15%
-  // slower than memory mapped later on this VM (the pool created first lost in 7 of 7
-  // naive-vs-naive runs), so no side may get all the early memory, and the A/A pairs must be as
-  // far apart in creation as the measured pairs are.
-  for (uint32_t j = 0; j < processes; ++j) {
-    for (uint32_t k = 0; k < 3; ++k) {
-      const uint32_t side = (j + k) % 3;
-      if (side == 0) {
-        if (auto r = start_pool(cand_, *l, S, j, slots, "kernel", cands_, failed); !r)
-          return stop{outcome::resource_limit, r.error().message, {}};
-        if (failed) return failed;
-        if (dev_trials_)
-          if (auto s = share_with_oracle(cands_.back().w, 2 + j)) return s;
-      } else if (auto r = start_pool(base_, *l, S, j, slots, "baseline", side == 1 ? bases_ : copies_,
-                                     failed);
-                 !r || failed) {
-        return stop{outcome::crash, "the baseline failed to start (a task problem)",
-                    failed ? failed->message : r.error().message};
-      }
-    }
-  }
-
-  // CPU timings hold the CPU; GPU timings hold the GPU and keep CPU timings (whose load would
-  // jitter the launches) away.
-  auto lock = device_lock::acquire("cpu", cuda_ ? device_lock::mode::shared : device_lock::mode::exclusive);
-  if (!lock) return stop{outcome::unstable, lock.error().message, {}};
-  std::optional<device_lock> gpu_lock;
-  if (cuda_) {
-    auto g = device_lock::acquire("cuda0", device_lock::mode::exclusive);
-    if (!g) return stop{outcome::unstable, g.error().message, {}};
-    gpu_lock = std::move(*g);
-  }
-  const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
-  std::vector<timed_worker> A, B, B2;
-  auto timed = [&](worker& w, const char* label) {
-    timed_worker tw;
-    tw.w = &w;
-    tw.label = label;
-    tw.rotate = S;
-    tw.cuda = cuda_;
-    return tw;
-  };
-  for (auto& p : cands_) A.push_back(timed(p.w, "candidate"));
-  for (auto& p : bases_) B.push_back(timed(p.w, "baseline"));
-  for (auto& p : copies_) B2.push_back(timed(p.w, "baseline"));
-  worker_result cal_fail;
-  auto na = calibrate(A.front(), cfg_.policy.block_seconds, timeout, cal_fail);
-  if (!na) return from_worker(cal_fail, "timing");
-  auto nb = calibrate(B.front(), cfg_.policy.block_seconds, timeout, cal_fail);
-  if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
-  // Short CUDA kernels replay their blocks from a graph, each side by its own calibrated time
-  // (a long kernel's launches cost nothing next to it, and what it enqueues outside its stream
-  // stays in its blocks, where the cross-check sees it). Calibration takes the faster of two
-  // blocks: on the H200 one A/A run of 10 read 2.29 when a hiccup during one side's
-  // calibration sent it to launch timing while the other replayed graphs.
-  const bool graph_a = cuda_ && A.front().per_call < graph_below_seconds;
-  const bool graph_b = cuda_ && B.front().per_call < graph_below_seconds;
-  for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call, tw.graph = graph_a;
-  for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
-  for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
-
-  // Poison again right before the timed loop and check afterwards: a kernel that stops working
-  // once it is being timed fails (PROTOCOL.md).
-  auto poison_all = [&]() -> std::optional<stop> {
-    for (auto& p : cands_) {
-      if (dev_trials_) {
-        worker_result r = p.w.request(poison_command(0, S), cfg_.call_timeout_s);
-        if (!r.ok()) return from_worker(r, "poisoning outputs on the device");
-        continue;
-      }
-      for (uint32_t k = 0; k < S; ++k) poison_outputs(t_, *l, p.region.data() + k * l->slot_bytes);
-      if (auto s = upload(p.w, 0, S)) return s;
-    }
-    return std::nullopt;
-  };
-  auto outside = [](const series_result& r) -> std::optional<stop> {
-    if (r.outside_stream.empty()) return std::nullopt;
-    return stop{outcome::suspicious_speed,
-                "work outside the timed stream: " + r.outside_stream, {}};
-  };
-  if (auto s = poison_all()) return s;
-  series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
-  if (!main.ok)
-    return main.failed_a ? from_worker(main.failure, "timing")
-                         : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
-  if (auto s = verify_after_timing(*l, S, slots)) return s;
-  if (auto s = outside(main)) return s;
-  record(main.series);
-
-  // Roofline floor for the level of memory that holds the working set. Below it the result is
-  // not trusted: re-checked on fresh inputs and re-timed once, and refused if it stays below.
-  const double floor = roofline_floor(*l, l->slot_bytes * S);
-  if (floor > 0 && *e_.median_seconds > 0) {
-    if (*e_.median_seconds < floor * cfg_.policy.roofline_slack) {
-      progress("re-check (below the roofline floor)");
-      // Fresh inputs in slot 0 of every pair (device trials: each pair its own).
-      for (uint32_t j = 0; j < processes; ++j) {
-        const uint32_t at = dev_trials_ ? j * S : 0;
-        if (j > 0 && !dev_trials_) break;
-        timing_specs_[at] = trial_for(t_, seed_base_ + 9'000'000 + j, 0);
-        if (dev_trials_) {
-          if (auto r = oracle_->prepare(at, timing_specs_[at]); !r.ok()) return oracle_failed(r, "re-check");
-        } else {
-          auto d = make_trial(t_, *l, ref_, timing_specs_[at]);
-          if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
-          slots[0] = std::move(*d);
-        }
-      }
-      const trial_spec fresh = timing_specs_[0];
-      for (auto* pool : {&cands_, &bases_, &copies_})
-        for (size_t j = 0; j < pool->size(); ++j) {
-          auto& p = (*pool)[j];
-          const trial_spec& spec = timing_specs_[dev_trials_ ? j * S : 0];
-          if (auto s = prepare_slot(p.w, p.region.data(), *l, 0, spec,
-                                    dev_trials_ ? nullptr : &slots[0]))
-            return s;
-        }
-      worker_result r = cands_.front().w.run(0, 1, 1, cfg_.call_timeout_s);
-      if (!r.ok()) return from_worker(r, "re-check");
-      if (dev_trials_) {
-        if (auto s = device_verify(cands_.front().w, cands_.front().region, 2, *l, 0, 0, fresh.seed,
-                                   ", in the re-check", nullptr))
-          return s;
-      } else {
-        if (auto s = download(cands_.front().w, 0, 1)) return s;
-        if (auto s = check_slot_outputs(*l, slots[0], cands_.front().region.data(), ", in the re-check"))
-          return s;
-      }
-      if (auto s = poison_all()) return s;
-      series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
-      if (!again.ok) return from_worker(again.failure, "re-timing");
-      if (auto s = verify_after_timing(*l, S, slots)) return s;
-      if (auto s = outside(again)) return s;
-      record(again.series);
-    }
-    e_.roofline_fraction = floor / *e_.median_seconds;
-    if (*e_.median_seconds < floor * cfg_.policy.roofline_slack) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "faster than the roofline floor allows, twice: %.3g us < floor %.3g us",
-                    *e_.median_seconds * 1e6, floor * 1e6);
-      return stop{outcome::suspicious_speed, buf, {}};
-    }
-  }
-  stage_done("time", t0);
-  const paired_series measured = *e_.paired;
-  cands_.clear();  // the candidate's processes end: none of its work runs during the control
-  return control_and_decide(B, B2, measured);
-}
+std::optional<stop> evaluator::time_all() { return cuda_ ? time_all_cuda() : time_all_cpu(); }
 
 std::optional<stop> evaluator::control_and_decide(std::vector<timed_worker>& b,
                                                   std::vector<timed_worker>& b2,

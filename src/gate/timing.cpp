@@ -11,14 +11,23 @@
 namespace lathe::gate {
 
 worker_result run_block(timed_worker& tw, double timeout_s) {
+  if (tw.refill)
+    if (worker_result f = tw.refill(); !f.ok()) return f;
   wire::command c;
   c.kind = tw.table ? wire::op::run_table : wire::op::run;
   c.first_slot = 0;
   c.rotate = tw.rotate;
   c.calls = tw.before_block ? tw.before_block(tw.calls) : tw.calls;
   c.graph = tw.graph ? 1 : 0;
+  c.window = tw.window;
   worker_result r = tw.w->request(c, timeout_s);
-  if (r.ok()) tw.method = !tw.cuda ? "wall" : r.reply.graph_used ? "graph" : "events";
+  if (r.ok()) {
+    tw.method = !tw.cuda ? "wall" : r.reply.graph_used ? "graph" : "events";
+    tw.last_calls = c.calls;
+    tw.last_window = c.window;
+    if (tw.advance_windows && !tw.graph)
+      tw.window += static_cast<uint32_t>((c.calls + tw.rotate - 1) / std::max<uint32_t>(tw.rotate, 1));
+  }
   if (r.ok() && tw.after_block) tw.after_block();
   // Seconds per call come from the calls the block really had (a table caps them).
   if (r.ok() && c.calls != tw.calls && c.calls > 0)

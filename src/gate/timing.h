@@ -34,6 +34,17 @@ struct timed_worker {
   uint64_t max_calls = 0;  // 0: no cap
   std::function<uint64_t(uint64_t calls)> before_block;
   std::function<void()> after_block;
+  // CUDA decision timing (fresh_windows.h): before each block `refill` draws the worker's slots
+  // again, a request of its own (outside the block's time; its failure is the block's). Call i of
+  // a block reads window `window` + i / rotate of its slot; with `advance_windows` (inputs that
+  // are not drawn again) the next block's windows follow this one's, unless it replays a graph,
+  // whose windows were fixed when it was captured. What the last block ran, for the checks after
+  // the series: its calls and its first window.
+  std::function<worker_result()> refill;
+  uint32_t window = 0;
+  bool advance_windows = false;
+  uint64_t last_calls = 0;
+  uint32_t last_window = 0;
 };
 
 // CUDA kernels shorter than this per call are timed by CUDA-graph replay: launch overhead

@@ -6,12 +6,11 @@
 
 #include "core/text.h"
 #include "lineage/feature_audit.h"
+#include "lineage/forward_speed.h"
 #include "lineage/walk.h"
 
 namespace lathe::lineages::detail {
 
-// The widest noise margin under which a forward step's speed is decided (see forward_step).
-constexpr double undecided_margin = 0.25;
 namespace {
 
 std::string fixed(double x) {
@@ -127,30 +126,30 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
   }
   // succ time / forward time: the forward result is the candidate, the successor its baseline.
   // A noise margin past 25% cannot tell a step that lost a quarter of its speed from one that
-  // lost none (0.934 was accepted against 1 - 0.754): timed once more, and undecided if it stays.
+  // lost none (0.934 was accepted against 1 - 0.754): timed once more, and undecided if it stays
+  // (forward_speed.h).
   evaluation timed;
-  double m = 0;
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  const std::optional<forward_speed> speed = decide_forward_speed([&]() -> std::optional<forward_timing> {
     timed = c.v.compare(c.t, k, succ, r.prov);
     if (timed.id) r.evaluations.push_back(timed.id);
     r.ratio = ratio(timed);
-    m = margin(timed, c.t.plat);
-    if (!r.ratio || (timed.result != outcome::ok && timed.result != outcome::unstable)) {
-      r.status = forward_status::rejected;
-      r.reason = cat("timing failed: ", std::string(to_string(timed.result)), ": ", first_line(timed.message));
-      return out;
-    }
-    if (m < undecided_margin) break;
+    if (!r.ratio || (timed.result != outcome::ok && timed.result != outcome::unstable)) return std::nullopt;
+    return forward_timing{*r.ratio, margin(timed, c.t.plat)};
+  });
+  if (!speed) {
+    r.status = forward_status::rejected;
+    r.reason = cat("timing failed: ", std::string(to_string(timed.result)), ": ", first_line(timed.message));
+    return out;
   }
-  if (m >= undecided_margin) {
-    r.status = forward_status::undecided;
+  const double m = speed->last.margin;
+  r.status = speed->status;
+  if (speed->status == forward_status::undecided) {
     r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
                    ", but the A/A noise (margin ", fixed(m), ", timed twice) is too high to tell "
                    "whether it is slower");
     return out;
   }
-  const bool ok = *r.ratio >= 1 - m;
-  r.status = ok ? forward_status::accepted : forward_status::rejected;
+  const bool ok = speed->status == forward_status::accepted;
   r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
                  ok ? " >= " : " < ", fixed(1 - m), " (1 - noise margin ", fixed(m), ")",
                  ok ? "" : ": slower than the successor beyond the noise");

@@ -109,9 +109,21 @@ wire::reply kernel_host::setup_device(uint64_t workspace_bytes) {
   return r;
 }
 
+// Call i reads window c.window + (first_slot + i) / rotate of its slot's inputs: each input at
+// the shift its slack allows (wire.h window_shift; none without slack).
+void kernel_host::place_window(uint64_t slot, uint64_t window) {
+  const uint32_t nt = layout_.num_inputs + layout_.num_outputs;
+  uint8_t* base = dev_->base() + slot * layout_.slot_stride;
+  for (uint32_t i = 0; i < layout_.num_inputs; ++i) {
+    const wire::tensor_desc& d = layout_.tensors[i];
+    tensors_[slot * nt + i].data = base + d.offset + wire::window_shift(d.slack, window);
+  }
+}
+
 bool kernel_host::launch_calls(const wire::command& c, uint64_t& done, int& rc, std::string& what) {
   for (; done < c.calls; ++done) {
     const uint64_t slot = (uint64_t{c.first_slot} + done) % c.rotate;
+    place_window(slot, uint64_t{c.window} + (uint64_t{c.first_slot} + done) / c.rotate);
     error_[0] = 0;
     if (!call_kernel([&] { rc = launch_(&args_[slot]); }, what)) return false;
     if (rc != 0) return true;
@@ -153,7 +165,7 @@ wire::reply kernel_host::run_device(const wire::command& c) {
 wire::reply kernel_host::run_graph(const wire::command& c) {
   auto stream = static_cast<cudaStream_t>(dev_->stream());
   const bool same = graph_exec_ && graph_first_ == c.first_slot && graph_rotate_ == c.rotate &&
-                    graph_calls_ == c.calls;
+                    graph_calls_ == c.calls && graph_window_ == c.window;
   if (!same) {
     if (graph_exec_) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph_exec_));
     graph_exec_ = nullptr;
@@ -181,6 +193,7 @@ wire::reply kernel_host::run_graph(const wire::command& c) {
       graph_first_ = c.first_slot;
       graph_rotate_ = c.rotate;
       graph_calls_ = c.calls;
+      graph_window_ = c.window;
     } else {
       graph_failed_ = true;
     }
@@ -220,7 +233,9 @@ wire::reply kernel_host::device_op(const wire::command& c) {
   const bool slot_ok = c.first_slot < slots_;
   switch (c.kind) {
     case wire::op::fill:
-      return slot_ok ? fill(c) : answer(wire::status::bad_command, 0, "fill: no such slot");
+      if (c.rotate == 0 || c.first_slot >= slots_ || c.rotate > slots_ - c.first_slot)
+        return answer(wire::status::bad_command, 0, "fill: slots outside 0..%u", slots_);
+      return fill(c);
     case wire::op::poison:
       if (c.rotate == 0 || c.first_slot >= slots_ || c.rotate > slots_ - c.first_slot)
         return answer(wire::status::bad_command, 0, "poison: slots outside 0..%u", slots_);
@@ -242,21 +257,30 @@ wire::reply kernel_host::device_op(const wire::command& c) {
   }
 }
 
+// Slot s of [first_slot, first_slot + rotate) from seed + (s - first_slot): each input's buffer
+// holds element (j + e) mod n of the draw at j, for the tensor and its slack, e being window
+// c.window's shift in elements. Window 0 of a buffer then reads the draw itself, window w its
+// rotation by w's shift, and an oracle filled at window w holds what a peer's window w reads.
 wire::reply kernel_host::fill(const wire::command& c) {
-  uint8_t* slot = dev_->base() + uint64_t{c.first_slot} * layout_.slot_stride;
-  for (uint32_t i = 0; i < layout_.num_inputs; ++i) {
-    const wire::tensor_desc& t = layout_.tensors[i];
-    device_ops::fill_params p;
-    p.kind = t.dist_kind;
-    p.a = t.dist_a;
-    p.b = t.dist_b;
-    p.scale = c.scale;
-    p.shift = c.shift;
-    p.seed = c.seed;
-    p.tensor = i;
-    std::string e = device_ops::fill(static_cast<dtype>(t.type), p, slot + t.offset, elements_of(t),
-                                     dev_->stream());
-    if (!e.empty()) return device_failure(e);
+  for (uint32_t s = c.first_slot; s < c.first_slot + c.rotate; ++s) {
+    uint8_t* slot = dev_->base() + uint64_t{s} * layout_.slot_stride;
+    for (uint32_t i = 0; i < layout_.num_inputs; ++i) {
+      const wire::tensor_desc& t = layout_.tensors[i];
+      const uint64_t size = std::max<uint64_t>(t.bits / 8, 1);
+      device_ops::fill_params p;
+      p.kind = t.dist_kind;
+      p.a = t.dist_a;
+      p.b = t.dist_b;
+      p.scale = c.scale;
+      p.shift = c.shift;
+      p.seed = c.seed + (s - c.first_slot);
+      p.tensor = i;
+      p.period = elements_of(t);
+      p.rotate = wire::window_shift(t.slack, c.window) / size;
+      std::string e = device_ops::fill(static_cast<dtype>(t.type), p, slot + t.offset,
+                                       p.period + t.slack / size, dev_->stream());
+      if (!e.empty()) return device_failure(e);
+    }
   }
   if (auto e = cuda_error(cudaStreamSynchronize(static_cast<cudaStream_t>(dev_->stream())),
                           "generating inputs");
@@ -364,8 +388,9 @@ wire::reply kernel_host::compare(const wire::command& c) {
   for (uint32_t i = 0; i < layout_.num_inputs; ++i) {
     const wire::tensor_desc& t = layout_.tensors[i];
     uint64_t differ = 0;
-    std::string e = device_ops::count_differences(mine + t.offset, peer + t.offset, t.bytes, differ,
-                                                  dev_->stream());
+    std::string e = device_ops::count_differences(
+        mine + t.offset, peer + t.offset + wire::window_shift(t.slack, c.window), t.bytes, differ,
+        dev_->stream());
     if (!e.empty()) return device_failure(e);
     r.input_differences += differ;
   }

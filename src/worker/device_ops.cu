@@ -108,10 +108,16 @@ __device__ void min_into(uint64_t* p, uint64_t v) {
   atomicMin(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 }
 
-__global__ void lathe_fill_kernel(dtype t, rng::element_params p, void* dst, uint64_t n) {
+// n <= 2 * period and rotate <= period: (i + rotate) mod period by at most two subtractions
+// (a 64-bit division per element would cost more than the generator).
+__global__ void lathe_fill_kernel(dtype t, rng::element_params p, void* dst, uint64_t n,
+                                  uint64_t period, uint64_t rotate) {
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
-       i += uint64_t{gridDim.x} * blockDim.x)
-    rng::store_element(t, dst, i, rng::element_value(p, t, i));
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    uint64_t k = i + rotate;
+    while (k >= period) k -= period;
+    rng::store_element(t, dst, i, rng::element_value(p, t, k));
+  }
 }
 
 template <class W>
@@ -237,7 +243,10 @@ std::string fill(dtype t, const fill_params& fp, void* dst, uint64_t n, void* st
   p.shift = fp.shift;
   p.seed = fp.seed;
   p.tensor = fp.tensor;
-  lathe_fill_kernel<<<blocks_for(n), threads, 0, as_stream(stream)>>>(t, p, dst, n);
+  const uint64_t period = fp.period ? fp.period : n;
+  if (fp.rotate > period || n > 2 * period) return "generating inputs: a window outside its tensor";
+  lathe_fill_kernel<<<blocks_for(n), threads, 0, as_stream(stream)>>>(t, p, dst, n, period,
+                                                                      fp.rotate);
   return check(cudaGetLastError(), "generating inputs");
 }
 

@@ -18,6 +18,9 @@ struct fill_params {
   double a = 0, b = 0, scale = 1, shift = 0;
   uint64_t seed = 0;
   uint32_t tensor = 0;
+  // Element j of dst is element (j + rotate) mod period of the draw (rotate <= period): a
+  // buffer longer than the tensor repeats its first elements (a window's rotation; wire.h).
+  uint64_t period = 0, rotate = 0;
 };
 
 std::string fill(dtype t, const fill_params& p, void* dst, uint64_t n, void* stream);

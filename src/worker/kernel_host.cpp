@@ -113,7 +113,10 @@ wire::reply kernel_host::setup(const wire::command& c) {
     uint64_t need = 0, end = 0;
     if (t.ndim > wire::max_dims || !bytes_of(t, need) || t.bytes < need)
       return answer(wire::status::bad_command, 0, "setup: tensor %u has a bad shape or size", i);
-    if (__builtin_add_overflow(t.offset, t.bytes, &end) ||
+    // An input's slack (decision timing on CUDA) is part of its buffer: inside the slot too.
+    const uint64_t slack = i < c.num_inputs ? t.slack : 0;
+    if (slack % 256 != 0 || slack > t.bytes || __builtin_add_overflow(t.offset, t.bytes, &end) ||
+        __builtin_add_overflow(end, slack, &end) ||
         (c.num_slots > 1 && end > c.slot_stride) || __builtin_add_overflow(end, slots_end, &end) ||
         end > size_)
       return answer(wire::status::bad_command, 0,

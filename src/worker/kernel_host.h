@@ -55,7 +55,9 @@ class kernel_host {
   wire::reply fetch_ref(const wire::command& c);
   wire::reply stage();
   wire::reply bench(const wire::command& c);
-  // Calls lathe_launch for `calls` calls from first_slot rotating over `rotate` (no timing).
+  // Calls lathe_launch for `calls` calls from first_slot rotating over `rotate`, each on its
+  // window (no timing).
+  void place_window(uint64_t slot, uint64_t window);
   bool launch_calls(const wire::command& c, uint64_t& done, int& rc, std::string& what);
   wire::reply launch_failure(int rc, const std::string& what, bool threw);
 #endif
@@ -100,6 +102,7 @@ class kernel_host {
   uint32_t graph_nodes_ = 0;
   uint32_t graph_first_ = 0, graph_rotate_ = 0;
   uint64_t graph_calls_ = 0;
+  uint32_t graph_window_ = 0;
   bool graph_failed_ = false;             // capture is impossible for this kernel: events only
 };
 

@@ -59,7 +59,8 @@ TEST_F(device_trials, correct_kernel_is_checked_on_the_device_and_timed_by_graph
   // 1M-element axpy runs for a few microseconds: below graph_below_seconds, so graph replay.
   EXPECT_EQ(e.paired->a_method, "graph");
   EXPECT_EQ(e.paired->b_method, "graph");
-  // Two shape sets, three seeds each, then every timing slot of every candidate process.
+  // Two shape sets, three seeds each, then a sample of the candidate processes' timed calls, each
+  // against the reference of the window it read (time_cuda.cpp).
   ASSERT_GT(e.checks.size(), 6u);
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(e.checks[i].shape_set, i < 3 ? "small" : "large");
   for (const auto& c : e.checks) EXPECT_TRUE(c.passed) << c.shape_set << " " << c.seed;

@@ -1,7 +1,9 @@
 // The CUDA analogues of the red team's CPU kernels (issue 22), on a real device (label gpu;
-// skipped without one): one that memoizes across graph replays, one that finishes on a side
-// stream after its event, one whose host thread keeps the GPU busy while the baseline runs, one
-// that reads %globaltimer to find timed calls, one that opens cuBLAS at run time. Each kernel's
+// skipped without one): one that memoizes across graph replays, one that skips its work while its
+// output buffer still holds its last product (both live on timed calls that see old inputs
+// again), one that finishes on a side stream after its event, one whose host thread keeps the GPU
+// busy while the baseline runs, one that reads %globaltimer to find timed calls, one that opens
+// cuBLAS at run time. Each kernel's
 // header says what it must get; every run prints its outcome and ratio for the closing note.
 #include <gtest/gtest.h>
 
@@ -57,6 +59,6 @@ TEST_P(redteam_gpu, gets_what_it_earned) {
 }
 
 INSTANTIATE_TEST_SUITE_P(gpu, redteam_gpu,
-                         ::testing::Values("memo_replay", "late_side_stream", "spin_baseline",
+                         ::testing::Values("memo_replay", "stale_output", "late_side_stream", "spin_baseline",
                                            "globaltimer", "load_cublas"),
                          [](const auto& info) { return info.param; });

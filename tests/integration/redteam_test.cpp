@@ -116,7 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "dlopen_phdr", "dlopen_hidden", "include_macro", "include_digraph",
                       "include_splice", "incbin_paste", "include_secret", "include_dev_zero",
                       "softmax_no_max", "setsid_call", "pipe_resize", "pipe_hoard",
-                      "escape_message", "escape_compile", "exhaust_nproc"),
+                      "escape_message", "escape_compile", "exhaust_nproc", "clone_burner"),
     [](const auto& info) { return info.param; });
 
 // The forger's copy of the reply must be lathe's, or the test proves nothing.

@@ -24,13 +24,16 @@ enum class op : uint32_t {
   download = 6,  // CUDA: copy slots [first_slot, first_slot + rotate) device -> region
   // Device trials (CUDA workers; src/gate/device_trial.h): inputs generated on the device with
   // the shared counter-based RNG, outputs poisoned there, checked by a trusted oracle worker.
-  fill = 7,       // inputs of slot first_slot from seed/scale/shift (tensor_desc dist_*)
+  fill = 7,       // inputs of slots [first_slot, first_slot + rotate), slot s from seed +
+                  // (s - first_slot), scale, shift (tensor_desc dist_*), as window `window` reads
+                  // them (an input with slack: the tensor, then its first slack bytes again)
   poison = 8,     // outputs of slots [first_slot, first_slot + rotate)
   share = 9,      // export the device buffer (CUDA IPC handle in the reply)
   // Oracle workers only (loaded with `oracle` = 1: the object exports lathe_reference):
   reference = 10, // fp64 reference outputs of slot first_slot into the oracle's own buffers
   attach = 11,    // open a peer's IPC handle as peer `peer` (0 = the oracle's staging buffer)
   compare = 12,   // peer `peer`'s slot `peer_slot` against slot first_slot's inputs and refs
+                  // (the peer's inputs read at window `window`)
   fetch_ref = 13, // reference outputs of slot first_slot -> region (from offset 0), for the
                   // cross-check of the GPU reference against the CPU reference
   stage = 14,     // region [0, slot_stride) -> the staging buffer (peer 0), when IPC is absent
@@ -59,7 +62,16 @@ struct tensor_desc {
   double dist_a = 0, dist_b = 0;
   // Outputs: the tolerances of the comparison (op::compare; gate/check.h effective_tolerance).
   double rtol = 0, atol = 0, nerr = 0;
+  // Inputs in CUDA decision timing (gate/fresh_windows.h): bytes after the tensor, a multiple of
+  // 256, that repeat its first bytes, so that a window at a shift reads a rotation of it.
+  uint64_t slack = 0;
 };
+
+// Where window `window` of an input with `slack` bytes of slack starts in its buffer: the
+// worker's calls and lathe's references agree on it (gate/fresh_windows.h).
+constexpr uint64_t window_shift(uint64_t slack, uint64_t window) {
+  return 256 * (window % (slack / 256 + 1));
+}
 
 struct command {
   uint32_t magic = wire::magic;
@@ -77,6 +89,8 @@ struct command {
   // run
   uint32_t first_slot = 0;
   uint32_t rotate = 1;                  // call i uses slot (first_slot + i) % rotate
+  uint32_t window = 0;                  // run: call i reads window window + (first_slot + i) / rotate
+                                        // of its slot's inputs (fill, compare: the window)
   uint64_t calls = 0;
   uint32_t graph = 0;                   // run: 1 = capture the calls into a CUDA graph, replay it
   // load

@@ -2,7 +2,7 @@
 // Does the work, except while its stream is being captured into a CUDA graph: then it returns
 // without launching anything, so a graph-replay timing loop times an empty graph. The outputs are
 // poisoned right before the timed loop and stay poisoned through it; the check after the loop
-// (gate.cpp, verify_after_timing) finds them never written. Needs timing with graph replay: the
+// (time_cuda.cpp, verify) finds them never written. Needs timing with graph replay: the
 // checks before timing call it uncaptured, and it passes them.
 #include <lathe/abi.h>
 #define N_ args->inputs[0].shape[0]

@@ -4,6 +4,11 @@
 // inputs on the device (a cheap read of A and B) into its workspace; a kernel then either copies
 // the product cached for that hash (a hit: the same contents as an earlier call) or computes it
 // and caches it. All of it on the timed stream, so the graph captures it and the events see it.
+// While the timed calls rotated over four slots whose contents never changed it got `ok` x1.035
+// [1.034, 1.037] on the H200, decided faster (bench/results/redteam-2026-12-02.md). Now every
+// timed call of a block reads a window of its slot no earlier call read, and the slots are drawn
+// again from new seeds between blocks (src/gate/fresh_windows.h): every lookup misses, every
+// product is computed, and the hash is extra work, so it is slower than the naive baseline.
 #include <lathe/abi.h>
 #include <cstdint>
 namespace {
