@@ -3,6 +3,7 @@
 
 #include "agent/audit.h"
 #include "agent/kernel_text.h"
+#include "agent/situation_text.h"
 #include "core/feature_registry.h"
 #include "gate/bundle.h"
 
@@ -79,34 +80,57 @@ provenance llm_proposer::origin() const {
   return provenance{"llm", model_.name(), false};
 }
 
-std::vector<std::string> llm_proposer::field_names(operation op) {
+std::vector<std::string> llm_proposer::field_names(operation op, int32_t version) {
+  std::vector<std::string> f;
   switch (op) {
     case operation::propose_backward:
-      return {"task", "target", "kernel", "features", "action_prior", "rejected"};
+      f = {"task", "target", "kernel", "features", "action_prior", "rejected"};
+      break;
     case operation::rederive_forward:
-      return {"task", "target", "kernel", "restore", "action", "rejected"};
+      f = {"task", "target", "kernel", "restore", "action", "rejected"};
+      break;
     case operation::audit_features:
-      return {"task", "target", "kernel", "features"};
+      f = {"task", "target", "kernel", "features"};
+      break;
     case operation::abstract_card:
-      return {"task", "target", "step", "diff", "before", "after", "registry"};
+      f = {"task", "target", "step", "diff", "before", "after", "registry"};
+      break;
     case operation::materialize:
-      return {"task", "target", "kernel", "features", "cards", "rejected"};
+      f = {"task", "target", "kernel", "features", "cards", "rejected"};
+      break;
     case operation::repair:
-      return {"task", "target", "kernel", "goal", "outcome", "diagnostics"};
+      f = {"task", "target", "kernel", "goal", "outcome", "diagnostics"};
+      break;
     case operation::seed_baseline:
-      return {"task", "target", "reference", "entry_features", "entry_file"};
+      f = {"task", "target", "reference", "entry_features", "entry_file"};
+      break;
     case operation::rank_paths:
-      return {"task", "target", "kernel", "features", "paths"};
+      f = {"task", "target", "kernel", "features", "paths"};
+      break;
     case operation::mutate:
-      return {"task", "target", "kernel", "inspirations", "direction", "rejected", "registry"};
+      f = {"task", "target", "kernel", "inspirations", "direction", "rejected", "registry"};
+      break;
   }
-  return {};
+  if (version >= 2) {
+    if (writes_code(op)) f.push_back("contract");
+    if (op == operation::materialize || op == operation::mutate || op == operation::rank_paths)
+      f.push_back("progress");
+  }
+  return f;
+}
+
+int32_t llm_proposer::version_for(operation op) const {
+  int32_t best = 0;
+  for (const auto& t : prompts_.all())
+    if (t.id == to_string(op) && (options_.prompt_version <= 0 || t.version <= options_.prompt_version))
+      best = std::max(best, t.version);
+  return best;
 }
 
 op_result<llm_proposer::answer> llm_proposer::ask(operation op, const prompt_fields& fields,
                                                   const kernel_bundle* base,
                                                   const reply_check& extra) {
-  auto tmpl = prompts_.find(to_string(op));
+  auto tmpl = prompts_.find(to_string(op), version_for(op));
   if (!tmpl) return tl::unexpected(fail_with(failure_kind::unsupported, tmpl.error().message));
   auto rendered = render(**tmpl, fields);
   if (!rendered)
@@ -199,6 +223,7 @@ op_result<proposal> llm_proposer::propose_backward(const backward_request& r) {
   f["features"] = features_text(r.features);
   f["action_prior"] = list_text(r.action_prior);
   f["rejected"] = notes_text(r.rejected);
+  if (version_for(operation::propose_backward) >= 2) f["contract"] = contract_text(*r.t, options_.host);
   return write_code(operation::propose_backward, f, r.kernel);
 }
 
@@ -212,6 +237,7 @@ op_result<proposal> llm_proposer::rederive_forward(const forward_request& r) {
   f["restore"] = feature_text(r.restore) + "\ndefinition: " + definition_text(r.restore.name);
   f["action"] = or_none(r.action);
   f["rejected"] = notes_text(r.rejected);
+  if (version_for(operation::rederive_forward) >= 2) f["contract"] = contract_text(*r.t, options_.host);
   return write_code(operation::rederive_forward, f, r.predecessor);
 }
 
@@ -251,17 +277,23 @@ op_result<skill_card> llm_proposer::abstract_card(const card_request& r) {
 op_result<proposal> llm_proposer::materialize(const materialize_request& r) {
   if (!r.t) return no_task();
   if (r.cards.empty()) return tl::unexpected(fail_with(failure_kind::refused, "no card to apply"));
+  const bool v2 = version_for(operation::materialize) >= 2;
   std::string cards;
   for (size_t i = 0; i < r.cards.size(); ++i)
     cards += (i ? "\n\n" : "") + std::string("--- card ") + std::to_string(i + 1) + " of " +
              std::to_string(r.cards.size()) +
              (r.cards[i].id.empty() ? "" : " (" + r.cards[i].id + ")") + " ---\n" +
-             card_text(r.cards[i], r.kernel.manifest.lang);
+             card_text(r.cards[i], r.kernel.manifest.lang) +
+             (v2 ? "\n" + card_evidence_text(r.cards[i]) : std::string());
   prompt_fields f = base_fields(*r.t, r.target);
   f["kernel"] = kernel_text(r.kernel);
   f["features"] = features_text(r.features);
   f["cards"] = cards;
   f["rejected"] = notes_text(r.rejected);
+  if (v2) {
+    f["contract"] = contract_text(*r.t, options_.host);
+    f["progress"] = progress_text(r.progress);
+  }
   return write_code(operation::materialize, f, r.kernel);
 }
 
@@ -272,6 +304,7 @@ op_result<proposal> llm_proposer::repair(const repair_request& r) {
   f["goal"] = or_none(r.goal);
   f["outcome"] = std::string(to_string(r.verdict));
   f["diagnostics"] = or_none(clipped(r.diagnostics, options_.max_diagnostics_bytes));
+  if (version_for(operation::repair) >= 2) f["contract"] = contract_text(*r.t, options_.host);
   return write_code(operation::repair, f, r.failed);
 }
 
@@ -284,6 +317,7 @@ op_result<proposal> llm_proposer::seed_baseline(const seed_request& r) {
   f["reference"] = or_none(r.reference_source);
   f["entry_features"] = list_text(defs);
   f["entry_file"] = start.manifest.entry;
+  if (version_for(operation::seed_baseline) >= 2) f["contract"] = contract_text(*r.t, options_.host);
   return write_code(operation::seed_baseline, f, start);
 }
 
@@ -296,14 +330,17 @@ op_result<ranking> llm_proposer::rank_paths(const rank_request& r) {
     out.prov = origin();
     return out;
   }
+  const bool v2 = version_for(operation::rank_paths) >= 2;
   std::vector<std::string> lines;
-  for (const auto& p : r.paths) lines.push_back(p.id + ": " + p.summary);
+  for (const auto& p : r.paths)
+    lines.push_back(p.id + ": " + p.summary + (v2 && !p.evidence.empty() ? "\n  " + p.evidence : std::string()));
   prompt_fields f = base_fields(*r.t, r.target);
   f["kernel"] = kernel_text(r.kernel);
   f["features"] = features_text(r.features);
   std::string paths;
   for (const auto& l : lines) paths += (paths.empty() ? "" : "\n") + l;
   f["paths"] = paths;
+  if (v2) f["progress"] = progress_text(r.progress);
   const auto& given = r.paths;
   auto check = [&given](const json& value, const std::string&) -> std::optional<reply_problem> {
     if (auto bad = ranking_problem(value, given))
@@ -330,6 +367,10 @@ op_result<proposal> llm_proposer::mutate(const mutate_request& r) {
   f["direction"] = or_none(r.direction);
   f["rejected"] = notes_text(r.rejected);
   f["registry"] = registry_text(r.t->plat);
+  if (version_for(operation::mutate) >= 2) {
+    f["contract"] = contract_text(*r.t, options_.host);
+    f["progress"] = progress_text(r.progress);
+  }
   return write_code(operation::mutate, f, r.parent);
 }
 

@@ -17,6 +17,7 @@
 #include "agent/proposer.h"
 #include "agent/replies.h"
 #include "agent/reply_edits.h"
+#include "core/target.h"
 #include "llm/config.h"
 #include "llm/provider.h"
 
@@ -45,6 +46,11 @@ struct llm_options {
   std::map<operation, sampling_settings> sampling;
   size_t max_diagnostics_bytes = 16384;  // a repair prompt shows at most this much of the log
   const llm::cancel_token* cancel = nullptr;
+  // Where the kernels run: the contract of v2 prompts (threads, the ISA a host runs, ceilings).
+  target host;
+  // The newest template version to use (0: the newest there is; 1: the v1 templates, so that
+  // calls recorded with them replay). Each operation takes its newest version up to this one.
+  int32_t prompt_version = 0;
 };
 
 // The entry file of a seed bundle and the placeholder the model replaces with `@@@ WHOLE`.
@@ -77,7 +83,10 @@ class llm_proposer final : public proposer {
 
   // The fields each operation renders its template with (docs/proposer.md "Prompts"); public so
   // that a test can render every shipped template with exactly these names.
-  static std::vector<std::string> field_names(operation op);
+  // Version 2 adds `contract` to the code-writing operations and `progress` to the search ones.
+  static std::vector<std::string> field_names(operation op, int32_t version = 1);
+  // The template version this proposer renders `op` with (0: none is shipped).
+  int32_t version_for(operation op) const;
 
  private:
   struct answer {

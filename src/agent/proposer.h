@@ -63,6 +63,26 @@ struct attempt_note {
   std::string summary;   // "remove smem_tiling at gemm_kernel: wrong_result (max err 3.1 at …)"
 };
 
+// Where a search stands, for the prompts that ask for a faster kernel (v2 templates: the
+// `progress` field, agent/situation_text.h). Every figure is lathe's own measurement; an absent
+// one is said as such, never guessed.
+struct progress_facts {
+  std::optional<double> start_seconds;  // median time of the start kernel (timed shape set)
+  std::optional<double> best_seconds;   // median time of the best kernel, same shape set
+  double best_ratio = 1.0;              // paired: start over best (product of accepted steps)
+  int32_t accepted = 0;                 // steps accepted so far
+  std::optional<double> floor_seconds;  // the roofline floor of the timed shape set
+  std::string roofline;                 // the floor's terms and the ceilings it is taken against
+  int32_t step = 0;                     // this step (1-based); 0: not a stepped search
+  std::optional<int64_t> steps;         // the run's step bound
+  std::string budget_left;              // "4 steps, 30 evaluations, 1620 s" ("" = unbounded)
+  std::string library;                  // skills: the library's state for this kernel ("" = none)
+  // How the text names things: optimize's "step", "start kernel", "best kernel"; evolve's
+  // "generation", "baseline", "parent kernel".
+  std::string step_name = "step", start_name = "start kernel", best_name = "best kernel";
+  std::string accepted_name = "step(s) accepted so far";  // evolve: "elite(s) in the archive"
+};
+
 // KLineage backward: remove exactly one mechanism (with the adapters it needs, never half of
 // one). The gate checks the predecessor compiles and is correct; the feature audit checks that
 // exactly the claimed feature disappeared.
@@ -137,6 +157,7 @@ struct materialize_request {
   std::vector<skill_card> cards;    // one card, or a plan applied in this order
   std::string target;               // target summary: architecture and capabilities
   std::vector<attempt_note> rejected;
+  progress_facts progress;
 };
 
 // Fix a kernel the gate refused, with the gate's diagnostics.
@@ -159,7 +180,8 @@ struct seed_request {
 
 struct path_option {
   std::string id;                   // a retrieved path's id (cards in order)
-  std::string summary;              // what it does, its cards' intents, measured effects
+  std::string summary;              // what it does, its cards' intents
+  std::string evidence;             // v2 prompts: its cards' measured effects (card_evidence_text)
 };
 
 struct rank_request {
@@ -168,6 +190,7 @@ struct rank_request {
   std::vector<feature> features;
   std::vector<path_option> paths;
   std::string target;
+  progress_facts progress;
 };
 
 struct ranking {
@@ -185,6 +208,7 @@ struct mutate_request {
   std::string direction;            // what to try for (a descriptor cell, a profile's hint)
   std::vector<attempt_note> rejected;
   std::string target;
+  progress_facts progress;
 };
 
 // ---- the interface --------------------------------------------------------------------------

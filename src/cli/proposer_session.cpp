@@ -66,6 +66,8 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
   }
   agent::llm_options options;
   options.sampling = agent::sampling_from(cfg);
+  options.prompt_version = cfg.prompt_version;
+  options.host = t.plat == platform::cuda && ctx.gpu ? *ctx.gpu : ctx.tgt;
   s->proposer = std::make_unique<agent::llm_proposer>(*s->model, *s->prompts, options);
   return s;
 }

@@ -7,7 +7,7 @@ namespace lathe {
 namespace {
 
 // One entry per name; feature_registry() hands them out sorted by name.
-constexpr std::array<feature_definition, 21> registry{{
+constexpr std::array<feature_definition, 23> registry{{
     {"block_reduce", "cuda", "",
      "a reduction across the threads of a block through shared memory (tree or two-level), "
      "instead of one thread or atomics per element"},
@@ -62,6 +62,14 @@ constexpr std::array<feature_definition, 21> registry{{
      "computing), synchronized through barriers"},
     {"wgmma", "cuda", "shape",
      "warpgroup tensor-core multiply-accumulate with wgmma.mma_async (Hopper, sm_90a)"},
+    {"prefetch", "cuda,cpu", "",
+     "data requested ahead of its use by explicit prefetch instructions (__builtin_prefetch, "
+     "_mm_prefetch; prefetch.global / cp.async.bulk.prefetch in PTX), so that it is in cache when "
+     "the loop reaches it"},
+    {"non_temporal_store", "cuda,cpu", "",
+     "streaming stores that bypass or do not keep the written lines in cache (_mm*_stream_*, "
+     "__builtin_nontemporal_store; __stcs / st.global.cs in CUDA), for outputs written once and "
+     "not read back"},
     {"cache_blocking", "cpu", "tile",
      "loops tiled so that blocks of the operands stay in a CPU cache level while they are reused"},
 }};

@@ -196,7 +196,8 @@ result<config> parse_config(std::string_view text, const fs::path& file_name,
   LATHE_TRY(secrets, refuse_secret_fields(r, root, ""));
   LATHE_TRY(keys, r.check_keys(root,
                                {"provider", "model", "base_url", "key_env", "concurrency", "prices",
-                                "limits", "timeouts", "retries", "command", "cassettes", "sampling"},
+                                "limits", "timeouts", "retries", "command", "cassettes", "sampling",
+                                "prompt_version"},
                                ""));
   config c;
   c.file = file_name;
@@ -244,6 +245,8 @@ result<config> parse_config(std::string_view text, const fs::path& file_name,
     }
   }
 
+  LATHE_TRY(prompt_version, r.integer(root, "prompt_version", "", 1, 1000));
+  if (*prompt_version) c.prompt_version = static_cast<int32_t>(**prompt_version);
   LATHE_TRY(concurrency, r.integer(root, "concurrency", "", 1, 256));
   if (*concurrency) c.concurrency = static_cast<int32_t>(**concurrency);
   LATHE_TRY(prices, read_prices(r, root, c));

@@ -84,6 +84,9 @@ struct config {
   cassette_mode cassettes = cassette_mode::off;
   std::filesystem::path cassette_dir;  // absolute; relative in the file = from its directory
   std::map<std::string, sampling> sampling_by;  // [sampling.<name>], by name (sampling_tables)
+  // The newest prompt template version to render (0: the newest shipped). 1 keeps the v1
+  // templates, whose recorded calls (cassettes, call logs) then replay.
+  int32_t prompt_version = 0;
 
   // The price of the configured model, if the file gives one.
   std::optional<price> model_price() const;

@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "lineage/feature_audit.h"
 #include "search/journal.h"
+#include "search/progress.h"
 
 namespace lathe::search {
 
@@ -428,6 +429,17 @@ class runner {
     for (const auto& cd : cards) c.cards.push_back(cd.id);
     mr.direction = direction(parent, insp, cards, g, island, index);
     mr.target = o_.target_text;
+    // What the child's prompt says of the search: the parent's paired speedup over the baseline
+    // (the times and the roofline stay in its inspection, in the direction), and the budget left.
+    mr.progress.best_ratio = parent.verdict.speedup.value_or(1.0);
+    mr.progress.step = g + 1;
+    mr.progress.accepted = static_cast<int32_t>(arch_.size());
+    mr.progress.step_name = "generation";
+    mr.progress.accepted_name = "elite(s) in the archive";
+    mr.progress.start_name = "baseline";
+    mr.progress.best_name = "parent kernel";
+    mr.progress.budget_left = budget_left_text(ledger_.bounds(), ledger_.spent());
+    mr.progress.roofline = "the parent's last measurement (time, roofline position) is in the direction";
     c.prompt_context = mr.direction;
     out.step.emplace(std::move(*step));
     out.key = key;

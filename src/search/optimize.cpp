@@ -17,6 +17,7 @@
 #include "lineage/feature_audit.h"
 #include "search/journal.h"
 #include "search/plan.h"
+#include "search/progress.h"
 
 namespace lathe::search {
 
@@ -118,6 +119,7 @@ struct verdict {
   int64_t id = 0;
   std::string outcome, message, diagnostics, inspection;
   std::optional<double> ratio;
+  std::optional<double> seconds, against_seconds, floor;  // medians and the roofline floor
   double margin = 0;
   bool passed = false;
   bool faster() const { return passed && ratio && *ratio >= 1.0 + margin; }
@@ -129,6 +131,9 @@ json verdict_json(const verdict& v) {
          {"diagnostics", v.diagnostics}, {"margin", v.margin},   {"passed", v.passed},
          {"inspection", v.inspection}};
   j["ratio"] = v.ratio ? json(*v.ratio) : json(nullptr);
+  if (v.seconds) j["seconds"] = *v.seconds;
+  if (v.against_seconds) j["against_seconds"] = *v.against_seconds;
+  if (v.floor) j["floor"] = *v.floor;
   return j;
 }
 
@@ -142,6 +147,8 @@ verdict verdict_from(const json& j) {
   v.margin = j.value("margin", 0.0);
   v.passed = j.value("passed", false);
   if (j.contains("ratio") && j.at("ratio").is_number()) v.ratio = j.at("ratio").get<double>();
+  for (auto [key, to] : {std::pair{"seconds", &v.seconds}, {"against_seconds", &v.against_seconds}, {"floor", &v.floor}})
+    if (j.contains(key) && j.at(key).is_number()) *to = j.at(key).get<double>();
   return v;
 }
 
@@ -178,6 +185,7 @@ struct runner {
   int32_t stall = 0;
   int32_t current_step = 0;
   std::string inspection;  // what the proposer was told of the best kernel at this step
+  progress_tracker tracker{t, o.tgt};
 
   // The proposer's ranking of path options, or its recorded one.
   result<std::vector<std::string>> rank(const agent::rank_request& rq) {
@@ -346,6 +354,9 @@ struct runner {
     vd.message = e.message;
     vd.diagnostics = e.diagnostics.substr(0, 4000);
     vd.ratio = lineages::ratio(e);
+    vd.seconds = e.median_seconds;
+    vd.against_seconds = e.baseline_median_seconds;
+    if (e.roofline_fraction && e.median_seconds) vd.floor = *e.roofline_fraction * *e.median_seconds;
     vd.margin = lineages::margin(e, t.plat);
     vd.passed = lineages::passed(e);
     vd.inspection = detail::inspection_of(e);
@@ -370,6 +381,8 @@ struct runner {
       if (!vd || !*vd || (*vd)->outcome != "unstable") break;
       vd = evaluate(cat(key, "/u", std::to_string(again)), purpose, k, against, true, prov);
     }
+    if (vd && *vd && (*vd)->passed)
+      tracker.timed(against.hash == out.start.hash, against.hash == best.hash, (*vd)->against_seconds, (*vd)->floor);
     return vd;
   }
 
@@ -497,7 +510,8 @@ struct runner {
     current_step = n;
     const std::string target = proposer_target();
     inspection = target.substr(std::min(target.size(), o.target_text.size()));
-    auto planned = planner.next(best, best_features, target, recent_notes(), memory);
+    const agent::progress_facts facts = tracker.facts(n, budget.bounds().run.steps, budget.bounds(), budget.spent());
+    auto planned = planner.next(best, best_features, target, facts, recent_notes(), memory);
     if (!planned) return tl::unexpected(planned.error());
     const request req = std::move(*planned);
     if (req.exhausted) {
@@ -626,6 +640,7 @@ struct runner {
     s.tr.evaluations = {first.id, second.id};
     s.tr.prov = cand.prov;
     best_ratio *= *second.ratio;
+    tracker.accepted(second.seconds, best_ratio);
     stall = 0;
     memory_entry m;
     m.step = n;

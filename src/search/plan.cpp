@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "agent/situation_text.h"
 #include "skills/retrieve.h"
 
 namespace lathe::search {
@@ -19,7 +20,7 @@ class mutation_plan final : public plan {
       : t_(t), p_(p), s_(s), experts_(std::move(experts)) {}
 
   result<request> next(const kernel_bundle& best, const std::vector<feature>&, const std::string& target,
-                       const std::vector<agent::attempt_note>& notes,
+                       const agent::progress_facts& progress, const std::vector<agent::attempt_note>& notes,
                        const std::vector<memory_entry>& memory) override {
     request r;
     if (refused_on_ == best.hash) {
@@ -32,6 +33,7 @@ class mutation_plan final : public plan {
     m.parent = best;
     m.rejected = notes;
     m.target = target;
+    m.progress = progress;
     r.op = "mutate";
     switch (s_) {
       case strategy::forward_memory:
@@ -89,7 +91,7 @@ class skills_plan final : public plan {
   }
 
   result<request> next(const kernel_bundle& best, const std::vector<feature>& features, const std::string& target,
-                       const std::vector<agent::attempt_note>& notes,
+                       const agent::progress_facts& given, const std::vector<agent::attempt_note>& notes,
                        const std::vector<memory_entry>&) override {
     std::vector<std::string> names;
     for (const auto& f : features)
@@ -106,6 +108,8 @@ class skills_plan final : public plan {
     for (const auto& id : order)
       if (!tried_.count(best.hash + "|" + id)) untried.push_back(id);
     request r;
+    agent::progress_facts progress = given;
+    progress.library = library_state(rv, order.size(), order.size() - untried.size(), untried.empty());
     if (untried.empty()) {
       if (o_.free_after_cards && free_refused_on_ != best.hash) {
         agent::mutate_request m;
@@ -113,6 +117,7 @@ class skills_plan final : public plan {
         m.parent = best;
         m.rejected = notes;
         m.target = target;
+        m.progress = progress;
         m.direction = plain_direction();
         agent::proposer* p = &p_;
         r.op = "mutate";
@@ -133,13 +138,15 @@ class skills_plan final : public plan {
     std::vector<agent::path_option> options;
     for (const auto& id : untried) {
       const skill_card& c = *by_id.at(id);
-      options.push_back({id, cat(c.name, ": ", c.intent, " (provides ", join(c.provides_features, ", "), ")")});
+      options.push_back({id, cat(c.name, ": ", c.intent, " (provides ", join(c.provides_features, ", "), ")"),
+                         agent::card_evidence_text(c)});
     }
     const std::string plan_id = "plan:" + join(untried, "+");
     if (untried.size() > 1 && !tried_.count(best.hash + "|" + plan_id)) {
       std::vector<std::string> names_in;
       for (const auto& id : untried) names_in.push_back(by_id.at(id)->name);
-      options.push_back({plan_id, "all of " + join(names_in, ", ") + ", in this order"});
+      options.push_back({plan_id, "all of " + join(names_in, ", ") + ", in this order",
+                         "the effects of each card are given with its own option"});
     }
     std::vector<std::string> ranked;
     if (options.size() > 1) {
@@ -149,6 +156,7 @@ class skills_plan final : public plan {
       rq.features = features;
       rq.paths = options;
       rq.target = target;
+      rq.progress = progress;
       auto got = rank_(rq);
       if (!got) return tl::unexpected(got.error());
       ranked = *got;
@@ -163,6 +171,7 @@ class skills_plan final : public plan {
     m.features = features;
     m.target = target;
     m.rejected = notes;
+    m.progress = progress;
     std::vector<std::string> card_names;
     for (const auto& id : ids) {
       m.cards.push_back(ablated(*by_id.at(id), o_.abl));
@@ -193,6 +202,17 @@ class skills_plan final : public plan {
     ro.include_refused = o_.abl.no_admission;
     ro.check_constraints = !o_.abl.no_preconditions;
     return skills::retrieve(cards_, q, ro);
+  }
+
+  // The library's state for the best kernel, as the proposer is told it (v2 prompts).
+  std::string library_state(const skills::retrieval& rv, size_t retrieved, size_t tried, bool exhausted) const {
+    std::string s = cat(std::to_string(cards_.size()), " card(s) in the library; ", std::to_string(retrieved),
+                        " retrieved for this kernel, ", std::to_string(tried), " of them already tried on it");
+    if (!rv.rejected.empty()) s += cat(", ", std::to_string(rv.rejected.size()), " turned away by retrieval");
+    if (exhausted)
+      s += ". The library is exhausted for this kernel: every retrieved card has been tried, so this request is a "
+           "free mutation (any change you expect to pay; no card to follow)";
+    return s;
   }
 
   void mark(const request& r, const kernel_bundle& on, const agent::failure* f) {

@@ -40,7 +40,8 @@ class plan {
   // Features a seeded start kernel should already have (the best retrieved path's entry).
   virtual std::vector<std::string> entry_features() const { return {}; }
   virtual result<request> next(const kernel_bundle& best, const std::vector<feature>& features,
-                               const std::string& target, const std::vector<agent::attempt_note>& notes,
+                               const std::string& target, const agent::progress_facts& progress,
+                               const std::vector<agent::attempt_note>& notes,
                                const std::vector<memory_entry>& memory) = 0;
   // The proposer answered the request (its kernel goes to the gate) / failed it.
   virtual void proposed(const request& r, const kernel_bundle& on) = 0;

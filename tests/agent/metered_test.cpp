@@ -158,7 +158,7 @@ TEST(metered, every_call_is_recorded_with_its_template_and_no_key) {
   EXPECT_EQ((*calls)[1].template_id, "propose_backward/repair");
   EXPECT_EQ((*calls)[2].template_id, "propose_backward/repair");
   EXPECT_EQ((*calls)[3].template_id, "propose_backward");
-  for (const auto& c : *calls) EXPECT_EQ(c.template_version, 1);
+  for (const auto& c : *calls) EXPECT_EQ(c.template_version, 2);
   EXPECT_NE((*calls)[1].fields_hash, (*calls)[2].fields_hash);
   EXPECT_EQ((*calls)[2].error_kind, "none");
   EXPECT_EQ((*calls)[3].error_kind, "budget");

@@ -11,33 +11,42 @@
 namespace lathe::agent::test {
 namespace {
 
+// Every shipped version of every operation: v2 is the newest of the code-writing and search
+// operations, v1 stays so that calls recorded with it replay (llm_options::prompt_version).
 TEST(prompts, every_operation_renders_with_exactly_the_proposer_fields) {
   for (operation op : all_operations) {
-    SCOPED_TRACE(to_string(op));
-    auto t = prompts().find(to_string(op));
-    ASSERT_TRUE(t) << t.error().message;
-    EXPECT_EQ((*t)->version, 1);
-    std::vector<std::string> fields = llm_proposer::field_names(op);
-    std::sort(fields.begin(), fields.end());
-    EXPECT_EQ((*t)->fields, fields);
-    prompt_fields values;
-    for (const auto& f : fields) values[f] = "<<value of " + f + ">>";
-    auto r = render(**t, values);
-    ASSERT_TRUE(r) << r.error().message;
-    EXPECT_EQ(r->user.substr(0, r->user.find('\n')),
-              std::string("lathe-operation: ") + to_string(op) + " v1");
-    EXPECT_FALSE(r->system.empty());
-    for (const auto& f : fields)
-      EXPECT_TRUE(has(r->system + r->user, "<<value of " + f + ">>")) << f;
-    // Every reply key of the operation's schema is described to the model.
-    for (const auto& [key, _] : reply_schema(op).at("properties").items())
-      EXPECT_TRUE(has(r->user, "\"" + key + "\"")) << key;
-    // Strict both ways: a field more or less fails.
-    values["surplus"] = "x";
-    EXPECT_FALSE(render(**t, values));
-    values.erase("surplus");
-    values.erase(fields.front());
-    EXPECT_FALSE(render(**t, values));
+    const int32_t newest = writes_code(op) || op == operation::rank_paths ? 2 : 1;
+    auto top = prompts().find(to_string(op));
+    ASSERT_TRUE(top) << top.error().message;
+    EXPECT_EQ((*top)->version, newest) << to_string(op);
+    for (int32_t version = 1; version <= newest; ++version) {
+      SCOPED_TRACE(std::string(to_string(op)) + " v" + std::to_string(version));
+      auto t = prompts().find(to_string(op), version);
+      ASSERT_TRUE(t) << t.error().message;
+      std::vector<std::string> fields = llm_proposer::field_names(op, version);
+      std::sort(fields.begin(), fields.end());
+      EXPECT_EQ((*t)->fields, fields);
+      EXPECT_EQ(version >= 2 && writes_code(op),
+                std::find(fields.begin(), fields.end(), "contract") != fields.end());
+      prompt_fields values;
+      for (const auto& f : fields) values[f] = "<<value of " + f + ">>";
+      auto r = render(**t, values);
+      ASSERT_TRUE(r) << r.error().message;
+      EXPECT_EQ(r->user.substr(0, r->user.find('\n')),
+                std::string("lathe-operation: ") + to_string(op) + " v" + std::to_string(version));
+      EXPECT_FALSE(r->system.empty());
+      for (const auto& f : fields)
+        EXPECT_TRUE(has(r->system + r->user, "<<value of " + f + ">>")) << f;
+      // Every reply key of the operation's schema is described to the model.
+      for (const auto& [key, _] : reply_schema(op).at("properties").items())
+        EXPECT_TRUE(has(r->user, "\"" + key + "\"")) << key;
+      // Strict both ways: a field more or less fails.
+      values["surplus"] = "x";
+      EXPECT_FALSE(render(**t, values));
+      values.erase("surplus");
+      values.erase(fields.front());
+      EXPECT_FALSE(render(**t, values));
+    }
   }
 }
 

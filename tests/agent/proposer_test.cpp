@@ -56,9 +56,9 @@ TEST(llm_proposer, backward_removes_one_mechanism_from_the_softmax_expert) {
   // What the model was shown.
   ASSERT_EQ(model.seen.size(), 1u);
   const llm::request& q = model.seen[0];
-  EXPECT_EQ(model.first_user_line(0), "lathe-operation: propose_backward v1");
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: propose_backward v2");
   EXPECT_EQ(q.template_id, "propose_backward");
-  EXPECT_EQ(q.template_version, 1);
+  EXPECT_EQ(q.template_version, 2);
   EXPECT_FALSE(q.json_schema.empty());
   const std::string& u = q.messages[0].content;
   EXPECT_TRUE(has(u, "=== FILE kernel.cpp ===\n// Expert row softmax")) << u.substr(0, 2000);
@@ -94,7 +94,7 @@ TEST(llm_proposer, forward_restores_a_feature_without_seeing_the_backward_diff) 
   EXPECT_TRUE(has(got->kernel.sources.at("naive.cpp"), "#pragma omp simd\n  for (int64_t i"));
   EXPECT_EQ(got->features_added, std::vector<std::string>{"simd"});
   const std::string& u = model.seen[0].messages[0].content;
-  EXPECT_EQ(model.first_user_line(0), "lathe-operation: rederive_forward v1");
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: rederive_forward v2");
   EXPECT_TRUE(has(u, "simd @ lathe_launch/i (width=8)\ndefinition: simd: explicit vector"));
   EXPECT_TRUE(has(u, "## rejected\n(none)")) << "an empty list is (none)";
   EXPECT_TRUE(has(model.seen[0].system, "Do not look for the previous version; re-derive"));
@@ -331,7 +331,7 @@ TEST(llm_proposer, mutate_shows_inspirations_and_may_add_nothing) {
   const std::string& u = model.seen[0].messages[0].content;
   EXPECT_TRUE(has(u, "--- inspiration 1 ---\nlanguage: cpp"));
   EXPECT_TRUE(has(u, "fewer passes over each row"));
-  EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v1");
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v2");
   // Kernel-Smith's sampling for mutations, by default; every other operation deterministic.
   EXPECT_EQ(model.seen[0].temperature, 0.6);
   EXPECT_EQ(model.seen[0].top_p, 0.95);

@@ -15,6 +15,7 @@
 
 #include "agent/delegating.h"
 #include "agent/llm_proposer.h"
+#include "agent/situation_text.h"
 #include "agent/prompt.h"
 #include "agent/rules/detect.h"
 #include "agent/rules/rules_proposer.h"
@@ -367,6 +368,14 @@ TEST_F(optimize_env, the_four_strategies_run_on_one_task_and_budget_and_differ_i
   EXPECT_EQ(seen[strategy::skills]->materialized.front().cards.front().id, "omp-card");
   ASSERT_FALSE(results[strategy::skills].steps.empty());
   EXPECT_EQ(results[strategy::skills].steps.front().source, "card:omp-card");
+  // What the v2 prompts say of the library: its size and, once every card was tried on the best
+  // kernel, that the free mutation is one because the library is exhausted.
+  EXPECT_NE(seen[strategy::skills]->materialized.front().progress.library.find("1 card(s) in the library; 1 retrieved"),
+            std::string::npos) << seen[strategy::skills]->materialized.front().progress.library;
+  ASSERT_FALSE(seen[strategy::skills]->mutated.empty());
+  for (const auto& m : seen[strategy::skills]->mutated)
+    EXPECT_NE(m.progress.library.find("library is exhausted for this kernel"), std::string::npos) << m.progress.library;
+  for (const auto& m : seen[strategy::none]->mutated) EXPECT_TRUE(m.progress.library.empty());
   // none: mutations with no memory, no inspirations, no cards.
   EXPECT_TRUE(seen[strategy::none]->materialized.empty());
   for (const auto& m : seen[strategy::none]->mutated) {
@@ -400,6 +409,50 @@ TEST_F(optimize_env, the_four_strategies_run_on_one_task_and_budget_and_differ_i
   auto none = run(empty, rules_, v, b, options(strategy::expert_source));
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("lathe decompose"), std::string::npos) << none.error().message;
+}
+
+// Issue 23 item 3: what a search tells the proposer of where it stands comes from its own
+// measurements: the start's and the best's medians from the paired evaluations, the product of
+// the accepted steps, the floor, the step and what the budget still allows.
+TEST_F(optimize_env, the_proposer_is_told_the_measured_times_the_floor_and_the_budget_left) {
+  store db = open_store("p.db");
+  scripted_verifier v;
+  recording rec(rules_);
+  budget b = steps(4);
+  b.evals = 40;
+  auto r = run(db, rec, v, b, options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_GE(rec.mutated.size(), 2u);
+  ASSERT_FALSE(r->steps.empty());
+  const agent::progress_facts& first = rec.mutated.front().progress;
+  EXPECT_EQ(first.step, 1);
+  ASSERT_TRUE(first.steps);
+  EXPECT_EQ(*first.steps, 4);
+  EXPECT_FALSE(first.start_seconds) << "nothing was timed before the first proposal";
+  EXPECT_FALSE(first.floor_seconds);
+  EXPECT_NE(first.budget_left.find("evaluation(s)"), std::string::npos) << first.budget_left;
+  EXPECT_FALSE(first.roofline.empty()) << "layernorm has a cost model";
+  // The proposal after the first accepted step: the naive kernel's 1 ms as the start, the new
+  // best's re-measured median, the ratio, the floor.
+  const int32_t accepted_at = r->steps.front().step;
+  const agent::mutate_request* after = nullptr;
+  for (const auto& m : rec.mutated)
+    if (m.progress.step == accepted_at + 1) after = &m;
+  ASSERT_NE(after, nullptr);
+  const agent::progress_facts& p = after->progress;
+  ASSERT_TRUE(p.start_seconds);
+  EXPECT_DOUBLE_EQ(*p.start_seconds, 1e-3);
+  ASSERT_TRUE(p.best_seconds);
+  EXPECT_DOUBLE_EQ(*p.best_seconds, 1e-3 / v.score(r->steps.size() == 1 ? r->best : after->parent));
+  EXPECT_DOUBLE_EQ(p.best_ratio, *r->steps.front().tr.speedup);
+  EXPECT_EQ(p.accepted, 1);
+  ASSERT_TRUE(p.floor_seconds);
+  EXPECT_NEAR(*p.floor_seconds, 2e-4, 1e-12);
+  const std::string text = agent::progress_text(p);
+  EXPECT_NE(text.find("start kernel: 1.00 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("% of the floor's speed"), std::string::npos) << text;
+  EXPECT_NE(text.find("step " + std::to_string(accepted_at + 1) + " of 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("GB/s"), std::string::npos) << text;
 }
 
 TEST_F(optimize_env, each_ablation_switch_changes_what_the_proposer_is_given) {

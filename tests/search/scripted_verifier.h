@@ -43,6 +43,8 @@ class scripted_verifier final : public lineages::verifier {
     std::optional<double> ratio;
   };
   std::vector<call> calls;
+  // A timed kernel's median is 1 ms / score; the roofline floor is this.
+  double floor_seconds = 2e-4;
 
   evaluation check(const task& t, const kernel_bundle& k, const kernel_bundle& b, const provenance& p) override {
     return run(t, k, b, p, false);
@@ -110,6 +112,8 @@ class scripted_verifier final : public lineages::verifier {
                         (!away_for.empty() && p.detail == away_for ? away : 1.0);
       if (unstable && unstable(k.hash, b.hash, nth)) e.result = outcome::unstable;
       e.median_seconds = 1e-3 / score(k);
+      e.baseline_median_seconds = 1e-3 / score(b);
+      e.roofline_fraction = floor_seconds / *e.median_seconds;
       c.ratio = e.paired->ratio;
     }
     calls.push_back(c);

@@ -227,6 +227,10 @@ class file_scan {
           set_.add("ldmatrix", locus, evidence_at(i));
         if (code.find("ld.global.nc") != std::string_view::npos)
           set_.add("read_only_load", locus, evidence_at(i));
+        if (code.find("prefetch.global") != std::string_view::npos ||
+            code.find("cp.async.bulk.prefetch") != std::string_view::npos)
+          set_.add("prefetch", locus, evidence_at(i));
+        if (code.find("st.global.cs") != std::string_view::npos) set_.add("non_temporal_store", locus, evidence_at(i));
         if (code.find("cp.async.") != std::string_view::npos &&
             code.find("group") == std::string_view::npos && !cp_async) {
           cp_async = true;
@@ -253,6 +257,11 @@ class file_scan {
         set_.add("warp_reduce", locus, ev);
       if (n.ends_with("wmma::mma_sync") || n == "mma_sync") set_.add("mma_sync", locus, ev);
       if (n == "__ldg") set_.add("read_only_load", locus, ev);
+      if (n == "__builtin_prefetch" || n == "_mm_prefetch") set_.add("prefetch", locus, ev);
+      if (n == "__builtin_nontemporal_store" || n == "__stcs" || n == "__stwt" ||
+          ((n.starts_with("_mm_stream_") || n.starts_with("_mm256_stream_") || n.starts_with("_mm512_stream_")) &&
+           n.find("load") == std::string::npos))
+        set_.add("non_temporal_store", locus, ev);
       if (n == "__pipeline_memcpy_async" || n.ends_with("memcpy_async")) {
         pipeline_copy = true;
         if (copy_evidence.empty()) {

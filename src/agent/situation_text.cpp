@@ -1,0 +1,193 @@
+// The v2 prompt fields: contract, progress, card evidence (agent/situation_text.h).
+#include "agent/situation_text.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/dtype.h"
+#include "core/text.h"
+#include "gate/task_file.h"
+
+namespace lathe::agent {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+std::string ratio_text(double r) { return fmt("%.3fx", r); }
+
+std::string rate_text(double per_s, const char* unit) {
+  return per_s > 0 ? fmt("%.1f ", per_s / 1e9) + unit : std::string("not measured");
+}
+
+std::string tolerance_line(const task& t, const tensor_spec& out) {
+  const effective_tolerance e = tolerance_for(t.compare, out.type);
+  const bool exact = e.rtol == 0 && e.atol == 0 && e.nerr == 0;
+  std::string s = "- " + out.name + " (" + std::string(to_string(out.type)) + "): ";
+  if (exact) return s + "exact (every element equal to the reference)";
+  return s + fmt("rtol %g", e.rtol) + fmt(", atol %g", e.atol) + fmt(", nerr %g", e.nerr);
+}
+
+std::string comparison_rule(comparison_kind k) {
+  switch (k) {
+    case comparison_kind::elementwise:
+      return "element-wise against an fp64 reference: every element must satisfy |out - ref| <= atol + "
+             "rtol * |ref|, and the whole output ||out - ref||_2 / ||ref||_2 <= nerr (so that zeros "
+             "cannot pass for small outputs); NaN or Inf where the reference is finite fails";
+    case comparison_kind::sorted_set:
+      return "each row (the last axis) compared as a sorted multiset: the row's values sorted, then "
+             "element-wise as below (the order within a row is free)";
+    case comparison_kind::topk:
+      return "top-k: output 0's rows compared as sorted multisets of values (tolerances below); "
+             "output 1 holds their positions along the last axis of input 0 and is checked against "
+             "the input itself (any of several tied positions is right)";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string seconds_text(double s) {
+  if (!(s > 0) || !std::isfinite(s)) return "not measured";
+  // Three significant digits, no exponent: 1.00 ms, 24.1 ms, 815 us.
+  auto sig3 = [](double v, const char* unit) {
+    const int decimals = std::max(0, 2 - static_cast<int>(std::floor(std::log10(v))));
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f %s", decimals, v, unit);
+    return std::string(b);
+  };
+  if (s < 1e-6) return sig3(s * 1e9, "ns");
+  if (s < 1e-3) return sig3(s * 1e6, "us");
+  if (s < 1.0) return sig3(s * 1e3, "ms");
+  return sig3(s, "s");
+}
+
+std::string contract_text(const task& t, const target& host) {
+  const bool cuda = t.plat == platform::cuda;
+  std::string s = "ABI (include/lathe/abi.h, version 1):\n";
+  s += "- tensors are DLTensors: contiguous, row-major (no strides), 256-byte aligned, never aliasing "
+       "one another; shapes are in inputs[i].shape / outputs[i].shape\n";
+  s += "- inputs are read-only; outputs are preallocated and filled with poison before every call: "
+       "write every element, on every call (an element left unwritten fails as unwritten_output)\n";
+  s += "- scalars are doubles in args->scalars, in the task's declared order\n";
+  s += "- a scratch buffer: export size_t lathe_workspace_bytes(const lathe_args*) and use "
+       "args->workspace (256-byte aligned; not zeroed; its contents are not kept between calls)\n";
+  s += "- int lathe_init(void) may be exported: run once per load, not timed\n";
+  if (cuda)
+    s += "- lathe_launch only enqueues work on args->stream (a cudaStream_t): no allocation, no "
+         "synchronization, no host-device copies, no other stream; lathe may capture it in a CUDA graph\n";
+  else
+    s += std::string("- threads: std::thread or OpenMP, up to ") + std::to_string(host.cores) +
+         " (OMP_NUM_THREADS=" + std::to_string(host.cores) +
+         ", passive waiting); no processes, no I/O, no timers, no environment\n";
+  s += "\nCorrectness (checked on fresh random inputs drawn from the task's distributions, on every "
+       "shape set";
+  if (!t.perturb.scale.empty() || !t.perturb.shift.empty()) {
+    std::vector<std::string> ps;
+    for (double v : t.perturb.scale) ps.push_back(fmt("scaled by %g", v));
+    for (double v : t.perturb.shift) ps.push_back(fmt("shifted by %g", v));
+    s += ", also with the inputs " + join(ps, ", ");
+  }
+  s += "; timed calls see fresh inputs too, and a sample of them is checked):\n- " + comparison_rule(t.compare.kind) +
+       "\n";
+  for (const auto& out : t.outputs) s += tolerance_line(t, out) + "\n";
+  s += "\nBuild: ";
+  if (cuda)
+    s += "nvcc with the manifest's flags; the architecture is the manifest's `isa` (none: sm_90a); "
+         "change it only with one `@@@ ISA sm_XX` line.";
+  else
+    s += "g++ -shared -fPIC -std=c++20 -march=<isa> plus the manifest's flags, nothing else (no "
+         "-O level, no OpenMP unless the flags say so): OpenMP needs `@@@ FLAGS` with `+ -fopenmp` "
+         "(and `+ -O3` when the manifest has none). The isa is the manifest's `isa` (none: this host's, " +
+         host.arch + "); change it only with one `@@@ ISA <level>` line; a level above " + host.arch +
+         " is unsupported_target here.";
+  s += " Allowed flags: -O*, -f*, -m* (not -march: the ISA line), -std=, -W*, -D, -U";
+  s += cuda ? ", --use_fast_math (if fast math is allowed), -lineinfo, --extended-lambda, "
+              "--expt-relaxed-constexpr."
+            : ".";
+  s += std::string(" Fast math (-ffast-math, -Ofast, --use_fast_math, fast intrinsics): ") +
+       (t.allow_fast_math ? "allowed by this task." : "not allowed by this task.");
+  s += " Libraries: " +
+       (t.allow_libraries.empty() ? std::string("none may be linked or loaded.")
+                                  : join(t.allow_libraries, ", ") + " only.");
+  return s;
+}
+
+std::string roofline_text(const task& t, const target& host, std::optional<double> floor_seconds) {
+  if (t.cost.flops.empty() && t.cost.bytes.empty()) return "";
+  if (t.shapes.empty()) return "";
+  const shape_set& ts = timing_shape(t);
+  auto flops = eval_cost(t.cost.flops, ts);
+  auto bytes = eval_cost(t.cost.bytes, ts);
+  if (!flops || !bytes) return "";
+  std::string s = "timed shape set " + ts.name + ": " + fmt("%.4g", *flops) + " flops, " + fmt("%.4g", *bytes) +
+                  " bytes moved at least. floor = max(flops / compute ceiling, bytes / the bandwidth of the "
+                  "memory level the data lives in). Ceilings measured on this machine: ";
+  const bool cuda = t.plat == platform::cuda;
+  std::vector<std::string> cs{"compute " + rate_text(host.flops_per_s, "GFLOP/s") + (cuda ? " (fp32 SGEMM)" : " (fp32 FMA, all cores)")};
+  if (cuda && host.tensor_flops_per_s > 0) cs.push_back("tensor cores " + rate_text(host.tensor_flops_per_s, "GFLOP/s"));
+  cs.push_back(std::string(cuda ? "device memory " : "DRAM ") + rate_text(host.copy_bytes_per_s, "GB/s"));
+  cs.push_back((cuda ? "L2 " : "last-level cache ") + rate_text(host.cache_bytes_per_s, "GB/s"));
+  if (!cuda && host.l2_bytes_per_s > 0) cs.push_back("L2 (all cores) " + rate_text(host.l2_bytes_per_s, "GB/s"));
+  s += join(cs, ", ");
+  if (floor_seconds && *floor_seconds > 0) {
+    const double compute = host.flops_per_s > 0 ? *flops / host.flops_per_s : 0;
+    s += ". The floor here is " + seconds_text(*floor_seconds) +
+         (compute >= *floor_seconds * 0.999 ? " (compute-bound)"
+                                            : ", memory-bound at " + rate_text(*bytes / *floor_seconds, "GB/s"));
+  }
+  return s;
+}
+
+std::string progress_text(const progress_facts& p) {
+  std::string s;
+  if (p.step > 0) {
+    s += p.step_name + " " + std::to_string(p.step);
+    if (p.steps) s += " of " + std::to_string(*p.steps);
+    s += "; " + std::to_string(p.accepted) + " " + p.accepted_name + "\n";
+  }
+  s += "budget left: " + (p.budget_left.empty() ? std::string("no bound but the steps") : p.budget_left) + "\n";
+  s += p.start_name + ": " + (p.start_seconds ? seconds_text(*p.start_seconds) : std::string("not timed yet")) + "\n";
+  s += p.best_name + ": " + (p.best_seconds ? seconds_text(*p.best_seconds) : std::string("not timed yet")) + ", " +
+       ratio_text(p.best_ratio) + " over the " + p.start_name +
+       " (paired timing: the two kernels alternated in one run)\n";
+  s += "roofline: ";
+  if (p.floor_seconds && p.best_seconds && *p.best_seconds > 0)
+    s += "the " + p.best_name + " runs at " + fmt("%.1f%%", 100 * *p.floor_seconds / *p.best_seconds) +
+         " of the floor's speed (floor " + seconds_text(*p.floor_seconds) + " / its time); ";
+  else
+    s += "position not measured yet; ";
+  s += p.roofline.empty() ? std::string("the task has no cost model") : p.roofline;
+  s += "\nacceptance: a candidate is timed against the best kernel; it is kept when its paired ratio clears "
+       "1 + the noise margin of that measurement and holds on a fresh re-measure";
+  if (!p.library.empty()) s += "\nlibrary: " + p.library;
+  return s;
+}
+
+std::string card_evidence_text(const skill_card& c) {
+  std::string s = "measured on its source task(s) " +
+                  (c.source_tasks.empty() ? std::string("(none named)") : join(c.source_tasks, ", ")) + ": ";
+  s += c.declared_ratio ? ratio_text(*c.declared_ratio) + " (geomean of " + std::to_string(c.evidence.size()) +
+                              " paired evaluation(s)" + (c.target.empty() ? "" : ", on " + c.target) + ")"
+                        : std::string("no declared effect");
+  if (c.trials.empty()) {
+    s += "\nheld-out tasks: not tried yet";
+  } else {
+    std::vector<std::string> ts;
+    for (const auto& tr : c.trials) {
+      std::string one = tr.task + ": " + to_string(tr.verdict);
+      if (!tr.outcome.empty() && tr.outcome != "ok") one += " (" + tr.outcome + ")";
+      if (tr.ratio) one += " " + ratio_text(*tr.ratio);
+      ts.push_back(one);
+    }
+    s += "\nheld-out tasks: " + join(ts, "; ");
+  }
+  s += "\nstatus: " + std::string(to_string(c.status)) + (c.status_reason.empty() ? "" : " (" + c.status_reason + ")");
+  return s;
+}
+
+}  // namespace lathe::agent

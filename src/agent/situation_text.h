@@ -1,0 +1,34 @@
+// What the v2 prompt templates add to what a model is shown (docs/prompts.md "v2"): the contract a
+// kernel is held to (ABI facts, the comparison and its tolerances, flags, threads, the ISA
+// policy), where a search stands (absolute times, the paired ratio, the roofline and its
+// ceilings, steps and budget left, the library's state) and a card's measured effects. Each is the
+// text of one prompt field; v1 templates never see them, so v1 recordings replay unchanged.
+#pragma once
+
+#include <string>
+
+#include "agent/proposer.h"
+#include "core/feature.h"
+#include "core/target.h"
+#include "core/task.h"
+
+namespace lathe::agent {
+
+// The `contract` field: what the gate checks and what a kernel may rely on, for `t` on `host`.
+std::string contract_text(const task& t, const target& host);
+
+// The `progress` field.
+std::string progress_text(const progress_facts& p);
+
+// A card's measured effect on its source task(s) and on every held-out task it was tried on,
+// and its admission status; appended to a card in v2's `cards` field and to a rank option.
+std::string card_evidence_text(const skill_card& c);
+
+// "2.41 ms", "815 us", "3.2 s": a time for people and models.
+std::string seconds_text(double s);
+
+// The roofline terms of `t`'s timed shape set against `host`'s measured ceilings, in words:
+// flops and bytes, each ceiling, and which term bounds the floor. Empty without a cost model.
+std::string roofline_text(const task& t, const target& host, std::optional<double> floor_seconds);
+
+}  // namespace lathe::agent

@@ -1,0 +1,214 @@
+// The v2 prompt fields (agent/situation_text.h) and their rendering through the proposer: every
+// fact issue 23 lists for a model, in the prompt a model reads; and v1 kept readable (a proposer
+// pinned to version 1 asks exactly what a v1-only library asks).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "agent/situation_text.h"
+#include "core/test_util.h"
+#include "scripted.h"
+
+namespace lathe::agent::test {
+namespace {
+
+target cpu_host() {
+  target h;
+  h.plat = platform::cpu;
+  h.arch = "x86-64-v3";
+  h.cores = 8;
+  h.flops_per_s = 400e9;
+  h.copy_bytes_per_s = 20e9;
+  h.cache_bytes_per_s = 90e9;
+  h.llc_bytes = 32 << 20;
+  return h;
+}
+
+TEST(contract_text, names_the_abi_the_comparison_the_flags_threads_and_the_isa) {
+  const std::string c = contract_text(softmax(), cpu_host());
+  for (const char* part : {"256-byte aligned", "contiguous, row-major", "never aliasing", "write every element",
+                           "scalars are doubles", "lathe_workspace_bytes", "up to 8 (OMP_NUM_THREADS=8",
+                           "no processes", "`+ -fopenmp`", "this host's, x86-64-v3", "`@@@ ISA <level>`",
+                           "a level above x86-64-v3 is unsupported_target", "not allowed by this task",
+                           "none may be linked"})
+    EXPECT_TRUE(has(c, part)) << part << "\n" << c;
+  // The comparison rule and each output's own tolerances (softmax overrides atol).
+  EXPECT_TRUE(has(c, "|out - ref| <= atol + rtol * |ref|")) << c;
+  EXPECT_TRUE(has(c, "||out - ref||_2 / ||ref||_2 <= nerr")) << c;
+  const effective_tolerance tol = tolerance_for(softmax().compare, softmax().outputs[0].type);
+  char line[128];
+  std::snprintf(line, sizeof line, "(float32): rtol %g, atol %g, nerr %g", tol.rtol, tol.atol, tol.nerr);
+  EXPECT_TRUE(has(c, line)) << line << "\n" << c;
+  EXPECT_TRUE(has(c, "atol 1e-09")) << c;
+  // Its declared perturbations are said, so that a kernel is written for them.
+  EXPECT_TRUE(has(c, "shifted by 100")) << c;
+  EXPECT_TRUE(has(c, "scaled by 0.1")) << c;
+}
+
+TEST(contract_text, says_each_comparison_kind_and_the_cuda_stream_rules) {
+  task t = softmax();
+  t.plat = platform::cuda;
+  t.compare.kind = comparison_kind::topk;
+  t.outputs.push_back({"indices", dtype::i32, t.outputs[0].shape, {}});
+  target gpu;
+  gpu.plat = platform::cuda;
+  gpu.arch = "sm_90a";
+  const std::string c = contract_text(t, gpu);
+  EXPECT_TRUE(has(c, "only enqueues work on args->stream")) << c;
+  EXPECT_TRUE(has(c, "(none: sm_90a)")) << c;
+  EXPECT_TRUE(has(c, "top-k")) << c;
+  EXPECT_TRUE(has(c, "checked against the input itself")) << c;
+  EXPECT_TRUE(has(c, "- indices (int32): ")) << c;
+  EXPECT_FALSE(has(c, "OMP_NUM_THREADS")) << c;
+  t.compare.kind = comparison_kind::sorted_set;
+  EXPECT_TRUE(has(contract_text(t, gpu), "sorted multiset"));
+}
+
+TEST(progress_text, gives_times_the_paired_ratio_the_roofline_with_its_ceilings_and_the_budget) {
+  // Softmax's timed shape set moves `bytes`: at 20 GB/s of DRAM its floor is memory-bound.
+  const shape_set& ts = timing_shape(softmax());
+  const double bytes = *eval_cost(softmax().cost.bytes, ts);
+  progress_facts p;
+  p.step = 3;
+  p.steps = 8;
+  p.accepted = 1;
+  p.start_seconds = 2.41 * bytes / 20e9;
+  p.best_seconds = 1.25 * bytes / 20e9;
+  p.best_ratio = 1.928;
+  p.floor_seconds = bytes / 20e9;
+  p.roofline = roofline_text(softmax(), cpu_host(), p.floor_seconds);
+  p.budget_left = "5 step(s), 12 evaluation(s)";
+  const std::string s = progress_text(p);
+  const std::string start = "start kernel: " + seconds_text(*p.start_seconds);
+  const std::string best = "best kernel: " + seconds_text(*p.best_seconds) + ", 1.928x over the start kernel";
+  for (const std::string& part : {start, best})
+    EXPECT_TRUE(has(s, part)) << part << "\n" << s;
+  for (const char* part : {"step 3 of 8; 1 step(s) accepted so far", "budget left: 5 step(s), 12 evaluation(s)",
+                           "paired timing", "80.0% of the floor's speed", "memory-bound at 20.0 GB/s", "compute 400.0 GFLOP/s",
+                           "DRAM 20.0 GB/s", "last-level cache 90.0 GB/s", "clears 1 + the noise margin",
+                           "holds on a fresh re-measure"})
+    EXPECT_TRUE(has(s, part)) << part << "\n" << s;
+  char b[64];
+  std::snprintf(b, sizeof b, "%.4g bytes", bytes);
+  EXPECT_TRUE(has(s, b)) << b << "\n" << s;
+  EXPECT_EQ(seconds_text(2.41e-3), "2.41 ms");
+  EXPECT_EQ(seconds_text(815e-6), "815 us");
+  EXPECT_EQ(seconds_text(1e-3), "1.00 ms");
+  // Nothing measured yet: said, never guessed.
+  const std::string blank = progress_text(progress_facts{});
+  EXPECT_TRUE(has(blank, "start kernel: not timed yet")) << blank;
+  EXPECT_TRUE(has(blank, "position not measured yet")) << blank;
+}
+
+TEST(card_evidence_text, gives_the_source_effect_each_held_out_trial_and_the_status) {
+  skill_card c;
+  c.source_tasks = {"softmax"};
+  c.declared_ratio = 1.8;
+  c.evidence = {4, 7};
+  c.target = "x86-64-v3";
+  card_trial ok;
+  ok.task = "layernorm";
+  ok.verdict = trial_verdict::reproduced;
+  ok.outcome = "ok";
+  ok.ratio = 1.62;
+  card_trial bad;
+  bad.task = "row_mean";
+  bad.verdict = trial_verdict::gate_failed;
+  bad.outcome = "wrong_result";
+  c.trials = {ok, bad};
+  c.status = card_status::admitted;
+  const std::string s = card_evidence_text(c);
+  EXPECT_TRUE(has(s, "softmax: 1.800x (geomean of 2 paired evaluation(s), on x86-64-v3)")) << s;
+  EXPECT_TRUE(has(s, "layernorm: reproduced 1.620x")) << s;
+  EXPECT_TRUE(has(s, "row_mean: gate_failed (wrong_result)")) << s;
+  EXPECT_TRUE(has(s, "status: admitted")) << s;
+}
+
+mutate_request a_mutation() {
+  mutate_request r;
+  r.t = &softmax();
+  r.parent = softmax_expert();
+  r.direction = "fewer passes";
+  r.rejected = {{"a blocked row loop: not faster: paired 1.020x: read faster, but inside the noise margin"}};
+  r.progress.step = 2;
+  r.progress.steps = 4;
+  r.progress.start_seconds = 1e-3;
+  r.progress.budget_left = "3 step(s)";
+  return r;
+}
+
+json a_declined_mutation() {
+  return json{{"action", "none"}, {"locus", "lathe_launch"}, {"adds", json::array()},
+              {"removes", json::array()}, {"rationale", "nothing"}, {"edits", ""}};
+}
+
+TEST(llm_proposer_v2, mutate_prompt_carries_the_contract_progress_and_registry_names_models_use) {
+  scripted model;
+  model.say(a_declined_mutation());
+  llm_options o;
+  o.host = cpu_host();
+  llm_proposer p(model, prompts(), o);
+  EXPECT_EQ(p.version_for(operation::mutate), 2);
+  (void)p.mutate(a_mutation());
+  ASSERT_EQ(model.seen.size(), 1u);
+  EXPECT_EQ(model.seen[0].template_version, 2);
+  const std::string& u = model.seen[0].messages[0].content;
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v2");
+  for (const char* part : {"## contract\nABI", "256-byte aligned", "`+ -fopenmp`", "## progress\nstep 2 of 4",
+                           "budget left: 3 step(s)", "start kernel: 1.00 ms", "inside the noise margin",
+                           "- prefetch: ", "- non_temporal_store: ", "- cache_blocking: "})
+    EXPECT_TRUE(has(u, part)) << part;
+}
+
+TEST(llm_proposer_v2, pinned_to_v1_it_asks_exactly_what_a_v1_only_library_asks) {
+  lathe::test::temp_dir dir;
+  for (const auto& t : prompts().all())
+    if (t.version == 1) fs::copy_file(t.origin, dir.path() / fs::path(t.origin).filename());
+  auto v1_only = prompt_library::load(dir.path());
+  ASSERT_TRUE(v1_only) << v1_only.error().message;
+  scripted old_model, pinned_model;
+  old_model.say(a_declined_mutation());
+  pinned_model.say(a_declined_mutation());
+  llm_options pin;
+  pin.prompt_version = 1;
+  pin.host = cpu_host();
+  llm_proposer old_lathe(old_model, *v1_only), pinned(pinned_model, prompts(), pin);
+  EXPECT_EQ(pinned.version_for(operation::mutate), 1);
+  (void)old_lathe.mutate(a_mutation());
+  (void)pinned.mutate(a_mutation());
+  ASSERT_EQ(old_model.seen.size(), 1u);
+  ASSERT_EQ(pinned_model.seen.size(), 1u);
+  EXPECT_EQ(pinned_model.seen[0].template_version, 1);
+  EXPECT_EQ(pinned_model.seen[0].fields_hash, old_model.seen[0].fields_hash);
+  EXPECT_EQ(pinned_model.seen[0].messages[0].content, old_model.seen[0].messages[0].content);
+  EXPECT_EQ(pinned_model.seen[0].system, old_model.seen[0].system);
+  EXPECT_FALSE(has(pinned_model.seen[0].messages[0].content, "## contract"));
+}
+
+TEST(llm_proposer_v2, materialize_shows_each_cards_measured_effects) {
+  materialize_request r;
+  r.t = &softmax();
+  r.kernel = softmax_expert();
+  skill_card c;
+  c.id = "c1";
+  c.name = "omp-rows";
+  c.intent = "rows across threads";
+  c.source_tasks = {"layernorm"};
+  c.declared_ratio = 3.1;
+  c.status = card_status::candidate;
+  r.cards = {c};
+  r.progress.library = "1 card(s) in the library";
+  scripted model;
+  model.say(json{{"action", "none"}, {"locus", "lathe_launch"}, {"adds", json::array({"omp_parallel"})}, {"rationale", "no"},
+                 {"edits", ""}});
+  llm_proposer p(model, prompts());
+  (void)p.materialize(r);
+  ASSERT_EQ(model.seen.size(), 1u);
+  const std::string& u = model.seen[0].messages[0].content;
+  EXPECT_TRUE(has(u, "measured on its source task(s) layernorm: 3.100x")) << u.substr(0, 400);
+  EXPECT_TRUE(has(u, "held-out tasks: not tried yet"));
+  EXPECT_TRUE(has(u, "library: 1 card(s) in the library"));
+}
+
+}  // namespace
+}  // namespace lathe::agent::test
