@@ -1,5 +1,6 @@
 // Cassettes: one JSON file per recorded call (docs/prompts.md), replayed byte for byte.
 #include "llm/cassette.h"
+#include "core/hash.h"
 #include "core/text.h"
 
 #include <stdlib.h>
@@ -194,17 +195,29 @@ tl::expected<cassette_key, call_failure> key_of(const request& r, int32_t index)
     k.sampling = sampling_tag(r);
     return k;
   }
-  if (!is_id(r.template_id))
+  // A repair round (agent/ask.cpp) asks again under "<id>/repair" with "<hash>:<attempt>": its
+  // cassette lives beside the template's as "<id>_repair", keyed by a hash of hash and attempt.
+  std::string id = r.template_id, fields = r.fields_hash;
+  constexpr std::string_view repair = "/repair";
+  if (id.size() > repair.size() && id.ends_with(repair)) {
+    id = id.substr(0, id.size() - repair.size()) + "_repair";
+    const auto colon = fields.find(':');
+    const bool attempt_ok = colon != std::string::npos && colon + 1 < fields.size() &&
+                            std::all_of(fields.begin() + colon + 1, fields.end(),
+                                        [](char c) { return c >= '0' && c <= '9'; });
+    if (attempt_ok && is_hex(fields.substr(0, colon))) fields = content_hash(fields);
+  }
+  if (!is_id(id))
     return tl::unexpected(
         failure(call_error::bad_request,
                 "template id '" + r.template_id + "' cannot name a cassette (a-z 0-9 _ only)"));
-  if (!is_hex(r.fields_hash))
+  if (!is_hex(fields))
     return tl::unexpected(
         failure(call_error::bad_request,
                 "template " + r.template_id + ": fields hash '" + r.fields_hash + "' is not hex"));
-  k.template_id = r.template_id;
+  k.template_id = id;
   k.template_version = r.template_version;
-  k.fields_hash = r.fields_hash;
+  k.fields_hash = fields;
   k.sampling = sampling_tag(r);
   return k;
 }

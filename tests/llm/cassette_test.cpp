@@ -196,6 +196,34 @@ TEST(cassette, failed_calls_are_not_recorded) {
   EXPECT_FALSE(fs::exists(tmp / "c/repair"));
 }
 
+// agent/ask.cpp asks again after an invalid reply as "<id>/repair" with "<hash>:<attempt>": a
+// recorded run with a repair round must replay, the round keyed apart from the first ask.
+TEST(cassette, repair_rounds_are_recorded_and_replayed) {
+  test::temp_dir tmp;
+  request first = templated("mutate", 2, h1);
+  request again = first;
+  again.messages.push_back({"assistant", "not json"});
+  again.messages.push_back({"user", "lathe-feedback: invalid\nReply again."});
+  again.template_id = "mutate/repair";
+  again.fields_hash = h1 + ":1";
+  record_provider rec(
+      std::make_unique<scripted_provider>(std::vector<std::string>{"not json", "{\"ok\": 1}"}),
+      tmp / "c");
+  ASSERT_TRUE(rec.call(first).has_value());
+  auto live = rec.call(again);
+  ASSERT_TRUE(live.has_value()) << live.error().message;
+  EXPECT_TRUE(fs::exists(tmp / "c/mutate_repair/v2"));
+  replay_provider rep(tmp / "c");
+  EXPECT_EQ(rep.call(first)->text, "not json");
+  auto replayed = rep.call(again);
+  ASSERT_TRUE(replayed.has_value()) << replayed.error().message;
+  EXPECT_EQ(replayed->text, "{\"ok\": 1}");
+  request second = again;  // a second round is its own cassette: none was recorded
+  second.fields_hash = h1 + ":2";
+  EXPECT_FALSE(rep.call(second).has_value());
+  EXPECT_FALSE(key_of(templated("mutate/repair", 2, h1 + ":x")).has_value());
+}
+
 TEST(cassette, keys_that_cannot_name_files_are_refused) {
   EXPECT_FALSE(key_of(templated("../x", 1, h1)).has_value());
   EXPECT_FALSE(key_of(templated("repair", 1, "../../etc")).has_value());

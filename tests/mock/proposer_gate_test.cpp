@@ -133,7 +133,7 @@ TEST_F(proposer_gate, the_mocks_backward_step_is_metered_recorded_and_gated_and_
   ASSERT_EQ(calls->size(), 2u);
   for (const auto& c : *calls) {
     EXPECT_EQ(c.template_id, "propose_backward");
-    EXPECT_EQ(c.template_version, 1);
+    EXPECT_EQ(c.template_version, 2);  // the newest propose_backward template
     EXPECT_EQ(c.error_kind, "none");
     ASSERT_TRUE(c.reply);
     EXPECT_NE(c.reply->find("omp_parallel"), std::string::npos);
