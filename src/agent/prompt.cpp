@@ -197,6 +197,24 @@ result<const prompt_template*> prompt_library::find(string_view id, int32_t vers
                                    std::to_string(version) + " (versions: " + versions + ")");
 }
 
+bool is_context_field(std::string_view name) {
+  static constexpr std::string_view context[] = {"target", "contract", "progress", "rejected",
+                                                 "cards", "paths", "inspirations", "step",
+                                                 "outcome", "diagnostics"};
+  return std::find(std::begin(context), std::end(context), name) != std::end(context);
+}
+
+namespace {
+
+std::string key_fields_hash(const prompt_fields& fields) {
+  prompt_fields kept;
+  for (const auto& [name, value] : fields)
+    if (!is_context_field(name)) kept.emplace(name, value);
+  return fields_hash(kept);
+}
+
+}  // namespace
+
 std::string fields_hash(const prompt_fields& fields) {
   hasher h;
   h.add("lathe.fields/1").add(std::to_string(fields.size()));
@@ -218,17 +236,27 @@ result<rendered_prompt> render(const prompt_template& t, const prompt_fields& fi
     msg.pop_back();
     return fail(errc::invalid_argument, msg);
   }
-  const auto fill = [&](const std::vector<template_piece>& pieces) {
+  const auto fill = [&](const std::vector<template_piece>& pieces, bool keyed) {
     string out;
-    for (const auto& p : pieces) out += p.field ? fields.at(p.text) : p.text;  // one pass
+    for (const auto& p : pieces)  // one pass
+      out += !p.field ? p.text
+             : keyed && is_context_field(p.text) ? "{{" + p.text + "}}"
+                                                 : fields.at(p.text);
     return out;
   };
   rendered_prompt r;
   r.template_id = t.id;
   r.template_version = t.version;
-  r.fields_hash = fields_hash(fields);
-  r.system = fill(t.system);
-  r.user = fill(t.user);
+  r.system = fill(t.system, false);
+  r.user = fill(t.user, false);
+  if (t.version >= 2) {
+    r.fields_hash = key_fields_hash(fields);
+    hasher h;
+    h.add("lathe.prompt-key/1").add(fill(t.system, true)).add(fill(t.user, true));
+    r.prompt_key = h.hex();
+  } else {
+    r.fields_hash = fields_hash(fields);
+  }
   return r;
 }
 
@@ -239,6 +267,7 @@ llm::request to_request(const rendered_prompt& p) {
   r.template_id = p.template_id;
   r.template_version = p.template_version;
   r.fields_hash = p.fields_hash;
+  r.prompt_key = p.prompt_key;
   return r;
 }
 

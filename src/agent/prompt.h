@@ -37,10 +37,21 @@ using prompt_fields = std::map<std::string, std::string>;
 struct rendered_prompt {
   std::string template_id;
   int32_t template_version = 0;
-  std::string fields_hash;  // fields_hash(fields)
+  std::string fields_hash;  // fields_hash(fields), context fields left out from version 2 on
   std::string system;
   std::string user;
+  // From version 2 on: the hash of the rendering with every context field left as {{name}}, what
+  // a cassette checks its prompt against (llm::request::prompt_key). Empty before version 2.
+  std::string prompt_key;
 };
+
+// A context field carries this machine or this run's measurements: the target and the contract
+// (cores, device), progress (times, ratios, budget), rejected attempts with their ratios, cards'
+// and paths' evidence, elites' speedups, a failed gate's diagnostics on fresh seeds. From template
+// version 2 on, context fields are in the prompt and out of the cassette key: a recorded run
+// replays on another machine and through a fresh gate, the replies found by what was asked (task,
+// kernel, features, action) and their order.
+bool is_context_field(std::string_view name);
 
 // Parses a template's text; `origin` is used in messages only.
 result<prompt_template> parse_template(std::string id, int32_t version, std::string_view text,

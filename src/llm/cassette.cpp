@@ -237,6 +237,12 @@ fs::path cassette_path(const fs::path& dir, const cassette_key& k) {
 
 std::string prompt_hash(const request& r) {
   hasher h;
+  if (!r.prompt_key.empty()) {  // the first message keyed without its context; repair turns as they are
+    h.add("lathe.prompt/2").add(r.prompt_key).add(std::to_string(r.messages.size()));
+    for (size_t i = 1; i < r.messages.size(); ++i) h.add(r.messages[i].role).add(r.messages[i].content);
+    h.add(r.json_schema);
+    return h.hex();
+  }
   h.add("lathe.prompt/1").add(r.system).add(std::to_string(r.messages.size()));
   for (const auto& m : r.messages) h.add(m.role).add(m.content);
   h.add(r.json_schema);
@@ -264,6 +270,13 @@ call_result replay_provider::call_in(const request& r, const kernel_bundle&,
 call_result replay_provider::call(const request& r, const cancel_token* cancel) {
   if (cancel && cancel->cancelled.load())
     return tl::unexpected(failure(call_error::cancelled, "cancelled"));
+  call_result res = lookup(r);
+  if (!res && res.error().kind == call_error::missing_cassette)
+    std::fprintf(stderr, "lathe: replay: %s\n", res.error().message.c_str());
+  return res;
+}
+
+call_result replay_provider::lookup(const request& r) {
   auto k = key_of(r);
   if (!k) return tl::unexpected(k.error());
   k->index = counter_.next(k->template_id + "/" + std::to_string(k->template_version) + "/" +

@@ -56,12 +56,16 @@ class replay_provider final : public workspace_provider {
  public:
   explicit replay_provider(std::filesystem::path dir);
   std::string name() const override;  // "replay/<dir>"
+  // A call the cassettes cannot answer (missing, stale) fails, and says so on stderr whatever the
+  // verb's --quiet or --json: a caller that treats a failed call as one more rejected attempt
+  // must not turn a recording that no longer covers the run into a quiet pass.
   call_result call(const request& r, const cancel_token* cancel = nullptr) override;
   // The bundle is part of the recorded prompt's fields; the recording already holds the edits.
   call_result call_in(const request& r, const kernel_bundle& bundle,
                       const cancel_token* cancel = nullptr) override;
 
  private:
+  call_result lookup(const request& r);
   std::filesystem::path dir_;
   call_counter counter_;
 };

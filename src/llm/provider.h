@@ -34,6 +34,10 @@ struct request {
   std::string template_id;
   int32_t template_version = 0;
   std::string fields_hash;
+  // From template version 2 on: the hash of the first user message and system prompt with the
+  // context fields (this machine, this run's measurements) left out; a cassette checks it in
+  // place of the first message's text (agent/prompt.h is_context_field). Empty: the text itself.
+  std::string prompt_key;
 };
 
 enum class finish_reason : uint8_t { stop, length, stop_sequence, content_filter, error, other };

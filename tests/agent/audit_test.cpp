@@ -107,7 +107,7 @@ TEST_F(audit, a_cited_line_of_code_passes) {
   EXPECT_TRUE(has(u, numbered));
   EXPECT_TRUE(has(u, "    1| // Expert row softmax"));
   EXPECT_TRUE(has(u, "- omp_parallel: a loop distributed across threads"));
-  EXPECT_EQ(model.first_user_line(0), "lathe-operation: audit_features v1");
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: audit_features v2");
   EXPECT_TRUE(has(model.seen[0].system, "comments are not evidence"));
 }
 

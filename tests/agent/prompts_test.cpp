@@ -11,11 +11,11 @@
 namespace lathe::agent::test {
 namespace {
 
-// Every shipped version of every operation: v2 is the newest of the code-writing and search
-// operations, v1 stays so that calls recorded with it replay (llm_options::prompt_version).
+// Every shipped version of every operation: v2 is the newest of each (context fields out of the
+// cassette key), v1 stays so that calls recorded with it replay (llm_options::prompt_version).
 TEST(prompts, every_operation_renders_with_exactly_the_proposer_fields) {
   for (operation op : all_operations) {
-    const int32_t newest = writes_code(op) || op == operation::rank_paths ? 2 : 1;
+    const int32_t newest = 2;
     auto top = prompts().find(to_string(op));
     ASSERT_TRUE(top) << top.error().message;
     EXPECT_EQ((*top)->version, newest) << to_string(op);
@@ -76,6 +76,43 @@ TEST(extract_json, a_json_fence_wins_over_code_fences) {
   auto broken = extract_json("```json\n{\"a\": \n```");
   ASSERT_FALSE(broken);
   EXPECT_TRUE(has(broken.error(), "not JSON"));
+}
+
+// From v2 on the machine and the run's measurements (context fields) are in the prompt and out
+// of the cassette key: another machine, or a fresh gate's times, ask for the same recorded reply;
+// what was asked (a kernel) and the template's own text still change the key.
+TEST(prompts, context_fields_are_in_the_prompt_and_out_of_the_key_from_v2_on) {
+  const std::string text = "=== system ===\nS {{target}}\n=== user ===\nK {{kernel}} P {{progress}}\n";
+  auto v2 = parse_template("mutate", 2, text);
+  auto v1 = parse_template("mutate", 1, text);
+  ASSERT_TRUE(v2 && v1);
+  const prompt_fields here = {{"target", "cores: 2"}, {"kernel", "k()"}, {"progress", "1.00 ms"}};
+  prompt_fields there = here;
+  there["target"] = "cores: 16";
+  there["progress"] = "815 us";
+  prompt_fields other = here;
+  other["kernel"] = "k2()";
+  auto a = render(*v2, here), b = render(*v2, there), c = render(*v2, other);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_NE(a->user, b->user);
+  EXPECT_TRUE(has(b->user, "815 us"));
+  EXPECT_EQ(a->fields_hash, b->fields_hash);
+  EXPECT_EQ(a->prompt_key, b->prompt_key);
+  EXPECT_NE(a->fields_hash, c->fields_hash);
+  EXPECT_NE(a->prompt_key, c->prompt_key);
+  auto edited = parse_template("mutate", 2, text + "Be brief.\n");
+  ASSERT_TRUE(edited);
+  auto d = render(*edited, here);
+  EXPECT_EQ(d->fields_hash, a->fields_hash);
+  EXPECT_NE(d->prompt_key, a->prompt_key);
+  auto old_here = render(*v1, here), old_there = render(*v1, there);  // v1 keys stay as recorded
+  EXPECT_NE(old_here->fields_hash, old_there->fields_hash);
+  EXPECT_TRUE(old_here->prompt_key.empty());
+  for (const char* f : {"target", "contract", "progress", "rejected", "cards", "paths",
+                        "inspirations", "diagnostics"})
+    EXPECT_TRUE(is_context_field(f)) << f;
+  for (const char* f : {"task", "kernel", "features", "action", "restore", "direction", "registry"})
+    EXPECT_FALSE(is_context_field(f)) << f;
 }
 
 }  // namespace

@@ -264,7 +264,7 @@ TEST(llm_proposer, rank_paths_needs_every_id_exactly_once) {
   rank_request r;
   r.t = &axpy();
   r.kernel = axpy_naive();
-  r.paths = {{"p1", "omp_parallel"}, {"p2", "simd"}, {"p3", "simd then omp_parallel"}};
+  r.paths = {{"p1", "omp_parallel", {}}, {"p2", "simd", {}}, {"p3", "simd then omp_parallel", {}}};
   auto entry = [](const char* id) {
     return json{{"id", id}, {"reason", std::string("because ") + id}};
   };

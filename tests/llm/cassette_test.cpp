@@ -224,6 +224,30 @@ TEST(cassette, repair_rounds_are_recorded_and_replayed) {
   EXPECT_FALSE(key_of(templated("mutate/repair", 2, h1 + ":x")).has_value());
 }
 
+// A v2 request carries its prompt key (the prompt without this machine's and this run's facts):
+// the cassette is checked against it, so another machine's numbers replay, a changed template
+// does not.
+TEST(cassette, a_prompt_key_stands_for_the_first_message_and_a_changed_one_is_stale) {
+  test::temp_dir tmp;
+  request here = templated("mutate", 2, h1, "kernel k, 1.00 ms on 2 cores");
+  here.prompt_key = "aa11";
+  record_provider rec(std::make_unique<scripted_provider>(std::vector<std::string>{"reply"}),
+                      tmp / "c");
+  ASSERT_TRUE(rec.call(here).has_value());
+  replay_provider rep(tmp / "c");
+  request there = here;
+  there.messages[0].content = "kernel k, 815 us on 16 cores";
+  auto same = rep.call(there);
+  ASSERT_TRUE(same.has_value()) << same.error().message;
+  EXPECT_EQ(same->text, "reply");
+  replay_provider rep2(tmp / "c");
+  request changed = here;
+  changed.prompt_key = "bb22";
+  auto stale = rep2.call(changed);
+  ASSERT_FALSE(stale.has_value());
+  EXPECT_TRUE(has(stale.error().message, "stale cassette")) << stale.error().message;
+}
+
 TEST(cassette, keys_that_cannot_name_files_are_refused) {
   EXPECT_FALSE(key_of(templated("../x", 1, h1)).has_value());
   EXPECT_FALSE(key_of(templated("repair", 1, "../../etc")).has_value());
