@@ -42,7 +42,42 @@ struct evolve_cli {
   uint64_t seed = 1;
   bool library = false, quick = false, json = false, quiet = false;
   double max_time = 1.0;
+  std::string propose_only, gate_batch;  // batch mode (llm/batch_dir.h)
+  bool budget_given = false;             // --budget on the command line (a resume may widen it)
 };
+
+// A resumed run's own arguments (stored when it began), over the command line's: the search
+// must go on as it started (the seed and --in-flight are checked again by search::evolve). A
+// --budget given now replaces the stored one, so that a resume can widen it.
+result<void> fill_from_run(context& ctx, evolve_cli& o) {
+  auto r = ctx.db->get_run(o.resume);
+  if (!r) return tl::unexpected(r.error());
+  if (!*r) return fail(errc::not_found, "no run '" + o.resume + "' to resume (`lathe runs list --kind evolve`)");
+  if ((*r)->kind != run_kind::evolve)
+    return fail(errc::invalid_argument, "run '" + o.resume + "' is a " + to_string((*r)->kind) + " run, not an evolve run");
+  nlohmann::json a = nlohmann::json::parse((*r)->args, nullptr, false);
+  if (!a.is_object()) return fail(errc::parse_error, "run '" + o.resume + "' has no readable arguments");
+  if (!o.task.empty() && o.task != a.value("task", o.task))
+    return fail(errc::invalid_argument, "run '" + o.resume + "' evolves " + a.value("task", std::string()) + ", not " + o.task);
+  o.task = a.value("task", o.task);
+  o.start = a.value("start", o.start);
+  o.generations = a.value("generations", o.generations);
+  o.islands = a.value("islands", o.islands);
+  o.population = a.value("population", o.population);
+  o.children = a.value("children", o.children);
+  o.migrate_every = a.value("migrate_every", o.migrate_every);
+  o.descriptors = a.value("descriptors", o.descriptors);
+  o.sampling = a.value("sampling", o.sampling);
+  o.seed = a.value("seed", o.seed);
+  o.in_flight = a.value("in_flight", o.in_flight);
+  o.library = a.value("library", o.library);
+  o.child_timing = a.value("child_timing", o.child_timing);
+  o.max_time = a.value("max_time", o.max_time);
+  o.quick = a.value("quick", o.quick);
+  if (!o.budget_given) o.budget = a.value("budget", o.budget);
+  if (o.proposer == "auto") o.proposer = a.value("proposer", o.proposer);
+  return {};
+}
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -51,11 +86,36 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-int run_evolve(const common_options& common, const evolve_cli& o) {
+int run_evolve(const common_options& common, evolve_cli o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
+  // Batch mode (llm/batch_dir.h): the folder names its run.
+  std::optional<fs::path> batch;
+  if (!o.propose_only.empty() && !o.gate_batch.empty())
+    return fail_with("--propose-only starts a batch run and --gate-batch continues one: give one of them", 2);
+  if (!o.propose_only.empty()) batch = fs::absolute(o.propose_only);
+  if (!o.gate_batch.empty()) {
+    batch = fs::absolute(o.gate_batch);
+    std::ifstream in(*batch / "run.txt");
+    std::string id;
+    if (!(in >> id))
+      return fail_with(batch->string() + "/run.txt names no run: --gate-batch continues a run begun with --propose-only DIR", 2);
+    if (!o.resume.empty() && o.resume != id)
+      return fail_with("--resume " + o.resume + " but " + batch->string() + " belongs to run " + id, 2);
+    o.resume = id;
+  }
+  if (!o.resume.empty())
+    if (auto a = fill_from_run(*ctx, o); !a) return fail_with(a.error().message, 2);
+  if (o.task.empty()) return fail_with("evolve needs a TASK (or --resume RUN, or --gate-batch DIR)", 2);
+  // A generation's prompts at once: each island's children in one batch, so that an island's
+  // parents never wait on answers of its own generation (search/evolve.cpp ask).
+  if (batch && o.in_flight < o.children) {
+    if (o.resume.empty() && !o.quiet)
+      std::fprintf(stderr, "… batch mode: --in-flight %d (every child of an island's generation in one batch)\n", o.children);
+    if (o.resume.empty()) o.in_flight = o.children;
+  }
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
@@ -81,7 +141,7 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
     if (!secs) return fail_with(secs.error().message, 2);
     spent.seconds = *secs;
   }
-  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty());
+  auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty(), batch);
   if (!session) return fail_with(session.error().message, 2);
   const bool rules = (*session)->decision.choice == proposer_choice::rules;
   if (start.sources.empty() && rules) {
@@ -146,6 +206,7 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
                                 {"sampling", o.sampling}, {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", o.library},
                                 {"child_timing", o.child_timing},
                                 {"proposer", o.proposer}, {"budget", o.budget},
+                                {"max_time", o.max_time}, {"quick", o.quick},
                                 {"config", (*session)->decision.config_source}}
                      .dump();
   if (!o.quiet && !o.json)
@@ -153,8 +214,32 @@ int run_evolve(const common_options& common, const evolve_cli& o) {
       std::fprintf(stderr, "… [%.0fs, %lld evals, best score %.3f] %s\n", p.seconds,
                    static_cast<long long>(p.evaluations), p.best_score, p.message.c_str());
     };
+  if (!o.propose_only.empty()) {
+    std::error_code ec;
+    fs::create_directories(*batch, ec);
+    std::ofstream(*batch / "run.txt") << run_id << "\n";
+  }
   auto res = search::evolve(*t, start, *baseline, v, *(*session)->proposer, *ctx->db, *(*session)->budget, eo);
   if (!res) return fail_with(res.error().message, 1);
+  if (res->waiting) {
+    const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
+    if (o.json) {
+      nlohmann::json names = nlohmann::json::array();
+      for (const auto& p : waiting) names.push_back(p.filename().string());
+      std::printf("%s\n", nlohmann::json{{"schema", "lathe.evolve/1"}, {"run", res->r.id}, {"stop", "waiting"},
+                                          {"batch", batch->string()}, {"waiting", names}}
+                               .dump(2)
+                               .c_str());
+      return 0;
+    }
+    std::printf("waiting   run %s: %zu prompt(s) in %s wait for their answers\n", res->r.id.c_str(), waiting.size(),
+                batch->c_str());
+    for (const auto& p : waiting) std::printf("          %s\n", p.filename().c_str());
+    std::printf("          answer each <key>.prompt (its kernel in <key>.bundle/) with <key>.reply, then run\n"
+                "          lathe evolve --gate-batch %s\n",
+                batch->c_str());
+    return 0;
+  }
   if (o.json) {
     nlohmann::json j = nlohmann::json::parse(res->r.summary);
     j["schema"] = "lathe.evolve/1";
@@ -242,7 +327,8 @@ int run_score(const common_options& common, const score_cli& o) {
 void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   auto o = std::make_shared<evolve_cli>();
   CLI::App* e = app.add_subcommand("evolve", "Kernel-Smith evolutionary search: MAP-Elites islands over the gate");
-  e->add_option("task", o->task, "task directory, task.toml, shipped task name, or a wrapped problem")->required();
+  e->add_option("task", o->task, "task directory, task.toml, shipped task name, or a wrapped problem "
+                                 "(not needed with --resume or --gate-batch)");
   e->add_option("start", o->start,
                 "the start kernel (default: the proposer's translations of the reference; the rule engine "
                 "cannot translate and starts from the task's baseline)");
@@ -263,8 +349,17 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
       ->capture_default_str();
   e->add_flag("--library", o->library, "library-guided: the skill cards retrieved for a parent go into its prompt");
   e->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
-  e->add_option("--budget", o->budget, "limits: steps=N (children),evals=N,tokens=N,usd=X,time=S")->capture_default_str();
-  e->add_option("--resume", o->resume, "continue this evolve run (its own arguments)");
+  CLI::Option* budget_opt =
+      e->add_option("--budget", o->budget, "limits: steps=N (children),evals=N,tokens=N,usd=X,time=S (on resume: "
+                                           "the run's own unless given)")
+          ->capture_default_str();
+  e->add_option("--resume", o->resume, "continue this evolve run with its own arguments (`lathe runs list --kind evolve`)");
+  e->add_option("--propose-only", o->propose_only,
+                "batch mode: write a generation's prompts (every island's, each with its parent kernel) to this "
+                "folder and stop; the model answers elsewhere (docs/evolve.md \"Batch mode\")");
+  e->add_option("--gate-batch", o->gate_batch,
+                "batch mode: continue the run of this folder with the answers written there: gate them, place the "
+                "children and write the next generation's prompts");
   e->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
   e->add_flag("--quick", o->quick, "half the timing effort per evaluation");
   e->add_option("--child-timing", o->child_timing,
@@ -278,7 +373,10 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->footer("An elite is replaced only after a paired re-measure of the child against it in fresh worker\n"
             "processes clears the gate's margin. Every child is a run event: --resume goes on without\n"
             "repeating one. Exit code 0: the run finished; 1: it failed; 2: usage.");
-  e->callback([o, &common, &exit_code] { exit_code = run_evolve(common, *o); });
+  e->callback([o, budget_opt, &common, &exit_code] {
+    o->budget_given = budget_opt->count() > 0;
+    exit_code = run_evolve(common, *o);
+  });
 
   auto s = std::make_shared<score_cli>();
   CLI::App* sc = app.add_subcommand("score", "rewards for a group of candidates against one parent (JSON, for RL trainers)");

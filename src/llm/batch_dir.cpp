@@ -2,6 +2,7 @@
 // reply for, and says the run must wait.
 #include "llm/batch_dir.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -54,7 +55,10 @@ call_result batch_dir_provider::call_in(const request& r, const kernel_bundle& b
 
 std::vector<fs::path> batch_dir_provider::waiting() const {
   std::lock_guard<std::mutex> g(mu_);
-  return waiting_;
+  std::vector<fs::path> w = waiting_;  // asked from several threads: listed in a stable order
+  std::sort(w.begin(), w.end());
+  w.erase(std::unique(w.begin(), w.end()), w.end());
+  return w;
 }
 
 call_result batch_dir_provider::answer(const request& r, const kernel_bundle* bundle) {

@@ -108,6 +108,7 @@ class runner {
       for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
         for (int32_t k = 0; k < o_.population && !stopped_; ++k)
           if (auto c = translation(cat("t/", std::to_string(i), "/", std::to_string(k)), i, k); !c) return c;
+      if (waiting_) return {};
       if (arch_.size() == 0)
         return fail(errc::invalid_argument, "no translation of the reference passed the gate: nothing to evolve");
     } else {
@@ -118,6 +119,7 @@ class runner {
           if (auto c = child(cat("c/0/", std::to_string(i), "/", std::to_string(k)), 0, i, k, "initial", start_elite_); !c)
             return c;
     }
+    if (waiting_) return {};
     const int32_t batch = std::max(1, o_.in_flight);
     for (int32_t g = 1; g <= o_.generations && !stopped_; ++g) {
       for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
@@ -129,7 +131,10 @@ class runner {
           for (int32_t c = c0; c < std::min(o_.children, c0 + batch); ++c)
             if (const elite* parent = arch_.parent(i, o_.samp, rng_)) parents.push_back({c, *parent});
           if (auto r = children(g, i, parents); !r) return r;
+          if (waiting_) break;  // batch mode: this island's later batches need these children placed
         }
+      // Batch mode: every island's prompts of this generation are written; the run waits for them.
+      if (waiting_) return {};
       if (!stopped_ && o_.migrate_every > 0 && g % o_.migrate_every == 0)
         if (auto m = migrate(g); !m) return m;
       const elite* b = arch_.best();
@@ -147,6 +152,7 @@ class runner {
 
   const archive& arch() const { return arch_; }
   const std::string& stop_detail() const { return stop_detail_; }
+  bool waiting() const { return waiting_; }
 
  private:
   double elapsed() const { return ledger_.spent().seconds; }
@@ -383,6 +389,17 @@ class runner {
       for (auto& b : batch) b.pr = p_.mutate(b.mr);
     }
     for (auto& b : batch) ledger_.commit(std::move(*b.step), {1, 0, 0, 0, 0, 0});
+    // Batch mode (llm/batch_dir.h): a prompt of the batch waits for its answer, so none of the
+    // batch is gated or recorded; a resumed run asks them all again, the answered ones from its
+    // log of calls. The run goes on to the other islands (their parents do not depend on this
+    // batch) and stops at the end of the generation.
+    for (const auto& b : batch)
+      if (!b.pr && b.pr.error().kind == agent::failure_kind::waiting) {
+        waiting_ = true;
+        stop_detail_ = b.pr.error().message;
+        batch.clear();
+        return;
+      }
     // A call the budget refused (its time, tokens or money would run out) ends the run there: that
     // child and the ones after it are not recorded (a resume with a larger budget asks them
     // again), rather than each counted as a failed child while the run goes on.
@@ -515,6 +532,11 @@ class runner {
     c.prompt_context = "Translate the task's reference into a kernel on lathe's ABI.\n\n" + o_.reference_source;
     auto pr = p_.seed_baseline(sr);
     ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
+    if (!pr && pr.error().kind == agent::failure_kind::waiting) {
+      waiting_ = true;  // batch mode: not recorded, asked again on resume
+      stop_detail_ = pr.error().message;
+      return {};
+    }
     if (pr && pr->action.empty()) c.action = "translate";
     return finish(key, c, island, pr,
                   cat("translation ", std::to_string(index), " on island ", std::to_string(island), ": "));
@@ -611,6 +633,7 @@ class runner {
   std::map<std::string, measured> fresh_;  // gated with the current batch, not yet placed
   std::map<std::string, std::optional<double>> contests_lost_;  // "child|incumbent" -> its ratio
   bool stopped_ = false;
+  bool waiting_ = false;  // batch mode: prompts written out wait for their answers
   std::string stop_detail_;
 };
 
@@ -703,6 +726,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
     (void)db.put_run(r);
     return tl::unexpected(body.error());
   }
+  out.waiting = loop.waiting();
   const elite* b = loop.arch().best();
   out.archive_size = loop.arch().size();
   if (b) {
@@ -742,6 +766,13 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
                    {"stopped", loop.stop_detail()},
                    {"options", options_json(o)}}
                   .dump();
+  if (out.waiting) {
+    // Batch mode: interrupted and resumable (`--gate-batch DIR` continues it).
+    r.state = run_state::interrupted;
+    r.message = loop.stop_detail();
+    if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+    return out;
+  }
   r.state = run_state::finished;
   if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
   (void)j.emit("finished", "finished", {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);

@@ -106,6 +106,9 @@ struct evolve_result {
   std::optional<double> best_speedup;
   size_t archive_size = 0;
   bool resumed = false;
+  // Batch mode: the run stopped with prompts written out that wait for their answers (a
+  // generation's, every island's); it is interrupted, and `--gate-batch` resumes it.
+  bool waiting = false;
 };
 
 // Runs (or resumes) an evolve run from `start` (which must pass the gate) against `baseline`.

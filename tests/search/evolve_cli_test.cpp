@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -120,6 +122,67 @@ TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   EXPECT_NEAR(ok["advantage"].get<double>() + bad["advantage"].get<double>(), 0.0, 1e-9);
   EXPECT_GT(ok["advantage"].get<double>(), 0.0);
   EXPECT_EQ(j["group"]["size"], 2);
+}
+
+// Batch mode (issue 23, item 7): a generation's prompts, every island's, written at once to a
+// folder; the run stops, interrupted; the mock model (run as a command provider would run it)
+// answers the files elsewhere; --gate-batch gates them, places the children, writes the next
+// generation's prompts, and the last round finishes the run with its own arguments.
+TEST_F(evolve_cli, a_batch_round_trip_through_a_folder) {
+  const fs::path q = dir_ / "batch";
+  fs::create_directories(dir_ / "ws/.lathe");
+  std::ofstream(dir_ / "ws/.lathe/lathe.toml") << "provider = \"command\"\nmodel = \"mock\"\n[command]\nargv = [\"true\"]\n";
+  const run_result first = run_lathe(ws() + "evolve silu naive --proposer llm --generations 2 --islands 2 --population 1 "
+                                            "--children 2 --migrate-every 1 --quick --max-time 0.3 --propose-only '" +
+                                     q.string() + "' --json");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const json w = parse_json(first);
+  EXPECT_EQ(w.value("schema", ""), "lathe.evolve/1");
+  EXPECT_EQ(w.value("stop", ""), "waiting") << w.dump();
+  ASSERT_EQ(w["waiting"].size(), 4u) << w.dump();  // two islands, two children each, in one batch
+  for (const auto& name : w["waiting"]) {
+    const std::string p = name.get<std::string>();
+    EXPECT_EQ(p.rfind("mutate.v2.", 0), 0u) << p;
+    EXPECT_TRUE(fs::exists(q / (p.substr(0, p.size() - std::string(".prompt").size()) + ".bundle/kernel.cpp"))) << p;
+  }
+  EXPECT_NE(run_lathe(ws() + "runs list").out.find("interrupted"), std::string::npos);
+  auto answer = [&](const json& waiting) {
+    for (const auto& name : waiting) {
+      const std::string p = name.get<std::string>(), s = p.substr(0, p.size() - std::string(".prompt").size());
+      const std::string cmd = "cd '" + (q / (s + ".bundle")).string() + "' && '" LATHE_MOCK_MODEL "' < '" +
+                              (q / p).string() + "' > '" + (q / (s + ".reply")).string() + "' 2>/dev/null";
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+  };
+  // Gating a folder whose prompts are unanswered changes nothing: the same prompts still wait.
+  const run_result early = run_lathe(ws() + "evolve --gate-batch '" + q.string() + "' --json");
+  ASSERT_EQ(early.code, 0) << early.err;
+  EXPECT_EQ(parse_json(early)["waiting"], w["waiting"]);
+  answer(w["waiting"]);
+  json j;
+  int rounds = 1;
+  for (;; ++rounds) {
+    const run_result next = run_lathe(ws() + "evolve --gate-batch '" + q.string() + "' --json");
+    ASSERT_EQ(next.code, 0) << next.err;
+    j = parse_json(next);
+    if (j.value("stop", "") != "waiting" || rounds >= 8) break;
+    answer(j["waiting"]);
+  }
+  std::printf("evolve batch round trip: %d answered round(s)\n", rounds);
+  EXPECT_GE(rounds, 2);  // the second generation's prompts waited too
+  EXPECT_EQ(j.value("run", ""), w.value("run", "")) << "the folder names its run";
+  EXPECT_FALSE(j.contains("waiting")) << j.dump();
+  EXPECT_EQ(j["best_per_generation"].size(), 2u) << j.dump();
+  EXPECT_GE(j.value("children", 0), 8);  // 2 generations x 2 islands x 2 children
+  EXPECT_NE(run_lathe(ws() + "runs list").out.find("finished"), std::string::npos);
+  // Usage: one of the two flags; a folder that names no run; no task and nothing to resume.
+  EXPECT_EQ(run_lathe(ws() + "evolve silu --propose-only '" + q.string() + "' --gate-batch '" + q.string() + "'").code, 2);
+  const run_result empty = run_lathe(ws() + "evolve --gate-batch '" + (dir_ / "nothing").string() + "'");
+  EXPECT_EQ(empty.code, 2);
+  EXPECT_NE(empty.err.find("--propose-only"), std::string::npos) << empty.err;
+  const run_result bare = run_lathe(ws() + "evolve");
+  EXPECT_EQ(bare.code, 2);
+  EXPECT_NE(bare.err.find("needs a TASK"), std::string::npos) << bare.err;
 }
 
 }  // namespace
