@@ -188,7 +188,7 @@ void to_json(json& j, const kernel_manifest& m) {
 
 void from_json(const json& j, kernel_manifest& m) {
   m = kernel_manifest{};
-  get_enum(j, "language", m.lang, language::cuda);
+  get_enum(j, "language", m.lang, language::python);
   get(j, "entry", m.entry);
   get(j, "files", m.files);
   get(j, "flags", m.flags);

@@ -8,6 +8,8 @@ const char* to_string(language l) {
       return "cpp";
     case language::cuda:
       return "cuda";
+    case language::python:
+      return "python";
   }
   return "?";
 }

@@ -11,7 +11,9 @@
 
 namespace lathe {
 
-enum class language : uint8_t { cpp, cuda };
+// python: a Python file defining launch(inputs, outputs, scalars) on torch tensors, run by
+// python/lathe_kernel.py (docs/python-kernels.md); CPU tasks.
+enum class language : uint8_t { cpp, cuda, python };
 
 struct kernel_manifest {
   language lang = language::cpp;

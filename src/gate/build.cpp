@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "core/text.h"
 #include "gate/process.h"
+#include "gate/python_kernel.h"
 #include "lathe/abi.h"
 
 namespace fs = std::filesystem;
@@ -181,7 +182,9 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   std::string note;  // what the cache found, shown before the compiler's log
   out.key = h.hex();
   const fs::path dir = cache_dir / out.key;
-  const fs::path object = dir / "kernel.so";
+  const bool python = b.manifest.lang == language::python;
+  // A Python kernel's "object" is its entry source, syntax-checked (python_kernel.h).
+  const fs::path object = dir / (python ? "kernel.py" : "kernel.so");
   std::error_code ec;
 
   // Cached: a success with an object whose hash still matches, or a recorded failure.
@@ -224,7 +227,19 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   toolchain jailed = tc;
   jailed.include_dir = "inc";
   jailed.dlpack_include.clear();
-  auto cmd = compile_command(b, isa, jailed, kind, "src", "kernel.so");
+  std::vector<std::string> cmd;
+  if (python) {
+    auto rt = find_python_kernel_runtime();
+    if (!rt) return tl::unexpected(rt.error());
+    // The entry only: the worker runs one file, read through its descriptor.
+    if (!write_file(tmp / "kernel.py", b.sources.at(b.manifest.entry)))
+      return fail(errc::io_error, "cannot write " + (tmp / "kernel.py").string());
+    cmd = {rt->interpreter.string(), "-B", "-s", "-E", "-c",
+           "import sys; compile(open(sys.argv[1], 'rb').read(), sys.argv[2], 'exec')", "kernel.py",
+           b.manifest.entry};
+  } else {
+    cmd = compile_command(b, isa, jailed, kind, "src", "kernel.so");
+  }
   std::string line;
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
   tool_jail jail;
@@ -235,6 +250,11 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
                                             ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
     if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
   }
+  if (python) {  // an interpreter outside /usr (a virtual environment): its tree readable
+    std::error_code pec;
+    const fs::path py = fs::canonical(cmd.front(), pec);
+    if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
+  }
   tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
   own_again(tmp);
   out.seconds = r.seconds;
@@ -243,7 +263,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   out.log = escape_untrusted(note + "$ " + line + "\n" + r.output) + "[lathe] compiler " + r.jail + "\n";
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
-  if (out.ok) out.object_hash = content_hash(read_file(tmp / "kernel.so"));
+  if (out.ok) out.object_hash = content_hash(read_file(tmp / object.filename()));
   if (b.manifest.lang == language::cuda) {
     // Keep the PTX beside the object; the other intermediates are large and of no use.
     std::error_code kec;

@@ -35,6 +35,7 @@ bool is_source(const fs::path& p) {
 }
 
 language language_of(const fs::path& p) {
+  if (p.extension() == ".py") return language::python;
   return p.extension() == ".cu" ? language::cuda : language::cpp;
 }
 
@@ -207,8 +208,10 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
     m.lang = language::cpp;
   else if (**lang == "cuda")
     m.lang = language::cuda;
+  else if (**lang == "python")
+    m.lang = language::python;
   else
-    return r.err(line_of(*t.get("language")), "unknown language '" + **lang + "' (cpp | cuda)");
+    return r.err(line_of(*t.get("language")), "unknown language '" + **lang + "' (cpp | cuda | python)");
 
   LATHE_TRY(flags, r.str_array(t, "flags"));
   m.flags = *flags ? **flags : std::vector<std::string>{"-O3"};
@@ -255,11 +258,11 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
   kernel_bundle b;
   b.origin = p;
   if (fs::is_regular_file(p, ec)) {
-    if (!is_source(p))
+    if (!is_source(p) && p.extension() != ".py")
       return fail(errc::invalid_argument,
                   path.string() +
                       ": not a kernel bundle (a directory with kernel.toml, "
-                      "or a .cpp/.cc/.cu file)");
+                      "or a .cpp/.cc/.cu/.py file)");
     LATHE_TRY(text, read_file(p));
     const std::string file = p.filename().string();
     b.name = p.stem().string();

@@ -23,6 +23,7 @@
 #include "gate/nvml.h"
 #include "gate/paired.h"
 #include "gate/problem.h"
+#include "gate/python_kernel.h"
 #include "gate/problem_ipc.h"
 #include "gate/reference.h"
 #include "gate/screen.h"
@@ -105,12 +106,20 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     opt.address_space_bytes = 0;
     opt.open_files = cuda_open_files;
   }
+  const bool python = obj.object.extension() == ".py";
+  if (python) {
+    auto p = python_worker_options(std::move(opt));
+    if (!p) return tl::unexpected(p.error());
+    opt = std::move(*p);
+    opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
+  }
   auto w = worker::spawn(opt, region, so.fd);
   if (!w) return w;
   wire::command load;
   load.kind = wire::op::load;
   load.share = share ? 1 : 0;
-  worker_result r = w->request(load, cfg_.call_timeout_s);
+  // A Python worker imports torch before the kernel's code: seconds, not the call's watchdog.
+  worker_result r = w->request(load, python ? std::max(cfg_.call_timeout_s, 120.0) : cfg_.call_timeout_s);
   if (!r.ok()) failed = from_worker(r, "loading the " + who);
   const std::string said = r.reply.message;
   if (r.ok() && who == "kernel" && said.find("not confined") != std::string::npos &&
@@ -193,7 +202,9 @@ std::optional<stop> evaluator::build_all() {
   stage_done("compile", t0);
 
   auto t1 = clock_type::now();
-  auto findings = screen_object(cand_.object, t_, req_.role);
+  // A Python kernel has no object: its source was screened (lathe_screen.py) before the build.
+  const bool python = req_.candidate.manifest.lang == language::python;
+  auto findings = python ? std::vector<finding>{} : screen_object(cand_.object, t_, req_.role);
   if (req_.role == screen_role::candidate)
     for (auto& f : screen_ptx(cand_.ptx)) findings.push_back(std::move(f));
   stage_done("screen_object", t1);
@@ -216,6 +227,9 @@ std::optional<stop> evaluator::build_all() {
 
 std::optional<stop> evaluator::mappings_check(const worker& w, const std::string& when) {
   if (req_.role != screen_role::candidate) return std::nullopt;  // a library baseline links its library
+  // A Python worker maps torch and what torch links (its BLAS): the source screen decides
+  // whether the kernel may call torch (allow_libraries "torch"), not the mappings.
+  if (req_.candidate.manifest.lang == language::python) return std::nullopt;
   bool readable = false;
   const std::vector<std::string> mapped = w.mapped_files(readable);
   if (!readable) {

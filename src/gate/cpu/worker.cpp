@@ -202,13 +202,17 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   std::vector<char*> envp;
   for (std::string& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string arg0 = exe, arg1 = opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg;
-  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  std::vector<std::string> args{exe};
+  args.insert(args.end(), opt.worker_args.begin(), opt.worker_args.end());
+  args.push_back(opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   plan.exe = exe.c_str();
   unique_fd exe_fd(open(exe.c_str(), O_RDONLY | O_CLOEXEC));
   if (exe_fd.fd < 0) return fail(errc::io_error, "cannot open " + exe + ": " + errno_text(errno));
   plan.exe_fd = exe_fd.fd;
-  plan.argv = argv;
+  plan.argv = argv.data();
   plan.envp = envp.data();
 
   int cmd[2], rep[2], err[2];

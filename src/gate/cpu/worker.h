@@ -39,6 +39,9 @@ constexpr uint64_t cuda_open_files = 1024;
 
 struct sandbox_options {
   std::filesystem::path worker_exe;   // lathe-worker
+  // Arguments before the seccomp switch: empty for lathe-worker; the script and its options
+  // when worker_exe is an interpreter (gate/python_kernel.h).
+  std::vector<std::string> worker_args;
   bool drop_privileges = true;        // when root: run as a user of its own, or as `user`
   std::string user;                   // empty: a uid of its own per worker (sandbox.h own_uid)
   bool private_proc = true;           // when dropping: a /proc without other users' processes

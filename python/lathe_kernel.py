@@ -1,0 +1,301 @@
+"""lathe's Python kernel worker: runs one untrusted Python kernel for lathe (docs/python-kernels.md).
+
+The Python counterpart of lathe-worker (src/worker/main.cpp), speaking the same protocol
+(src/gate/cpu/wire.h, mirrored in lathe_wire.py) over the same descriptors: 3 = the shared
+region, 4 = commands, 5 = replies, 6 = the kernel's source (read-only). lathe starts it as it
+starts lathe-worker (a user of its own when root, rlimits, a private /proc, the death signal) and
+the gate treats it as any worker: checks, the timing arena, the A/A control, the host-time
+cross-check and every failure's outcome are the same.
+
+A kernel is a Python file that defines
+
+    def launch(inputs, outputs, scalars): ...   # torch tensors, views of the shared region
+
+inputs and outputs in the task's ABI order (CPU, contiguous, in the task's dtypes), scalars a
+list of floats; optional `init()`. It writes its results into `outputs` (out=, copy_, slicing);
+a non-zero return or an exception is a launch error.
+
+Isolation: torch is imported first (the kernel may use it); then, before the kernel's own code
+runs, the file system is confined (Landlock: read-only system trees, nothing written) and lathe's
+seccomp filter is installed, through liblathe-confine.so (the same code as lathe-worker's). A
+kernel never sees lathe's environment beyond the worker's allow-list.
+"""
+
+import ctypes
+import mmap
+import os
+import sys
+import traceback
+
+import lathe_wire as W
+
+# lathe::dtype (src/core/dtype.h) -> torch dtype name
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+          None, None, None, "bool"]
+
+
+class Host:
+    def __init__(self, region, size, confine_lib, seccomp):
+        self.region, self.size = region, size
+        self.confine_lib, self.seccomp = confine_lib, seccomp
+        self.launch = None
+        self.layout = None
+        self.slots = []      # per slot: (inputs, outputs) lists of tensors
+        self.scalars = []
+        self.views = {}      # (tensor index, offset) -> tensor, for run_table
+        self.torch = None
+        self.confined = ""
+
+    def reply(self, st=W.OK, code=0, message=""):
+        r = W.Reply()
+        r.magic = W.MAGIC
+        r.st = st
+        r.code = code
+        r.message = message.encode("utf-8", "replace")[: W.MESSAGE_BYTES - 1]
+        return r
+
+    def failure(self, st, what, e):
+        last = traceback.format_exception_only(type(e), e)[-1].strip()
+        return self.reply(st, -1, f"{what}: {last}")
+
+    # ---- load: torch, confinement, the kernel's code -------------------------------------
+    def load(self, c):
+        if self.launch is not None:
+            return self.reply(W.BAD_COMMAND, 0, "the kernel is already loaded")
+        try:
+            source = b""
+            while True:
+                chunk = os.pread(W.OBJECT_FD, 1 << 20, len(source))
+                if not chunk:
+                    break
+                source += chunk
+            import torch  # trusted: loaded before any kernel code, while files may still be read
+            self.torch = torch
+        except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
+            return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
+        why = self.confine()
+        if why is not None:
+            return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
+        module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}
+        try:
+            code = compile(source, "kernel.py", "exec")
+            exec(code, module)  # noqa: S102 - the kernel is the worker's to run, confined
+        except BaseException as e:  # noqa: BLE001
+            return self.failure(W.DLOPEN_FAILED, "python: the kernel does not import", e)
+        launch = module.get("launch")
+        if not callable(launch):
+            return self.reply(W.DLOPEN_FAILED, 0,
+                              "python: the kernel defines no launch(inputs, outputs, scalars)")
+        init = module.get("init")
+        if callable(init):
+            try:
+                rc = init()
+            except BaseException as e:  # noqa: BLE001
+                return self.failure(W.INIT_FAILED, "init", e)
+            if rc not in (None, 0):
+                return self.reply(W.INIT_FAILED, int(rc) if isinstance(rc, int) else -1,
+                                  f"init returned {rc!r}")
+        self.launch = launch
+        return self.reply(W.OK, 0, "loaded; " + self.confined)
+
+    def confine(self):
+        """None when confined as far as this machine allows (said in `confined`), else why not."""
+        if not self.confine_lib:
+            self.confined = "files: not confined (no liblathe-confine.so)"
+            return None if not self.seccomp else "no liblathe-confine.so to install the filter"
+        try:
+            lib = ctypes.CDLL(self.confine_lib)
+        except OSError as e:
+            return f"cannot load {self.confine_lib}: {e}"
+        buf = ctypes.create_string_buffer(256)
+        abi = lib.lathe_confine_python(W.OBJECT_FD, buf, len(buf))
+        self.confined = (f"files: Landlock ABI {abi}" if abi > 0
+                         else "files: not confined (" + buf.value.decode(errors="replace") + ")")
+        if self.seccomp:
+            if lib.lathe_install_seccomp(buf, len(buf)) != 0:
+                return buf.value.decode(errors="replace")
+        return None
+
+    # ---- setup: the slots' tensors -------------------------------------------------------
+    def tensor(self, d, offset):
+        torch = self.torch
+        name = DTYPES[d.type] if d.type < len(DTYPES) else None
+        if name is None:
+            raise ValueError(f"dtype code {d.type} has no torch type")
+        dt = getattr(torch, name)
+        shape = [int(d.shape[i]) for i in range(d.ndim)]
+        n = 1
+        for s in shape:
+            n *= s
+        if n == 0:
+            return torch.empty(shape, dtype=dt)
+        return torch.frombuffer(self.region, dtype=dt, count=n, offset=offset).view(shape)
+
+    def setup(self, c):
+        self.slots, self.views = [], {}
+        if self.launch is None:
+            return self.reply(W.BAD_COMMAND, 0, "setup before a successful load")
+        nt = c.num_inputs + c.num_outputs
+        if (c.num_inputs > W.MAX_TENSORS or c.num_outputs > W.MAX_TENSORS or nt > W.MAX_TENSORS
+                or c.num_scalars > W.MAX_SCALARS or c.num_slots == 0):
+            return self.reply(W.BAD_COMMAND, 0, "setup: bad counts")
+        for i in range(nt):
+            d = c.tensors[i]
+            end = d.offset + d.bytes + (c.num_slots - 1) * c.slot_stride
+            if d.ndim > W.MAX_DIMS or end > self.size or (c.num_slots > 1 and d.offset + d.bytes > c.slot_stride):
+                return self.reply(W.BAD_COMMAND, 0, f"setup: tensor {i} lies outside its slot or the region")
+        if c.table_entries > 0:
+            end = c.table_offset + c.table_entries * nt * 8
+            if end > self.size or c.table_offset % 8:
+                return self.reply(W.BAD_COMMAND, 0, "setup: the call table lies outside the region")
+        self.populate(c)
+        self.layout = W.Command.from_buffer_copy(c)
+        try:
+            for s in range(c.num_slots):
+                base = s * c.slot_stride
+                ts = [self.tensor(c.tensors[i], base + c.tensors[i].offset) for i in range(nt)]
+                self.slots.append((ts[: c.num_inputs], ts[c.num_inputs:]))
+        except BaseException as e:  # noqa: BLE001
+            return self.failure(W.BAD_COMMAND, "setup", e)
+        self.scalars = [float(c.scalars[i]) for i in range(c.num_scalars)]
+        return self.reply(W.OK, 0, "ready")
+
+    def populate(self, c):
+        """The region's pages touched before the first timed call (as lathe-worker does)."""
+        n = min(c.populate_bytes, self.size) // 4096 * 4096
+        if n <= 0:
+            return
+        torch = self.torch
+        whole = torch.frombuffer(self.region, dtype=torch.uint8, count=n)
+        start = min((c.written_from + 4095) // 4096 * 4096, n)
+        int(whole[0:start:4096].sum()) if start > 0 else 0
+        if start < n:
+            pages = whole[start:n:4096]
+            pages.copy_(pages.clone())
+
+    # ---- run -------------------------------------------------------------------------------
+    def call(self, ins, outs):
+        rc = self.launch(ins, outs, self.scalars)
+        if rc not in (None, 0):
+            raise RuntimeError(f"launch returned {rc!r}")
+
+    def run(self, c):
+        if not self.slots:
+            return self.reply(W.BAD_COMMAND, 0, "run before a successful setup")
+        if c.rotate == 0 or c.rotate > len(self.slots):
+            return self.reply(W.BAD_COMMAND, 0, f"run: rotate {c.rotate} outside 1..{len(self.slots)} slots")
+        i = 0
+        try:
+            for i in range(c.calls):
+                ins, outs = self.slots[(c.first_slot + i) % c.rotate]
+                self.call(ins, outs)
+        except BaseException as e:  # noqa: BLE001
+            r = self.failure(W.KERNEL_ERROR, "launch raised", e)
+            r.calls_done = i
+            return r
+        r = self.reply(W.OK)
+        r.calls_done = c.calls
+        return r
+
+    def run_table(self, c):
+        if not self.slots:
+            return self.reply(W.BAD_COMMAND, 0, "run before a successful setup")
+        L = self.layout
+        if c.calls > L.table_entries:
+            return self.reply(W.BAD_COMMAND, 0, f"run_table: {c.calls} calls, the table has {L.table_entries} entries")
+        nt = L.num_inputs + L.num_outputs
+        table = memoryview(self.region)[L.table_offset: L.table_offset + L.table_entries * nt * 8].cast("Q")
+        i = 0
+        try:
+            for i in range(c.calls):
+                ts = []
+                for k in range(nt):
+                    off = table[i * nt + k]
+                    t = self.views.get((k, off))
+                    if t is None:
+                        d = L.tensors[k]
+                        if off % 256 or off > self.size or d.bytes > self.size - off:
+                            r = self.reply(W.BAD_COMMAND, 0, f"run_table: entry {i}, tensor {k} outside the region")
+                            r.calls_done = i
+                            return r
+                        t = self.views[(k, off)] = self.tensor(d, off)
+                    ts.append(t)
+                self.call(ts[: L.num_inputs], ts[L.num_inputs:])
+        except BaseException as e:  # noqa: BLE001
+            r = self.failure(W.KERNEL_ERROR, "launch raised", e)
+            r.calls_done = i
+            return r
+        finally:
+            table.release()
+        r = self.reply(W.OK)
+        r.calls_done = c.calls
+        return r
+
+    def answer(self, c):
+        if c.magic != W.MAGIC:
+            return self.reply(W.BAD_COMMAND, 0, "bad command magic")
+        k = c.kind
+        if k == W.LOAD:
+            return self.load(c)
+        if k == W.SETUP:
+            return self.setup(c)
+        if k == W.RUN:
+            return self.run(c)
+        if k == W.RUN_TABLE:
+            return self.run_table(c)
+        if k == W.QUIT:
+            return self.reply()
+        return self.reply(W.BAD_COMMAND, 0, "this worker runs Python kernels on the CPU only")
+
+
+def read_command():
+    size = ctypes.sizeof(W.Command)
+    buf = b""
+    while len(buf) < size:
+        try:
+            chunk = os.read(W.COMMAND_FD, size - len(buf))
+        except InterruptedError:
+            continue
+        if not chunk:
+            return None if not buf else False
+        buf += chunk
+    return W.Command.from_buffer_copy(buf)
+
+
+def send(r):
+    data = bytes(r)
+    done = 0
+    while done < len(data):
+        done += os.write(W.REPLY_FD, data[done:])
+
+
+def main(argv):
+    seccomp = "--no-seccomp" not in argv
+    confine_lib = None
+    if "--confine" in argv:
+        confine_lib = argv[argv.index("--confine") + 1]
+    libc = ctypes.CDLL(None)
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no other worker reads this one's memory
+    size = os.fstat(W.REGION_FD).st_size
+    region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
+    host = Host(region, size, confine_lib, seccomp)
+    while True:
+        c = read_command()
+        if c is None:
+            return 0
+        if c is False:
+            return 2
+        if region is None:
+            r = host.reply(W.BAD_COMMAND, 0, "no shared region on fd 3")
+        else:
+            try:
+                r = host.answer(c)
+            except BaseException as e:  # noqa: BLE001
+                r = host.failure(W.BAD_COMMAND, "the worker failed", e)
+        send(r)
+        if c.magic == W.MAGIC and c.kind == W.QUIT:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,32 @@
+// Python kernels (docs/python-kernels.md): a kernel that is a Python file defining
+// launch(inputs, outputs, scalars) on torch tensors, run by python/lathe_kernel.py, a worker that
+// speaks lathe-worker's protocol (gate/cpu/wire.h) under the same sandbox. Here: where its
+// interpreter, its script and its confinement library are.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.h"
+#include "gate/cpu/worker.h"
+
+namespace lathe::gate {
+
+struct python_kernel_runtime {
+  std::filesystem::path interpreter;  // a python3 that imports torch
+  std::string version;                // "torch 1.13.0a0 (python 3.11.2)"
+};
+
+// The first of $LATHE_PYTHON, /usr/bin/python3, python3 on PATH that imports torch; looked for
+// once per process. An error says what was tried and what to install.
+result<python_kernel_runtime> find_python_kernel_runtime();
+
+// The worker's script: $LATHE_KERNEL_WORKER, else share/lathe/python/lathe_kernel.py beside the
+// installed binary, else the source tree's python/lathe_kernel.py.
+std::filesystem::path python_kernel_script();
+
+// `opt` changed to start the Python worker instead of lathe-worker: the interpreter as the
+// executable, the script and liblathe-confine.so (beside lathe-worker) as its arguments.
+result<sandbox_options> python_worker_options(sandbox_options opt);
+
+}  // namespace lathe::gate

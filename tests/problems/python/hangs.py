@@ -1,0 +1,4 @@
+# expect: timeout
+def launch(inputs, outputs, scalars):
+    while True:
+        pass

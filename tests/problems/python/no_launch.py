@@ -1,0 +1,3 @@
+# expect: load_error
+def run(inputs, outputs, scalars):
+    pass
