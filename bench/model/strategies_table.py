@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 23 item 5: the strategies table from bench/model/optimize_stream.sh's output folders.
 
-    bench/model/strategies_table.py OUT_ROOT > table.md
+    bench/model/strategies_table.py OUT_ROOT [--rows-in ROWS.jsonl]... [--rows-out ROWS.jsonl] > table.md
 
 OUT_ROOT holds one folder per stream, named STRATEGY-ABLATION-RUN (e.g. skills-none-r1,
 skills-intent-only-r2), each with <task>.json (lathe.optimize/1) and ws-<task>/.lathe/lathe.db.
@@ -10,6 +10,9 @@ the step attempts that failed by outcome (read from the run's events: a proposer
 kind, a gate refusal by the evaluation outcome that refused it, a decision by its stage), and the
 proposer's provenance (llm:<provider>/<model>, from the proposals' provenance). Not a test: the
 numbers are evidence about one model on one machine.
+
+--rows-out writes every run read from OUT_ROOT as one JSON line (kept in bench/results, so a later
+session's runs can be added to the same tables); --rows-in adds runs kept that way.
 """
 import collections
 import json
@@ -101,9 +104,34 @@ def fmt(x, spec="{:.2f}"):
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    rows_in, rows_out, roots = [], None, []
+    while args:
+        a = args.pop(0)
+        if a in ("--rows-in", "--rows-out") and args:
+            if a == "--rows-in":
+                rows_in.append(args.pop(0))
+            else:
+                rows_out = args.pop(0)
+        elif a.startswith("-"):
+            sys.exit(__doc__)
+        else:
+            roots.append(a)
+    if len(roots) > 1 or not (roots or rows_in):
         sys.exit(__doc__)
-    rs = list(rows(sys.argv[1]))
+    rs = []
+    for f in rows_in:
+        for line in open(f):
+            if line.strip():
+                r = json.loads(line)
+                r["failures"] = collections.Counter(r.get("failures", {}))
+                rs.append(r)
+    fresh = list(rows(roots[0])) if roots else []
+    if rows_out:
+        with open(rows_out, "w") as f:
+            for r in fresh:
+                f.write(json.dumps(r) + "\n")
+    rs = sorted(rs + fresh, key=lambda r: (r["strategy"], r["ablation"], r["run"], r["task"]))
     print("| strategy | ablation | run | task | best vs naive | expert vs naive | gap recovered | accepted steps "
           "| model calls | evals | wall s | failed attempts by outcome | provenance |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
