@@ -39,8 +39,8 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   ASSERT_FALSE(want.empty()) << file;
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   // torch_forbidden runs on the task that does not allow torch; the rest on the one that does.
-  task t = load(source_dir() / "tests/problems" /
-                (GetParam() == "torch_forbidden" ? "scale_relu" : "scale_relu_torch"));
+  task t = load(source_dir() / "tests" /
+                (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
   evaluation e = eval(t, kernel(file), false);
   EXPECT_EQ(std::string(to_string(e.result)), want) << GetParam() << ": " << e.message << "\n"
                                                     << e.diagnostics;
@@ -65,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(cpu, python_kernel,
                          [](const auto& info) { return info.param; });
 
 TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {
-  task t = load(source_dir() / "tests/problems/scale_relu_torch");
+  task t = load(source_dir() / "tests/integration/tasks/scale_relu_torch");
   evaluation e = eval(t, kernel(kernels() / "ok.py"), false);
   ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
   // Landlock is there on this machine's kernel (the C++ worker's tests assume it too): a Python
@@ -131,7 +131,7 @@ TEST(python_wire, layout_matches_the_cpp_header) {
 class python_timed : public gate_env {};
 
 TEST_F(python_timed, a_python_kernel_gets_a_paired_decision_against_a_cpp_baseline) {
-  task t = load(source_dir() / "tests/problems/scale_relu_torch");
+  task t = load(source_dir() / "tests/integration/tasks/scale_relu_torch");
   evaluation e = eval(t, kernel(kernels() / "ok.py"), true);
   ASSERT_TRUE(e.result == outcome::ok || e.result == outcome::unstable) << e.message << "\n" << e.diagnostics;
   ASSERT_TRUE(e.paired.has_value()) << e.message;
@@ -144,7 +144,7 @@ TEST_F(python_timed, a_python_kernel_gets_a_paired_decision_against_a_cpp_baseli
 TEST(python_cli, lathe_eval_takes_a_python_kernel_file) {
   unsetenv("LATHE_LOCK_DIR");
   const fs::path dir = source_dir() / "tests/problems";
-  auto r = run_lathe("--workspace /tmp/lathe-python-cli-ws eval " + (dir / "scale_relu_torch").string() +
+  auto r = run_lathe("--workspace /tmp/lathe-python-cli-ws eval " + (source_dir() / "tests/integration/tasks/scale_relu_torch").string() +
                      " " + (kernels() / "ok.py").string() + " --quick --json");
   nlohmann::json j = parse_json(r);
   ASSERT_TRUE(j.contains("paired")) << r.out << r.err;
