@@ -15,6 +15,13 @@ inputs and outputs in the task's ABI order (CPU, contiguous, in the task's dtype
 list of floats; optional `init()`. It writes its results into `outputs` (out=, copy_, slicing);
 a non-zero return or an exception is a launch error.
 
+Or, on a KernelBench problem, a file that defines `class ModelNew` (KernelBench's candidates):
+constructed once at load with the problem's init arguments (--model: python/lathe_problem.py's
+model_spec), its parameters and buffers bound by name to the Model's state_dict tensors that
+follow the inputs, called with forward's arguments, its outputs checked for count, shape and
+dtype and copied into the outputs. Its load_inline extensions were built by lathe before it runs
+(python/lathe_ext.py, --extensions); it can build none here.
+
 Isolation: torch is imported first (the kernel may use it); then, before the kernel's own code
 runs, the file system is confined (Landlock: read-only system trees, nothing written) and lathe's
 seccomp filter is installed, through liblathe-confine.so (the same code as lathe-worker's). A
@@ -22,11 +29,13 @@ kernel never sees lathe's environment beyond the worker's allow-list.
 """
 
 import ctypes
+import json
 import mmap
 import os
 import sys
 import traceback
 
+import lathe_ext
 import lathe_wire as W
 
 # lathe::dtype (src/core/dtype.h) -> torch dtype name
@@ -34,10 +43,87 @@ DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
           None, None, None, "bool"]
 
 
+class OutputMismatch(Exception):
+    pass
+
+
+class ModelNewLaunch:
+    """launch(inputs, outputs, scalars) for a ModelNew: the Model's parameters and buffers are
+    the ABI inputs after forward's tensors, bound by name without a copy."""
+
+    def __init__(self, torch, cls, spec):
+        self.torch = torch
+        self.spec = spec
+        torch.manual_seed(0)  # as KernelBench seeds before constructing; the binding overrides it
+        self.model = cls(*[tuple(v) if isinstance(v, list) else v for v in spec.get("init", [])])
+        if hasattr(self.model, "eval"):
+            self.model.eval()
+        state = self.model.state_dict() if hasattr(self.model, "state_dict") else {}
+        missing = [k for k in spec.get("state", []) if k not in state]
+        if missing:
+            raise OutputMismatch(f"ModelNew has no parameter or buffer {', '.join(missing[:4])}: the "
+                                 "Model's state_dict names it, and lathe binds them by name")
+        self.slots = []  # (owner module, leaf name, is parameter) per state key
+        for key in spec.get("state", []):
+            path, _, leaf = key.rpartition(".")
+            owner = self.model.get_submodule(path) if path else self.model
+            self.slots.append((key, owner, leaf, leaf in owner._parameters))
+        self.forward = spec.get("forward", [])
+        self.n_inputs = sum(1 for f in self.forward if "input" in f)
+        self.bound = [None] * len(self.slots)
+
+    def bind(self, inputs):
+        for i, (key, owner, leaf, is_param) in enumerate(self.slots):
+            t = inputs[self.n_inputs + i]
+            if self.bound[i] is t:
+                continue
+            held = owner._parameters[leaf] if is_param else owner._buffers[leaf]
+            if held is not None and (tuple(held.shape) != tuple(t.shape) or held.dtype != t.dtype):
+                raise OutputMismatch(f"ModelNew's {key} is {list(held.shape)} {held.dtype}, the Model's "
+                                     f"{list(t.shape)} {t.dtype}")
+            if is_param:
+                held.data = t
+            else:
+                owner._buffers[leaf] = t
+            self.bound[i] = t
+
+    def __call__(self, inputs, outputs, scalars):
+        torch = self.torch
+        self.bind(inputs)
+        args = []
+        for f in self.forward:
+            if "input" in f:
+                args.append(inputs[f["input"]])
+            else:
+                v = f["value"]
+                args.append(tuple(v) if isinstance(v, list) else v)
+        with torch.no_grad():
+            got = self.model(*args)
+        if isinstance(got, torch.Tensor):
+            got = [got]
+        elif isinstance(got, dict):
+            got = list(got.values())
+        elif isinstance(got, (tuple, list)):
+            got = list(got)
+        else:
+            raise OutputMismatch(f"ModelNew returned {type(got).__name__}, not tensors")
+        if len(got) != len(outputs):
+            raise OutputMismatch(f"ModelNew returned {len(got)} output(s); the Model returns {len(outputs)}")
+        for i, (g, o) in enumerate(zip(got, outputs)):
+            if not isinstance(g, torch.Tensor):
+                raise OutputMismatch(f"output {i}: ModelNew returned {type(g).__name__}, not a tensor")
+            if tuple(g.shape) != tuple(o.shape) or g.dtype != o.dtype:
+                raise OutputMismatch(f"output {i}: ModelNew returned {list(g.shape)} {g.dtype}; the "
+                                     f"Model returns {list(o.shape)} {o.dtype}")
+            o.copy_(g)
+        return 0
+
+
 class Host:
-    def __init__(self, region, size, confine_lib, seccomp):
+    def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None):
         self.region, self.size = region, size
         self.confine_lib, self.seccomp = confine_lib, seccomp
+        self.model_file, self.extensions_file = model, extensions
         self.launch = None
         self.layout = None
         self.slots = []      # per slot: (inputs, outputs) lists of tensors
@@ -71,9 +157,17 @@ class Host:
                 source += chunk
             import torch  # trusted: loaded before any kernel code, while files may still be read
             self.torch = torch
+            spec, extensions = None, []
+            if self.model_file:
+                with open(self.model_file) as f:
+                    spec = json.load(f)
+            if self.extensions_file:
+                with open(self.extensions_file) as f:
+                    extensions = json.load(f)
+            lathe_ext.install_loader(torch, extensions)
         except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
             return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
-        why = self.confine()
+        why = self.confine([e["dir"] for e in extensions])
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
         module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}
@@ -83,6 +177,14 @@ class Host:
         except BaseException as e:  # noqa: BLE001
             return self.failure(W.DLOPEN_FAILED, "python: the kernel does not import", e)
         launch = module.get("launch")
+        if launch is None and isinstance(module.get("ModelNew"), type):
+            if spec is None:
+                return self.reply(W.DLOPEN_FAILED, 0, "python: a ModelNew runs on a KernelBench problem "
+                                  "(Model, get_inputs, get_init_inputs) as its task; this task is not one")
+            try:
+                launch = ModelNewLaunch(self.torch, module["ModelNew"], spec)
+            except BaseException as e:  # noqa: BLE001
+                return self.failure(W.DLOPEN_FAILED, "python: ModelNew cannot be constructed", e)
         if not callable(launch):
             return self.reply(W.DLOPEN_FAILED, 0,
                               "python: the kernel defines no launch(inputs, outputs, scalars)")
@@ -98,7 +200,7 @@ class Host:
         self.launch = launch
         return self.reply(W.OK, 0, "loaded; " + self.confined)
 
-    def confine(self):
+    def confine(self, read_dirs=()):
         """None when confined as far as this machine allows (said in `confined`), else why not."""
         if not self.confine_lib:
             self.confined = "files: not confined (no liblathe-confine.so)"
@@ -108,7 +210,10 @@ class Host:
         except OSError as e:
             return f"cannot load {self.confine_lib}: {e}"
         buf = ctypes.create_string_buffer(256)
-        abi = lib.lathe_confine_python(W.OBJECT_FD, buf, len(buf))
+        dirs = (ctypes.c_char_p * max(1, len(read_dirs)))(*[d.encode() for d in read_dirs])
+        abi = lib.lathe_confine_python(W.OBJECT_FD, dirs, len(read_dirs), buf, len(buf))
+        if abi < 0:
+            return buf.value.decode(errors="replace")
         self.confined = (f"files: Landlock ABI {abi}" if abi > 0
                          else "files: not confined (" + buf.value.decode(errors="replace") + ")")
         if self.seccomp:
@@ -190,7 +295,8 @@ class Host:
                 ins, outs = self.slots[(c.first_slot + i) % c.rotate]
                 self.call(ins, outs)
         except BaseException as e:  # noqa: BLE001
-            r = self.failure(W.KERNEL_ERROR, "launch raised", e)
+            r = (self.failure(W.WRONG_OUTPUT, "ModelNew's outputs", e) if isinstance(e, OutputMismatch)
+                 else self.failure(W.KERNEL_ERROR, "launch raised", e))
             r.calls_done = i
             return r
         r = self.reply(W.OK)
@@ -222,7 +328,8 @@ class Host:
                     ts.append(t)
                 self.call(ts[: L.num_inputs], ts[L.num_inputs:])
         except BaseException as e:  # noqa: BLE001
-            r = self.failure(W.KERNEL_ERROR, "launch raised", e)
+            r = (self.failure(W.WRONG_OUTPUT, "ModelNew's outputs", e) if isinstance(e, OutputMismatch)
+                 else self.failure(W.KERNEL_ERROR, "launch raised", e))
             r.calls_done = i
             return r
         finally:
@@ -271,14 +378,14 @@ def send(r):
 
 def main(argv):
     seccomp = "--no-seccomp" not in argv
-    confine_lib = None
-    if "--confine" in argv:
-        confine_lib = argv[argv.index("--confine") + 1]
+    def value(flag):
+        return argv[argv.index(flag) + 1] if flag in argv else None
+    confine_lib = value("--confine")
     libc = ctypes.CDLL(None)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no other worker reads this one's memory
     size = os.fstat(W.REGION_FD).st_size
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
-    host = Host(region, size, confine_lib, seccomp)
+    host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"))
     while True:
         c = read_command()
         if c is None:

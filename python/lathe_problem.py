@@ -216,6 +216,23 @@ class KernelBench(Problem):
         with torch.no_grad():
             return model(*args)
 
+    def model_spec(self):
+        """What a candidate's ModelNew needs to stand in for Model (docs/python-kernels.md,
+        "KernelBench ModelNew"): its constructor's arguments, forward's arguments (a tensor's
+        index among the ABI inputs, or a number as get_inputs gives it), the state_dict's keys in
+        the order their tensors follow the inputs, and the outputs' count."""
+        def plain(v):
+            return list(v) if isinstance(v, tuple) else v
+        forward, k = [], 0
+        for v in self._raw:
+            if isinstance(v, self.torch.Tensor):
+                forward.append({"input": k})
+                k += 1
+            else:
+                forward.append({"value": plain(v)})
+        return {"init": [plain(v) for v in self.init], "forward": forward,
+                "state": list(self._model.state_dict().keys())}
+
     def callable_for_timing(self, named):
         torch = self.torch
         model = copy.deepcopy(self._model).to(self.device)
@@ -421,6 +438,8 @@ class Worker:
              "perturbations": p.perturbations, "reference_dtype": self.ref_dtype}
         if getattr(self, "fp64_failure", None):
             r["fp64_failure"] = self.fp64_failure
+        if hasattr(p, "model_spec"):
+            r["model"] = dict(p.model_spec(), outputs=len(outs))
         return r
 
     def draw(self, req, n_outputs):

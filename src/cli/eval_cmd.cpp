@@ -14,6 +14,7 @@
 #include "gate/bundle.h"
 #include "gate/gate.h"
 #include "gate/paired.h"
+#include "gate/problem.h"
 #include "gate/task_file.h"
 
 namespace fs = std::filesystem;
@@ -155,7 +156,15 @@ int run_eval(const common_options& common, const eval_options& o) {
   }
   gate_settings gs;
   gs.time = !o.no_time;
-  if (base_name.empty() && o.mode == "decision" && gs.time) {
+  // A KernelBench problem without kernels: its own Model, eager PyTorch in a Python worker, is
+  // the baseline of a paired decision.
+  const std::optional<kernel_bundle> eager = base_name.empty() ? gate::eager_baseline(*t) : std::nullopt;
+  if (eager && o.mode == "decision" && gs.time) {
+    base = *eager;
+    if (!o.json)
+      std::fprintf(stderr, "lathe: %s has no baseline kernel: paired against eager PyTorch (the "
+                           "problem's Model in a Python worker)\n", t->name.c_str());
+  } else if (base_name.empty() && o.mode == "decision" && gs.time) {
     std::fprintf(stderr, "lathe: %s has no baseline kernel: checked, not timed (--baseline KERNEL for "
                          "a paired ratio; --mode kernelbench or do_bench times it against eager "
                          "PyTorch)\n", t->name.c_str());

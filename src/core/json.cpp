@@ -116,6 +116,7 @@ void to_json(json& j, const task& t) {
     j["problem"] = json{{"file", t.problem.generic_string()},
                         {"format", t.problem_format},
                         {"runtime", t.problem_runtime}};
+  if (!t.problem_model.empty()) j["problem"]["model"] = json::parse(t.problem_model, nullptr, false);
 }
 
 void from_json(const json& j, task& t) {
@@ -138,6 +139,7 @@ void from_json(const json& j, task& t) {
     t.problem = path;
     get(*it, "format", t.problem_format);
     get(*it, "runtime", t.problem_runtime);
+    if (auto m = it->find("model"); m != it->end() && m->is_object()) t.problem_model = m->dump();
   }
   get(j, "inputs", t.inputs);
   get(j, "outputs", t.outputs);

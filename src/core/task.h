@@ -119,6 +119,9 @@ struct task {
   std::filesystem::path problem;
   std::string problem_format;   // kernelbench | klineage | klineage-definition
   std::string problem_runtime;  // "torch 1.13.1 (cpu, python 3.11.2)"
+  // A KernelBench problem's Model as a candidate's ModelNew must mirror it (JSON: init, forward,
+  // state, outputs; python/lathe_problem.py model_spec). Empty for other tasks.
+  std::string problem_model;
 };
 
 // Resolved sizes of one tensor in one shape set; errors on unknown symbols and on overflow.

@@ -11,7 +11,9 @@
 
 #include "core/hash.h"
 #include "core/text.h"
+#include "gate/files.h"
 #include "gate/process.h"
+#include "gate/python_build.h"
 #include "gate/python_kernel.h"
 #include "lathe/abi.h"
 
@@ -23,19 +25,6 @@ namespace {
 constexpr double compile_timeout_s = 180;
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool write_file(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  return static_cast<bool>(out);
-}
 
 bool is_source(const std::string& path) {
   for (const char* ext : {".cpp", ".cc", ".cxx", ".c", ".cu"})
@@ -63,16 +52,6 @@ result<void> stage_headers(const toolchain& tc, const fs::path& dir) {
     if (ec) return fail(errc::io_error, "cannot copy " + from.string() + " for the build: " + ec.message());
   }
   return {};
-}
-
-// A jailed compile ran as a user of its own, which owns what it wrote: the cache is root's again.
-void own_again(const fs::path& dir) {
-  if (geteuid() != 0) return;
-  std::error_code ec;
-  lchown(dir.c_str(), 0, 0);
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec))
-    lchown(it->path().c_str(), 0, 0);
 }
 
 }  // namespace
@@ -174,15 +153,21 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
 }
 
 result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
-                           const fs::path& cache_dir, build_kind kind) {
+                           const fs::path& cache_dir, build_kind kind, const std::string& python_model) {
+  const bool python = b.manifest.lang == language::python;
+  result<python_kernel_runtime> rt = python ? find_python_kernel_runtime() : python_kernel_runtime{};
+  if (!rt) return tl::unexpected(rt.error());
+  const bool model_new = python && defines_model_new(b.sources.at(b.manifest.entry));
   hasher h;
   h.add("lathe-build/1").add(b.hash).add(isa).add(tc.cxx_version).add(tc.nvcc_version);
   h.add(std::to_string(LATHE_ABI_VERSION)).add(kind == build_kind::reference ? "ref" : "kernel");
+  // A ModelNew's build constructs it from the problem's Model and compiles its extensions
+  // against this interpreter's torch.
+  if (model_new) h.add("model-new/1").add(python_model).add(rt->version);
   build_output out;
   std::string note;  // what the cache found, shown before the compiler's log
   out.key = h.hex();
   const fs::path dir = cache_dir / out.key;
-  const bool python = b.manifest.lang == language::python;
   // A Python kernel's "object" is its entry source, syntax-checked (python_kernel.h).
   const fs::path object = dir / (python ? "kernel.py" : "kernel.so");
   std::error_code ec;
@@ -229,8 +214,6 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   jailed.dlpack_include.clear();
   std::vector<std::string> cmd;
   if (python) {
-    auto rt = find_python_kernel_runtime();
-    if (!rt) return tl::unexpected(rt.error());
     // The entry only: the worker runs one file, read through its descriptor.
     if (!write_file(tmp / "kernel.py", b.sources.at(b.manifest.entry)))
       return fail(errc::io_error, "cannot write " + (tmp / "kernel.py").string());
@@ -263,6 +246,12 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   out.log = escape_untrusted(note + "$ " + line + "\n" + r.output) + "[lathe] compiler " + r.jail + "\n";
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
+  if (out.ok && model_new) {
+    const python_build_result pb = build_python_extensions(rt->interpreter, rt->version, python_model, tmp,
+                                                           cache_dir / "torch-ext", jail);
+    out.log += pb.log;
+    out.ok = pb.ok;
+  }
   if (out.ok) out.object_hash = content_hash(read_file(tmp / object.filename()));
   if (b.manifest.lang == language::cuda) {
     // Keep the PTX beside the object; the other intermediates are large and of no use.

@@ -47,9 +47,11 @@ enum class build_kind : uint8_t {
 // The key covers the bundle hash, the toolchain, the ISA, the ABI version and the kind.
 // Concurrent lathe processes may build the same key: each builds in a private directory and
 // the first rename wins. A cached object whose hash no longer matches is rebuilt: something
-// wrote over it.
+// wrote over it. A Python ModelNew is built against `python_model` (task::problem_model): its
+// extensions are compiled here (python_build.h), never on the timed path.
 result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
-                           const std::filesystem::path& cache_dir, build_kind kind);
+                           const std::filesystem::path& cache_dir, build_kind kind,
+                           const std::string& python_model = {});
 
 // The ISA a bundle is built for: its manifest's, else the host's level for C++ and the reference
 // machine's (an H200: sm_90a) for CUDA. The gate and the profile stage resolve alike, so both

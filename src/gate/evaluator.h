@@ -15,6 +15,7 @@
 #include "gate/gate.h"
 #include "gate/paired.h"
 #include "gate/problem_ipc.h"
+#include "gate/python_kernel.h"
 #include "gate/reference.h"
 #include "gate/timing.h"
 #include "gate/trial.h"
@@ -162,6 +163,8 @@ class evaluator {
   uint64_t seed_base_ = 0;
   std::mt19937_64 rng_;
   build_output cand_, base_, ref_obj_;
+  // A Python ModelNew's staged build files, kept while its workers run (declared before them).
+  std::vector<std::shared_ptr<python_stage>> python_stages_;
   reference ref_;
   shared_region region_;
   worker cand_worker_;  // the checks' worker

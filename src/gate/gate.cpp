@@ -58,7 +58,11 @@ stop from_worker(const worker_result& r, const std::string& when) {
   }
   const std::string msg = r.reply.message;
   switch (r.reply.st) {
+    case wire::status::wrong_output: return {outcome::wrong_result, msg + at, {}};
     case wire::status::kernel_error:
+      // A Python kernel's launch raised or returned non-zero: its message says which.
+      if (msg.starts_with("launch raised") || msg.starts_with("launch returned"))
+        return {outcome::launch_error, "the kernel's " + msg + at, {}};
       return {outcome::launch_error,
               "lathe_launch returned " + std::to_string(r.reply.code) + at +
                   (msg.empty() ? "" : ": " + msg),
@@ -108,7 +112,10 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   }
   const bool python = obj.object.extension() == ".py";
   if (python) {
-    auto p = python_worker_options(std::move(opt));
+    auto staged = stage_python_build(obj.object);
+    if (!staged) return tl::unexpected(staged.error());
+    python_stages_.push_back(*staged);
+    auto p = python_worker_options(std::move(opt), **staged);
     if (!p) return tl::unexpected(p.error());
     opt = std::move(*p);
     opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
@@ -140,7 +147,7 @@ std::optional<stop> evaluator::build_all() {
   // the sum (nvcc takes seconds).
   auto start = [&](const kernel_bundle& b, const std::string& isa, build_kind kind) {
     return std::async(std::launch::async, [&b, isa, kind, this, cache] {
-      return build(b, isa, cfg_.tools, cache, kind);
+      return build(b, isa, cfg_.tools, cache, kind, t_.problem_model);
     });
   };
   const kernel_bundle ref_bundle =

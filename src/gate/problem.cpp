@@ -12,9 +12,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "core/dtype.h"
+#include "core/hash.h"
 
 namespace fs = std::filesystem;
 
@@ -300,6 +303,7 @@ result<task> import_problem(const fs::path& file, platform p) {
   t.problem = abs;
   t.problem_format = d.value("format", std::string());
   t.problem_runtime = (*o)->runtime();
+  if (d.contains("model")) t.problem_model = d["model"].dump();
   t.description = t.problem_format + " problem " + abs.filename().string() + " (" + t.problem_runtime + ")";
   shape_set s;
   s.name = "problem";
@@ -368,6 +372,22 @@ result<task> import_problem(const fs::path& file, platform p) {
   t.shapes.push_back(s);
   t.cost.bytes = std::to_string(bytes);  // every input read once, every output written once
   return t;
+}
+
+std::optional<kernel_bundle> eager_baseline(const task& t) {
+  if (t.problem_format != "kernelbench" || t.problem_model.empty()) return std::nullopt;
+  std::ifstream in(t.problem, std::ios::binary);
+  if (!in) return std::nullopt;
+  kernel_bundle b;
+  b.name = "eager";
+  b.manifest.lang = language::python;
+  b.manifest.entry = "eager.py";
+  b.manifest.files = {b.manifest.entry};
+  b.sources[b.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {}) +
+                                "\n\n# lathe: the problem's own Model, timed as the eager baseline\n"
+                                "class ModelNew(Model):\n    pass\n";
+  b.hash = content_hash("eager\n" + b.sources[b.manifest.entry]);
+  return b;
 }
 
 }  // namespace lathe::gate

@@ -10,12 +10,14 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/kernel.h"
 #include "core/task.h"
 
 namespace lathe::gate {
@@ -78,5 +80,10 @@ bool is_problem_file(const std::filesystem::path& p);
 // the file declares (LATHE_PERTURBATIONS), elementwise comparison at the dtype's defaults, no
 // baseline kernel (eager PyTorch, timed live in comparability mode).
 result<task> import_problem(const std::filesystem::path& file, platform p);
+
+// A KernelBench problem's own Model as a Python ModelNew (`class ModelNew(Model)`), the baseline
+// a candidate is paired against when the task has no baseline kernel: eager PyTorch, run by the
+// same Python worker as a candidate's ModelNew. Empty for other tasks (docs/python-kernels.md).
+std::optional<kernel_bundle> eager_baseline(const task& t);
 
 }  // namespace lathe::gate

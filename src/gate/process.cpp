@@ -161,4 +161,14 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   return r;
 }
 
+// A jailed tool ran as a user of its own, which owns what it wrote: the cache is root's again.
+void own_again(const std::filesystem::path& dir) {
+  if (geteuid() != 0) return;
+  std::error_code ec;
+  lchown(dir.c_str(), 0, 0);
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    lchown(it->path().c_str(), 0, 0);
+}
+
 }  // namespace lathe::gate

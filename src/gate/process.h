@@ -36,4 +36,7 @@ struct tool_jail {
 tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
                      const std::filesystem::path& cwd = {}, const tool_jail* jail = nullptr);
 
+// What a jailed tool wrote in `dir` (its user's, when lathe is root) becomes root's again.
+void own_again(const std::filesystem::path& dir);
+
 }  // namespace lathe::gate

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -25,8 +26,21 @@ result<python_kernel_runtime> find_python_kernel_runtime();
 // installed binary, else the source tree's python/lathe_kernel.py.
 std::filesystem::path python_kernel_script();
 
+// What a ModelNew's build left beside its kernel.py (model.json, extensions.json and the built
+// extensions' folders), copied into a folder of its own that the worker's user may read: the
+// build cache is lathe's, private to it. Removed with the last owner.
+struct python_stage {
+  std::filesystem::path dir;  // empty: nothing to stage (a launch() kernel)
+  python_stage() = default;
+  python_stage(const python_stage&) = delete;
+  python_stage& operator=(const python_stage&) = delete;
+  ~python_stage();
+};
+result<std::shared_ptr<python_stage>> stage_python_build(const std::filesystem::path& object);
+
 // `opt` changed to start the Python worker instead of lathe-worker: the interpreter as the
-// executable, the script and liblathe-confine.so (beside lathe-worker) as its arguments.
-result<sandbox_options> python_worker_options(sandbox_options opt);
+// executable, the script and liblathe-confine.so (beside lathe-worker) as its arguments, and
+// the staged files of a ModelNew (`stage`, possibly empty).
+result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage);
 
 }  // namespace lathe::gate

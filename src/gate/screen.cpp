@@ -1,4 +1,5 @@
 #include "gate/screen.h"
+#include "gate/python_build.h"
 
 #include <algorithm>
 #include <cctype>
@@ -445,8 +446,9 @@ std::vector<finding> screen_python_binding(const std::string& name, const std::s
   std::vector<std::string> argv{"python3", "-I", "-B",
                                 (problem_worker_script().parent_path() / "lathe_screen.py").string(),
                                 tmpl};
+  // A ModelNew on a KernelBench problem may call PyTorch, as KernelBench's candidates may.
   const bool torch_allowed =
-      role == screen_role::baseline ||
+      role == screen_role::baseline || (!t.problem_model.empty() && defines_model_new(text)) ||
       std::find(t.allow_libraries.begin(), t.allow_libraries.end(), "torch") != t.allow_libraries.end();
   if (torch_allowed) argv.push_back("--allow-torch-ops");
   // fp32 contract: the task's floats are fp32, or there is no task to say otherwise.

@@ -2,10 +2,12 @@
 // (python/lathe_kernel.py), which loads it with ctypes after importing torch and before any
 // kernel code runs. The same seccomp filter as lathe-worker's (seccomp.cpp); a Landlock domain
 // that lets the interpreter read the system's trees (torch imports modules lazily) and the
-// kernel's source, and write nothing but /dev/null.
+// kernel's source and the folders of its built extensions (a ModelNew's, python/lathe_ext.py),
+// and write nothing but /dev/null.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -25,7 +27,8 @@ void say(char* why, size_t n, const std::string& s) {
 extern "C" {
 
 // The Landlock ABI the domain was made with; 0 when there is none, with the reason in `why`.
-__attribute__((visibility("default"))) int lathe_confine_python(int source_fd, char* why, size_t why_bytes) {
+__attribute__((visibility("default"))) int lathe_confine_python(int source_fd, const char* const* read_dirs,
+                                                                int num_dirs, char* why, size_t why_bytes) {
   using namespace lathe::sandbox;
   using namespace lathe::sandbox::landlock_access;
   const int abi = landlock_abi();
@@ -53,6 +56,16 @@ __attribute__((visibility("default"))) int lathe_confine_python(int source_fd, c
     if (fd < 0) continue;
     fds.push_back(fd);
     rules.push_back({fd, p.access});
+  }
+  for (int i = 0; i < num_dirs; ++i) {
+    const int fd = open(read_dirs[i], O_PATH | O_CLOEXEC);
+    if (fd < 0) {
+      for (int f : fds) close(f);
+      say(why, why_bytes, std::string("cannot open ") + read_dirs[i] + ": " + std::strerror(errno));
+      return -1;
+    }
+    fds.push_back(fd);
+    rules.push_back({fd, read_tree});
   }
   rules.push_back({source_fd, read_file});
   const int err = landlock_restrict(abi, rules.data(), rules.size());

@@ -19,12 +19,12 @@ namespace lathe::testing {
 
 inline std::filesystem::path source_dir() { return LATHE_SOURCE_DIR; }
 
-// The outcome a test kernel must get, from its first line: `// expect: <outcome>`.
-inline std::string expected_outcome(const std::filesystem::path& file) {
+// The outcome a test kernel must get, from its first line: `// expect: <outcome>` (`# expect: `
+// in a Python file).
+inline std::string expected_outcome(const std::filesystem::path& file, const std::string& tag = "// expect: ") {
   std::ifstream in(file);
   std::string line;
   std::getline(in, line);
-  const std::string tag = "// expect: ";
   return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
 }
 

@@ -23,19 +23,11 @@ namespace {
 
 fs::path kernels() { return source_dir() / "tests/problems/python"; }
 
-std::string python_expect(const fs::path& file) {
-  std::ifstream in(file);
-  std::string line;
-  std::getline(in, line);
-  const std::string tag = "# expect: ";
-  return line.rfind(tag, 0) == 0 ? line.substr(tag.size()) : "";
-}
-
 class python_kernel : public gate_env, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(python_kernel, gets_its_own_outcome) {
   const fs::path file = kernels() / (GetParam() + ".py");
-  const std::string want = python_expect(file);
+  const std::string want = expected_outcome(file, "# expect: ");
   ASSERT_FALSE(want.empty()) << file;
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   // torch_forbidden runs on the task that does not allow torch; the rest on the one that does.

@@ -134,6 +134,8 @@ enum class status : int32_t {
   workspace_too_large = 7,
   bad_command = 8,
   device_error = 9,     // CUDA reported an error (sticky or not); message has its name.
+  wrong_output = 10,    // a Python ModelNew returned outputs of another count, shape or dtype
+                        // than the problem's (message says which).
                         // The last status: gate/cpu/worker.cpp refuses anything beyond it
 };
 

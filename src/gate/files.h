@@ -1,0 +1,25 @@
+// Whole files read and written by the build steps (build.cpp, python_build.cpp): bytes as they
+// are, an unreadable file read as empty, a failed write said by the return value.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace lathe::gate {
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline bool write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace lathe::gate

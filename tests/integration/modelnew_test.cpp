@@ -1,0 +1,152 @@
+// KernelBench candidates (issue 24, item 1): a Python file defining `class ModelNew` runs on a
+// KernelBench problem as KernelBench's harness runs it (the Model's constructor arguments, its
+// parameters bound by name), in lathe's de-privileged Python worker; its load_inline extensions
+// are built before it runs (gate/python_build.h) through a cache shared by the candidates. Each
+// candidate in tests/problems/modelnew names the outcome it must get on its first line. The
+// checks time nothing (`unit`).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/outcome.h"
+#include "gate_fixture.h"
+#include "lathe_cli_json.h"
+#include "lathe_cli_run.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::testing {
+namespace {
+
+fs::path candidates() { return source_dir() / "tests/problems/modelnew"; }
+
+// The problem a candidate is written for: its name's first two words (linear_gelu_* on
+// kb_linear_gelu.py).
+fs::path problem_of(const std::string& candidate) {
+  const std::string op = candidate.substr(0, candidate.find('_', candidate.find('_') + 1));
+  return source_dir() / "tests/problems" / ("kb_" + op + ".py");
+}
+
+// One build cache for the whole process: the inline extension is compiled once (tens of seconds)
+// and found again by every later candidate that builds it.
+const fs::path& shared_cache() {
+  static const struct cache_dir {
+    fs::path p;
+    cache_dir() {
+      char tmpl[] = "/tmp/lathe-modelnew-cache-XXXXXX";
+      p = mkdtemp(tmpl);
+    }
+    ~cache_dir() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } dir;
+  return dir.p;
+}
+
+class modelnew : public gate_env {
+ protected:
+  evaluation check(const task& t, const kernel_bundle& k) {
+    gate::gate_config cfg = cfg_;
+    cfg.cache_dir = shared_cache();
+    cfg.time = false;
+    cfg.call_timeout_s = 10;  // torch's first calls
+    gate::gate_request req;
+    req.t = &t;
+    req.candidate = k;
+    req.prov = {"human", "test", false};
+    return gate::evaluate(cfg, req);
+  }
+};
+
+class modelnew_outcome : public modelnew, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(modelnew_outcome, gets_its_own_outcome) {
+  const fs::path file = candidates() / (GetParam() + ".py");
+  const std::string want = expected_outcome(file, "# expect: ");
+  ASSERT_FALSE(want.empty()) << file;
+  setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
+  const task t = load(problem_of(GetParam()));
+  const evaluation e = check(t, kernel(file));
+  EXPECT_EQ(std::string(to_string(e.result)), want) << GetParam() << ": " << e.message << "\n"
+                                                    << e.diagnostics;
+  EXPECT_FALSE(e.message.empty());
+  EXPECT_EQ(e.message.find("sk-test-secret"), std::string::npos);
+  EXPECT_EQ(e.diagnostics.find("sk-test-secret"), std::string::npos);
+  const auto said = [&](const std::string& s) {
+    return e.message.find(s) != std::string::npos || e.diagnostics.find(s) != std::string::npos;
+  };
+  if (GetParam() == "linear_gelu_renamed") EXPECT_TRUE(said("fc.weight")) << e.message;
+  if (GetParam() == "linear_gelu_narrow") EXPECT_TRUE(said("[8, 8]")) << e.message;
+  if (GetParam() == "linear_gelu_double") EXPECT_TRUE(said("torch.float64")) << e.message;
+  if (GetParam() == "linear_gelu_broken_cpp") {
+    EXPECT_TRUE(said("lathe_test_broken")) << e.diagnostics;  // the compiler's log, with its name
+    EXPECT_TRUE(said("error")) << e.diagnostics;
+  }
+  if (GetParam() == "linear_gelu_inline") EXPECT_TRUE(said("1 extension(s)")) << e.diagnostics;
+}
+
+INSTANTIATE_TEST_SUITE_P(cpu, modelnew_outcome,
+                         ::testing::Values("linear_gelu_torch", "linear_gelu_inline", "linear_gelu_broken_cpp",
+                                           "linear_gelu_renamed", "linear_gelu_narrow", "linear_gelu_double",
+                                           "linear_gelu_no_bias", "linear_gelu_cached", "linear_gelu_mutates",
+                                           "linear_gelu_own_weights", "scale_relu_alpha"),
+                         [](const auto& info) { return info.param; });
+
+// Another candidate with the same extension (the file differs, the load_inline call does not):
+// its build finds the extension in the cache instead of compiling it again.
+TEST_F(modelnew, an_extension_is_compiled_once_for_every_candidate_that_builds_it) {
+  const task t = load(problem_of("linear_gelu"));
+  const fs::path copy = dir_ / "linear_gelu_inline_again.py";
+  {
+    std::ifstream in(candidates() / "linear_gelu_inline.py");
+    std::ofstream out(copy);
+    out << in.rdbuf() << "\n# the same extension, another candidate\n";
+  }
+  const evaluation first = check(t, kernel(candidates() / "linear_gelu_inline.py"));
+  ASSERT_EQ(first.result, outcome::ok) << first.message << "\n" << first.diagnostics;
+  const evaluation again = check(t, kernel(copy));
+  ASSERT_EQ(again.result, outcome::ok) << again.message << "\n" << again.diagnostics;
+  EXPECT_NE(again.diagnostics.find("1 extension(s), 0 compiled now"), std::string::npos) << again.diagnostics;
+}
+
+TEST_F(modelnew, a_model_new_on_a_task_that_is_no_kernelbench_problem_is_refused_with_the_reason) {
+  const task t = load(source_dir() / "tests/integration/tasks/axpy");
+  const fs::path file = dir_ / "plain_model_new.py";
+  std::ofstream(file) << "class ModelNew:\n    def __init__(self):\n        pass\n";
+  const evaluation e = check(t, kernel(file));
+  EXPECT_EQ(e.result, outcome::load_error) << e.message;
+  EXPECT_NE(e.message.find("runs on a KernelBench problem"), std::string::npos) << e.message;
+}
+
+TEST(modelnew_cli, lathe_eval_takes_a_problem_file_and_a_model_new) {
+  unsetenv("LATHE_LOCK_DIR");
+  const fs::path problems = source_dir() / "tests/problems";
+  auto r = run_lathe("--workspace /tmp/lathe-modelnew-cli-ws eval " + (problems / "kb_linear_gelu.py").string() +
+                     " " + (candidates() / "linear_gelu_torch.py").string() + " --json");
+  nlohmann::json j = parse_json(r);
+  EXPECT_EQ(j["outcome"], "ok") << r.out << r.err;
+  r = run_lathe("--workspace /tmp/lathe-modelnew-cli-ws eval " + (problems / "kb_linear_gelu.py").string() + " " +
+                (candidates() / "linear_gelu_no_bias.py").string() + " --json");
+  j = parse_json(r);
+  EXPECT_EQ(j["outcome"], "wrong_result") << r.out << r.err;
+  EXPECT_NE(r.code, 0);
+}
+
+// Timed (`integration`, alone): a ModelNew on a bare KernelBench problem is paired against the
+// problem's own Model, eager PyTorch in the same kind of Python worker.
+TEST(modelnew_timed, lathe_eval_pairs_a_model_new_against_eager_pytorch) {
+  unsetenv("LATHE_LOCK_DIR");
+  const fs::path problems = source_dir() / "tests/problems";
+  auto r = run_lathe("--workspace /tmp/lathe-modelnew-cli-ws eval " + (problems / "kb_linear_gelu.py").string() +
+                     " " + (candidates() / "linear_gelu_torch.py").string() + " --quick --json");
+  nlohmann::json j = parse_json(r);
+  ASSERT_TRUE(j.contains("paired")) << r.out << r.err;
+  EXPECT_TRUE(j["outcome"] == "ok" || j["outcome"] == "unstable") << j["outcome"];
+  EXPECT_GT(j["paired"].value("ratio", 0.0), 0.0) << j["paired"].dump();
+  EXPECT_FALSE(j.value("decision", std::string()).empty()) << r.out;
+}
+
+}  // namespace
+}  // namespace lathe::testing
