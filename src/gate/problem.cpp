@@ -375,7 +375,8 @@ result<task> import_problem(const fs::path& file, platform p) {
 }
 
 std::optional<kernel_bundle> eager_baseline(const task& t) {
-  if (t.problem_format != "kernelbench" || t.problem_model.empty()) return std::nullopt;
+  // CPU tasks only: the Python worker does not run on CUDA tasks yet (docs/python-kernels.md).
+  if (t.problem_format != "kernelbench" || t.problem_model.empty() || t.plat != platform::cpu) return std::nullopt;
   std::ifstream in(t.problem, std::ios::binary);
   if (!in) return std::nullopt;
   kernel_bundle b;

@@ -212,7 +212,8 @@ TEST(problem_cli, eval_decides_against_a_wrapped_baseline_and_times_eager_pytorc
   EXPECT_EQ(j["comparability"]["trials"], 20);
   EXPECT_GT(j["comparability"].value("eager_mean_seconds", 0.0), 0.0);
   EXPECT_GT(j["comparability"].value("speedup_vs_eager", 0.0), 0.0);
-  // Bare problem in decision mode: checked, and says why it was not timed.
+  // Bare problem in decision mode: paired against eager PyTorch (the problem's Model in a Python
+  // worker), and says so; a wrong kernel stops at its checks.
   r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (dir / "kb_scale_relu.py").string() + " " +
                 (dir / "candidates/scale_relu_noalpha.cpp").string() + " ");
   EXPECT_EQ(r.code, 1);
