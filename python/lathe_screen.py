@@ -14,7 +14,13 @@ ctypes wrapper...). Read with `ast`, never imported or run. Three rules, each a 
               .to(torch.float16), dtype=torch.bfloat16, autocast, TF32 or reduced-precision
               matmul switches, and half-precision types in the embedded C++/CUDA sources
 
-Usage: lathe_screen.py FILE [--allow-torch-ops] [--fp32]   -> one JSON object on stdout
+  torch_fallback  (--reference PROBLEM.py, a ModelNew) a call in ModelNew.forward of an op the
+              reference's Model.forward calls (torch.relu, F.gelu, .sum(), a layer of the same kind
+              as the Model's): KernelBench's "torch fallback", the reference's own work done by
+              PyTorch. lathe reports these per candidate and refuses them when asked
+
+Usage: lathe_screen.py FILE [--allow-torch-ops] [--fp32] [--reference PROBLEM.py]
+       -> one JSON object on stdout
 """
 
 import ast
@@ -208,6 +214,70 @@ class Screen(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+def op_name(screen, node):
+    """The compute op a call is, by its last name ('relu', 'gelu', 'sum', 'Linear'), or ''."""
+    name = dotted(node.func)
+    op = screen.torch_call(name)
+    if op:
+        return op.split(".")[-1]
+    if isinstance(node.func, ast.Attribute) and not name.startswith(tuple(screen.torch_names)):
+        m = node.func.attr
+        if m in COMPUTE_METHODS and m not in ALLOWED_METHODS:
+            return m
+    return ""
+
+
+def model_methods(tree, cls_name):
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls_name:
+            return {f.name: f for f in node.body if isinstance(f, ast.FunctionDef)}
+    return {}
+
+
+def forward_ops(tree, cls_name):
+    """(ops, layer of each attribute): the compute ops cls_name.forward calls, its layers' kinds
+    (self.fc = nn.Linear(...) in __init__, then self.fc(x) in forward: 'Linear')."""
+    s = Screen(False, False)
+    s.visit(tree)  # the module's import aliases
+    methods = model_methods(tree, cls_name)
+    layers = {}
+    init = methods.get("__init__")
+    for node in ast.walk(init) if init else []:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            kind = dotted(node.value.func).split(".")[-1]
+            if kind in NN_COMPUTE_LAYERS:
+                for t in node.targets:
+                    if dotted(t).startswith("self."):
+                        layers[dotted(t)[5:]] = kind
+    ops = []
+    fwd = methods.get("forward")
+    for node in ast.walk(fwd) if fwd else []:
+        if not isinstance(node, ast.Call):
+            continue
+        n = dotted(node.func)
+        op = layers.get(n[5:], "") if n.startswith("self.") else op_name(s, node)
+        if op:
+            ops.append((op, node))
+    return ops
+
+
+def fallback_findings(text, reference_text):
+    """torch_fallback findings of a ModelNew against the reference's Model."""
+    try:
+        ref = ast.parse(reference_text)
+        cand = ast.parse(text)
+    except SyntaxError:
+        return []
+    wanted = {op for op, _ in forward_ops(ref, "Model")}
+    out = []
+    for op, node in forward_ops(cand, "ModelNew"):
+        if op in wanted:
+            out.append({"rule": "torch_fallback", "line": node.lineno,
+                        "detail": f"ModelNew.forward calls {op}, which the reference's Model.forward calls: "
+                                  "the reference's own op done by PyTorch (KernelBench's torch fallback)"})
+    return out
+
+
 def screen(text, allow_torch_ops=False, fp32=False, filename="<binding>"):
     try:
         tree = ast.parse(text, filename=filename)
@@ -227,7 +297,11 @@ def main():
     path = args[0]
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
-    print(json.dumps(screen(text, "--allow-torch-ops" in args, "--fp32" in args, path)))
+    result = screen(text, "--allow-torch-ops" in args, "--fp32" in args, path)
+    if "--reference" in args and result["ok"]:
+        with open(args[args.index("--reference") + 1], encoding="utf-8", errors="replace") as f:
+            result["findings"] += fallback_findings(text, f.read())
+    print(json.dumps(result))
     return 0
 
 

@@ -1,10 +1,13 @@
 // lathe bench SUITE (--candidates DIR | --kernel NAME) (issue 8; docs/bench.md): the verb finds
 // the suite's tasks and each one's candidate, and prints; search/bench.h gates and aggregates.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_kernelbench.h"
 #include "cli/context.h"
 #include "gate/bundle.h"
 #include "gate/task_file.h"
@@ -29,9 +32,17 @@ struct bench_cli {
   std::string suite, candidates, kernel, markdown, strategy;
   std::string budget = "steps=3", proposer = "auto", protocol = "lathe";
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
+  int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
+  std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
   double max_time = 1.0;
-  bool quick = false, json = false;
+  bool quick = false, json = false, check_only = false, refuse_torch_fallback = false;
 };
+
+std::string fixed3(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", x);
+  return b;
+}
 
 int fail_with(const std::string& m, int code) {
   std::fprintf(stderr, "lathe: %s\n", m.c_str());
@@ -130,6 +141,76 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
   };
 }
 
+// KernelBench's layout (bench_kernelbench.h): one bench run per sample over every problem, then
+// the best of samples; the table per sample, or JSON with every run's aggregates.
+int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<kernelbench_candidate>& kb,
+                           std::vector<search::bench_entry> entries, search::bench_options bo,
+                           lineages::verifier& v) {
+  std::optional<int> level = o.level > 0 ? std::optional<int>(o.level) : kernelbench_level(o.suite);
+  if (!level) {
+    level = kb.front().level;
+    for (const auto& c : kb)
+      if (c.level != *level)
+        return fail_with("the candidates name several levels and the suite's folder names none: say --level L", 2);
+  }
+  std::map<std::string, int> problem_of;
+  std::vector<int> samples;
+  for (const auto& e : entries)
+    if (auto id = kernelbench_problem_id(e.t.name)) problem_of[e.t.name] = *id;
+  for (const auto& c : kb)
+    if (c.level == *level && std::find(samples.begin(), samples.end(), c.sample) == samples.end())
+      samples.push_back(c.sample);
+  std::sort(samples.begin(), samples.end());
+  if (samples.empty()) return fail_with("no candidate of level " + std::to_string(*level) + " in " + o.candidates, 2);
+  std::vector<kernelbench_sample_run> runs;
+  std::string md;
+  const std::string from = bo.candidates;
+  for (int s : samples) {
+    std::vector<search::bench_entry> these = entries;
+    for (auto& e : these) {
+      e.candidate.reset();
+      const auto id = problem_of.find(e.t.name);
+      for (const auto& c : kb)
+        if (id != problem_of.end() && c.level == *level && c.problem == id->second && c.sample == s) {
+          auto got = find_task_kernel(e.t, c.file.string());
+          if (!got) return fail_with(got.error().message, 2);
+          e.candidate = std::move(*got);
+        }
+    }
+    bo.candidates = from + " (KernelBench level " + std::to_string(*level) + ", sample " + std::to_string(s) + ")";
+    auto res = search::run_bench(these, search::given_candidates(), v, *ctx.db, bo);
+    if (!res) return fail_with(res.error().message, 1);
+    md += "## Sample " + std::to_string(s) + "\n\n" + search::bench_markdown(*res, bo) + "\n";
+    runs.push_back({s, std::move(*res)});
+  }
+  const search::bench_summary best = best_of_samples(runs, bo.ps);
+  md += "## Best of " + std::to_string(samples.size()) + " samples\n\n";
+  md += "correct " + std::to_string(best.correct) + "/" + std::to_string(best.tasks);
+  for (const auto& f : best.fast) md += ", fast_" + fixed3(f.p) + " " + fixed3(f.fraction);
+  md += best.geomean ? ", geomean " + fixed3(*best.geomean) + "x over the correct\n" : "\n";
+  if (!o.kernelbench_json.empty()) {
+    std::ofstream out(o.kernelbench_json, std::ios::trunc);
+    out << kernelbench_results_json(runs, problem_of, *ctx.db).dump(2) << "\n";
+    if (!out) return fail_with("cannot write " + o.kernelbench_json, 1);
+  }
+  if (!o.markdown.empty()) {
+    std::ofstream out(o.markdown, std::ios::trunc);
+    out << md;
+    if (!out) return fail_with("cannot write " + o.markdown, 1);
+  }
+  if (o.json) {
+    nlohmann::json j = {{"schema", "lathe.bench/1"}, {"layout", "kernelbench"}, {"level", *level}};
+    for (const auto& r : runs)
+      j["samples"].push_back({{"sample", r.sample}, {"run", r.result.r.id},
+                              {"summary", nlohmann::json::parse(r.result.r.summary)}});
+    j["best_of_samples"] = search::summary_json(best);
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s", md.c_str());
+  }
+  return 0;
+}
+
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
   const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
   if (sources != 1)
@@ -162,6 +243,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
                                          : o.candidates;
   bo.protocol = klineage ? search::bench_protocol::klineage : search::bench_protocol::lathe;
   bo.runs = runs;
+  bo.check_only = o.check_only;
   std::vector<search::bench_entry> entries;
   for (const auto& d : *dirs) {
     auto t = find_task(d.string(), ctx->where);
@@ -179,14 +261,24 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
       bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
       continue;
     }
-    if (t->baseline.empty()) {
-      bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and kernels/)");
+    // Given candidates on a bare KernelBench problem on the CPU: the problem's own Model, eager
+    // PyTorch, is the baseline they are paired against (--kernel and --strategy need the task's
+    // own kernels; KLineage's protocol times do_bench-style).
+    const std::optional<kernel_bundle> eager =
+        t->baseline.empty() && !o.candidates.empty() && !klineage ? gate::eager_baseline(*t) : std::nullopt;
+    if (t->baseline.empty() && !eager) {
+      bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and "
+                                     "kernels/; with --candidates, a CPU KernelBench problem is paired against eager PyTorch)");
       continue;
     }
     search::bench_entry e;
-    auto base = find_task_kernel(*t, t->baseline);
-    if (!base) return fail_with(base.error().message, 2);
-    e.baseline = std::move(*base);
+    if (eager) {
+      e.baseline = *eager;
+    } else {
+      auto base = find_task_kernel(*t, t->baseline);
+      if (!base) return fail_with(base.error().message, 2);
+      e.baseline = std::move(*base);
+    }
     std::error_code ec;
     if (!o.kernel.empty()) {
       if (auto p = find_kernel(*t, o.kernel)) {
@@ -196,7 +288,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
       }
     } else if (!o.candidates.empty()) {
       for (const fs::path& p : {fs::path(o.candidates) / t->name, fs::path(o.candidates) / (t->name + ".cpp"),
-                               fs::path(o.candidates) / (t->name + ".cu")}) {
+                               fs::path(o.candidates) / (t->name + ".cu"), fs::path(o.candidates) / (t->name + ".py")}) {
         if (!fs::exists(p, ec)) continue;
         auto got = find_task_kernel(*t, p.string());
         if (!got) return fail_with(got.error().message, 2);
@@ -211,12 +303,17 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   gate_settings gs;
   gs.max_time = o.max_time;
   gs.quick = o.quick;
+  gs.refuse_torch_fallback = o.refuse_torch_fallback;
   lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
   if (!o.json)
     bo.progress = [](const search::bench_row& r) {
       std::fprintf(stderr, "… %s: %s%s\n", r.result.task.c_str(), to_string(r.result.status),
                    r.result.speedup ? (" " + std::to_string(*r.result.speedup) + "x").c_str() : "");
     };
+  if (!o.candidates.empty() && !klineage) {
+    const auto kb = kernelbench_candidates(o.candidates);
+    if (!kb.empty()) return run_kernelbench_layout(*ctx, o, kb, entries, bo, v);
+  }
   const search::bench_producer produce =
       strat ? optimizer(*ctx, o, *strat, *limits, v) : search::given_candidates();
   auto res = klineage ? search::run_bench_klineage(entries, produce, do_bench_timer(*ctx, o), *ctx->db, bo)
@@ -245,7 +342,12 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
   auto o = std::make_shared<bench_cli>();
   CLI::App* b = app.add_subcommand("bench", "gate a suite's candidates against each task's baseline: per task outcome and paired speedup, and the suite's aggregates");
   b->add_option("suite", o->suite, "all | source | heldout (the shipped tasks), or a directory of task directories and PyTorch problem files")->required();
-  b->add_option("--candidates", o->candidates, "a directory with one candidate per task: DIR/<task> (bundle), DIR/<task>.cpp or DIR/<task>.cu");
+  b->add_option("--candidates", o->candidates,
+                "a directory with one candidate per task: DIR/<task> (bundle), DIR/<task>.cpp, .cu or .py; or "
+                "KernelBench's layout: level_<L>_problem_<P>_sample_<S>_kernel.py, several samples per problem");
+  b->add_option("--level", o->level, "KernelBench's layout: the level of the candidates (default: the suite folder's levelN)");
+  b->add_option("--kernelbench-json", o->kernelbench_json,
+                "KernelBench's layout: also write the results in the shape of KernelBench's eval results file");
   b->add_option("--kernel", o->kernel, "instead: each task's own kernels/<NAME> as its candidate (e.g. expert)");
   b->add_option("--strategy", o->strategy,
                 "instead: optimize every task from its baseline with this strategy (skills | none | "
@@ -260,6 +362,10 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
       ->capture_default_str();
   b->add_option("--runs", o->runs, "klineage: independent runs per task (default 3)");
   b->add_option("--max-time", o->max_time, "longest paired timing series per task, seconds")->capture_default_str();
+  b->add_flag("--refuse-torch-fallback", o->refuse_torch_fallback,
+              "a ModelNew calling the reference's own torch ops in forward is forbidden (else reported)");
+  b->add_flag("--check-only", o->check_only,
+              "correctness only: each candidate checked, never timed (no speedups; nothing is fast)");
   b->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");

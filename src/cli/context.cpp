@@ -53,6 +53,7 @@ gate::gate_config make_gate_config(const context& ctx, const task& t, const gate
   cfg.bench_warmup = s.warmup;
   cfg.bench_trials = std::max<uint32_t>(s.trials, 1);
   cfg.device_trials = !s.host_trials;
+  cfg.refuse_torch_fallback = s.refuse_torch_fallback;
   cfg.seeds = std::max<uint32_t>(s.seeds, 3);
   cfg.seed_base = s.seed;
   cfg.time = s.time;

@@ -70,6 +70,7 @@ struct gate_settings {
   std::string mode = "decision";     // decision | kernelbench | do_bench
   uint32_t warmup = 3, trials = 100; // kernelbench mode
   bool host_trials = false;          // CUDA: inputs and references on the host
+  bool refuse_torch_fallback = false;  // a ModelNew's calls of the reference's ops: forbidden
   bool progress = true;              // stage messages on stderr ("… compile")
   // --quick: 2 process pairs and 4 ABBA rounds per paired series (the policy's 4 and 6): about
   // half the timing cost of a slow kernel, wider intervals. The A/A margin grows with them, so

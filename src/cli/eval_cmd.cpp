@@ -33,6 +33,7 @@ struct eval_options {
   std::string mode = "decision";
   uint32_t warmup = 3, trials = 100;
   bool host_trials = false;
+  bool refuse_torch_fallback = false;
 };
 
 std::string fmt_time(double s) {
@@ -180,6 +181,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   gs.warmup = o.warmup;
   gs.trials = o.trials;
   gs.host_trials = o.host_trials;
+  gs.refuse_torch_fallback = o.refuse_torch_fallback;
   gs.progress = !o.json;
   const gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
   gate::gate_request req;
@@ -233,12 +235,18 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
       ->capture_default_str();
   sub->add_option("--warmup", o->warmup, "kernelbench mode: warm-up calls")->capture_default_str();
   sub->add_option("--trials", o->trials, "kernelbench mode: timed calls")->capture_default_str();
+  sub->add_flag("--refuse-torch-fallback", o->refuse_torch_fallback,
+                "a ModelNew that calls the reference's own torch ops in forward (KernelBench's torch "
+                "fallback) is forbidden; without it, such calls are reported in the diagnostics");
   sub->add_flag("--host-trials", o->host_trials,
                 "CUDA tasks: generate inputs and references on the host even when the task has a "
                 "GPU reference; PyTorch problems: move tensors through host memory, not CUDA IPC");
   sub->footer("A PyTorch problem file runs on CPU PyTorch for a .cpp kernel and on CUDA PyTorch for a .cu "
-              "one (LATHE_PYTHON picks the interpreter); without a baseline kernel it is checked in "
-              "decision mode and timed against eager PyTorch in the kernelbench and do_bench modes.\n"
+              "one (LATHE_PYTHON picks the interpreter); without a baseline kernel, a CPU KernelBench "
+              "problem is paired against its own Model (eager PyTorch) in decision mode, other problems "
+              "are checked only; the kernelbench and do_bench modes time against eager PyTorch.\n"
+              "A KernelBench candidate may be a Python file defining class ModelNew (inline C++ through "
+              "load_inline built before it runs; docs/python-kernels.md).\n"
               "Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
   sub->callback([o, &common, &exit_code] { exit_code = run_eval(common, *o); });
 }

@@ -889,6 +889,17 @@ std::optional<stop> evaluator::run() {
   progress("screen");
   auto findings = screen_sources(req_.candidate, t_, req_.role);
   stage_done("screen", t0);
+  if (!cfg_.refuse_torch_fallback) {  // reported, not refused (gate.h)
+    std::vector<finding> fallback;
+    std::erase_if(findings, [&](const finding& f) {
+      if (f.what != "torch fallback") return false;
+      fallback.push_back(f);
+      return true;
+    });
+    if (!fallback.empty())
+      e_.diagnostics += "torch fallback (reported, not refused; --refuse-torch-fallback refuses it):\n" +
+                        describe(fallback);
+  }
   if (!findings.empty())
     return stop{outcome::forbidden, findings.front().what + ": " + findings.front().where + ": " +
                                         findings.front().detail,

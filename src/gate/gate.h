@@ -38,6 +38,9 @@ struct gate_config {
   uint32_t bench_trials = 100;      // comparability: timed calls (kernelbench)
   bool device_trials = true;        // CUDA tasks with a gpu_reference: trials on the device
   double call_timeout_s = 20;       // watchdog for one call during checks
+  // A ModelNew's calls of the reference's own torch ops (KernelBench's "torch fallback",
+  // python/lathe_screen.py): refused (forbidden) when set, else reported in the diagnostics.
+  bool refuse_torch_fallback = false;
   std::function<void(const std::string&)> progress;  // stage messages (cli prints them)
 };
 

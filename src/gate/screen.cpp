@@ -451,6 +451,12 @@ std::vector<finding> screen_python_binding(const std::string& name, const std::s
       role == screen_role::baseline || (!t.problem_model.empty() && defines_model_new(text)) ||
       std::find(t.allow_libraries.begin(), t.allow_libraries.end(), "torch") != t.allow_libraries.end();
   if (torch_allowed) argv.push_back("--allow-torch-ops");
+  // A ModelNew's calls of the reference's own ops (KernelBench's torch fallback).
+  if (!t.problem_model.empty() && t.problem_format == "kernelbench" && defines_model_new(text) &&
+      role == screen_role::candidate) {
+    argv.push_back("--reference");
+    argv.push_back(t.problem.string());
+  }
   // fp32 contract: the task's floats are fp32, or there is no task to say otherwise.
   if ((fp32 && !low) || (t.inputs.empty() && t.outputs.empty())) argv.push_back("--fp32");
   const tool_result r = written ? run_tool(argv, 30) : tool_result{};
@@ -462,8 +468,9 @@ std::vector<finding> screen_python_binding(const std::string& name, const std::s
     return {{rel, name, j.value("error", std::string("does not parse"))}};
   for (const auto& f : j["findings"]) {
     const std::string rule = f.value("rule", std::string());
-    const std::string what = rule == "fallback"    ? "python fallback"
-                             : rule == "torch_op"  ? "torch compute op"
+    const std::string what = rule == "fallback"         ? "python fallback"
+                             : rule == "torch_fallback" ? "torch fallback"
+                             : rule == "torch_op"       ? "torch compute op"
                              : rule == "precision" ? "precision downgrade"
                                                    : "python binding";
     out.push_back({what, name + ":" + std::to_string(f.value("line", 0)), f.value("detail", std::string())});

@@ -62,6 +62,14 @@ std::optional<bench_row> unproduced(const bench_attempt& a, bench_row row) {
   return std::nullopt;
 }
 
+std::string fixed(double x, const char* fmt = "%.3f") {
+  char b[32];
+  std::snprintf(b, sizeof b, fmt, x);
+  return b;
+}
+
+}  // namespace
+
 json summary_json(const bench_summary& s) {
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   json fast = json::array();
@@ -77,14 +85,6 @@ json summary_json(const bench_summary& s) {
           {"median", opt(s.median)},
           {"mean_with_failures_as_zero", s.mean_with_failures_as_zero}};
 }
-
-std::string fixed(double x, const char* fmt = "%.3f") {
-  char b[32];
-  std::snprintf(b, sizeof b, fmt, x);
-  return b;
-}
-
-}  // namespace
 
 const char* to_string(bench_protocol p) { return p == bench_protocol::klineage ? "klineage" : "lathe"; }
 
@@ -119,8 +119,9 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
                                                                                         : task_status::failed;
       if (row.result.outcome == "ok") row.result.speedup = a.speedup;
     } else {
-      evaluation ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
-      for (int32_t again = 0; again < o.unstable_retries && ev.result == outcome::unstable; ++again)
+      evaluation ev = o.check_only ? v.check(e.t, *a.candidate, e.baseline, {"human", "bench", false})
+                                   : v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
+      for (int32_t again = 0; !o.check_only && again < o.unstable_retries && ev.result == outcome::unstable; ++again)
         ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
       row.evaluation = ev.id;
       row.candidate_hash = a.candidate->hash;
@@ -128,7 +129,7 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
       row.message = ev.message.substr(0, ev.message.find('\n'));
       const bool undecided = ev.result == outcome::unstable;
       row.result.status = lineages::passed(ev) || undecided ? task_status::correct : task_status::failed;
-      if (lineages::passed(ev)) row.result.speedup = lineages::ratio(ev);
+      if (lineages::passed(ev) && !o.check_only) row.result.speedup = lineages::ratio(ev);
     }
     if (auto ev = db.add_run_event(r.id, "task", row_json(row).dump()); !ev) return tl::unexpected(ev.error());
     if (o.progress) o.progress(row);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,6 +88,9 @@ struct bench_options {
   // still undecided is correct (its checks passed) without a speedup: never fast, out of the
   // speedup statistics, its outcome `unstable`.
   int32_t unstable_retries = 2;
+  // Correctness only (KernelBench's first pass): each candidate checked, never timed; a correct
+  // one has no speedup (never fast).
+  bool check_only = false;
   std::string run_id;         // empty: new_run_id(run_kind::bench)
   std::function<void(const bench_row&)> progress;
 };
@@ -110,6 +114,9 @@ result<bench_result> run_bench_klineage(const std::vector<bench_entry>& entries,
 
 // The success-only geometric mean per role over a klineage run's rows (pure; tested).
 std::vector<klineage_group> klineage_groups(const std::vector<bench_row>& rows);
+
+// The aggregates as lathe.bench/1 writes them (tasks, correct, fast_p, geomean…).
+nlohmann::json summary_json(const bench_summary& s);
 
 // The summary as Markdown: one row per task, then the aggregates (docs/bench.md).
 std::string bench_markdown(const bench_result& r, const bench_options& o);

@@ -111,6 +111,25 @@ TEST_F(modelnew, an_extension_is_compiled_once_for_every_candidate_that_builds_i
   EXPECT_NE(again.diagnostics.find("1 extension(s), 0 compiled now"), std::string::npos) << again.diagnostics;
 }
 
+// KernelBench's torch fallback: a ModelNew whose forward calls the reference's own ops (gelu, the
+// Linear layer) is reported by default and refused when asked; the inline extension is neither.
+TEST_F(modelnew, the_torch_fallback_is_reported_and_refused_when_asked) {
+  const task t = load(problem_of("linear_gelu"));
+  const evaluation reported = check(t, kernel(candidates() / "linear_gelu_torch.py"));
+  EXPECT_EQ(reported.result, outcome::ok) << reported.message;
+  EXPECT_NE(reported.diagnostics.find("torch fallback (reported, not refused"), std::string::npos)
+      << reported.diagnostics;
+  EXPECT_NE(reported.diagnostics.find("calls gelu"), std::string::npos) << reported.diagnostics;
+  EXPECT_NE(reported.diagnostics.find("calls Linear"), std::string::npos) << reported.diagnostics;
+  cfg_.refuse_torch_fallback = true;
+  const evaluation refused = check(t, kernel(candidates() / "linear_gelu_torch.py"));
+  EXPECT_EQ(refused.result, outcome::forbidden) << refused.message;
+  EXPECT_NE(refused.message.find("torch fallback"), std::string::npos) << refused.message;
+  const evaluation own = check(t, kernel(candidates() / "linear_gelu_inline.py"));
+  EXPECT_EQ(own.result, outcome::ok) << own.message << "\n" << own.diagnostics;
+  EXPECT_EQ(own.diagnostics.find("torch fallback"), std::string::npos) << own.diagnostics;
+}
+
 TEST_F(modelnew, a_model_new_on_a_task_that_is_no_kernelbench_problem_is_refused_with_the_reason) {
   const task t = load(source_dir() / "tests/integration/tasks/axpy");
   const fs::path file = dir_ / "plain_model_new.py";

@@ -183,3 +183,58 @@ TEST_F(bench_cli, strategy_optimizes_each_task_and_names_its_run) {
   const run_result runs = run_lathe(ws() + "runs list");
   EXPECT_NE(runs.out.find(run), std::string::npos) << runs.out;
 }
+
+// KernelBench's layout (issue 24, item 5): a level folder of problem files and a folder of
+// candidates named level_<L>_problem_<P>_sample_<S>_kernel.py, two samples per problem, checked
+// only (--check-only: no timing, so nothing is fast). Which candidate is right is known by
+// construction (each file says), so every aggregate is checked against a count made by hand:
+// sample 0 has problems 1 and 2 right, sample 1 only problem 3, the best of both all three.
+TEST_F(bench_cli, kernelbench_layout_with_two_samples_per_problem) {
+  const fs::path kb = fs::path(LATHE_SOURCE_DIR) / "tests/problems/kernelbench";
+  const fs::path results = dir_ / "eval_results.json";
+  const run_result r = run_lathe(ws() + "bench '" + (kb / "level1").string() + "' --candidates '" +
+                                 (kb / "samples").string() + "' --check-only --kernelbench-json '" +
+                                 results.string() + "' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  EXPECT_EQ(j.value("layout", ""), "kernelbench");
+  EXPECT_EQ(j.value("level", 0), 1);
+  ASSERT_EQ(j["samples"].size(), 2u) << j.dump();
+  const std::vector<std::vector<std::string>> want = {{"correct", "correct", "failed"},
+                                                      {"failed", "failed", "correct"}};
+  for (size_t s = 0; s < 2; ++s) {
+    const json& run = j["samples"][s];
+    EXPECT_EQ(run.value("sample", -1), static_cast<int>(s));
+    const json& rows = run["summary"]["tasks"];
+    ASSERT_EQ(rows.size(), 3u) << run.dump();
+    int correct = 0;
+    for (size_t p = 0; p < 3; ++p) {
+      EXPECT_EQ(rows[p].value("status", ""), want[s][p]) << rows[p].dump();
+      correct += want[s][p] == "correct";
+    }
+    const json& agg = run["summary"]["aggregates"];
+    EXPECT_EQ(agg.value("tasks", 0), 3);
+    EXPECT_EQ(agg.value("correct", -1), correct);
+    EXPECT_DOUBLE_EQ(agg.value("correctness_rate", -1.0), correct / 3.0);
+    for (const auto& f : agg["fast_p"]) EXPECT_EQ(f.value("count", -1), 0) << f.dump();  // never timed
+  }
+  // The failures' outcomes: a wrong value, a parameter it cannot be bound to, a wrong shape.
+  EXPECT_EQ(j["samples"][1]["summary"]["tasks"][0].value("outcome", ""), "wrong_result");
+  EXPECT_EQ(j["samples"][1]["summary"]["tasks"][1].value("outcome", ""), "load_error");
+  EXPECT_EQ(j["samples"][0]["summary"]["tasks"][2].value("outcome", ""), "wrong_result");
+  const json& best = j["best_of_samples"];
+  EXPECT_EQ(best.value("tasks", 0), 3);
+  EXPECT_EQ(best.value("correct", 0), 3);
+  EXPECT_DOUBLE_EQ(best.value("correctness_rate", 0.0), 1.0);
+  // KernelBench's eval results shape: problem -> sample -> compiled, correctness, runtime.
+  std::ifstream in(results);
+  const json kbj = json::parse(in);
+  ASSERT_TRUE(kbj.contains("1") && kbj.contains("2") && kbj.contains("3")) << kbj.dump();
+  EXPECT_TRUE(kbj["1"]["0"].value("correctness", false));
+  EXPECT_FALSE(kbj["1"]["1"].value("correctness", true));
+  EXPECT_TRUE(kbj["1"]["1"].value("compiled", false));
+  EXPECT_FALSE(kbj["3"]["0"].value("correctness", true));
+  EXPECT_TRUE(kbj["3"]["1"].value("correctness", false));
+  EXPECT_EQ(kbj["2"]["1"]["metadata"].value("outcome", ""), "load_error");
+  EXPECT_EQ(kbj["1"]["0"].value("runtime", 0.0), -1.0);  // checked, not timed
+}

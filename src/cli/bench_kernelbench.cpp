@@ -1,0 +1,93 @@
+#include "cli/bench_kernelbench.h"
+
+#include <algorithm>
+#include <regex>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace lathe::cli {
+
+std::vector<kernelbench_candidate> kernelbench_candidates(const fs::path& dir) {
+  static const std::regex name(R"(level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py)");
+  std::vector<kernelbench_candidate> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::smatch m;
+    const std::string f = e.path().filename().string();
+    if (!e.is_regular_file(ec) || !std::regex_match(f, m, name)) continue;
+    out.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), e.path()});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.level, a.problem, a.sample) < std::tie(b.level, b.problem, b.sample);
+  });
+  return out;
+}
+
+std::optional<int> kernelbench_problem_id(const fs::path& problem_file) {
+  static const std::regex id(R"((\d+)_.*)");
+  std::smatch m;
+  const std::string f = problem_file.filename().string();
+  if (!std::regex_match(f, m, id)) return std::nullopt;
+  return std::stoi(m[1]);
+}
+
+std::optional<int> kernelbench_level(const fs::path& suite_dir) {
+  static const std::regex level(R"(level_?(\d+))");
+  std::smatch m;
+  const std::string f = fs::path(suite_dir).lexically_normal().filename().string().empty()
+                            ? fs::path(suite_dir).lexically_normal().parent_path().filename().string()
+                            : fs::path(suite_dir).lexically_normal().filename().string();
+  if (!std::regex_match(f, m, level)) return std::nullopt;
+  return std::stoi(m[1]);
+}
+
+search::bench_summary best_of_samples(const std::vector<kernelbench_sample_run>& runs,
+                                      const std::vector<double>& ps) {
+  std::map<std::string, search::task_result> best;
+  std::vector<std::string> order;
+  const auto rank = [](const search::task_result& r) {
+    if (r.status != search::task_status::correct) return r.status == search::task_status::failed ? 1.0 : 0.0;
+    return 2.0 + (r.speedup ? *r.speedup : 0.0);
+  };
+  for (const auto& run : runs)
+    for (const auto& row : run.result.rows) {
+      auto it = best.find(row.result.task);
+      if (it == best.end()) {
+        order.push_back(row.result.task);
+        best.emplace(row.result.task, row.result);
+      } else if (rank(row.result) > rank(it->second)) {
+        it->second = row.result;
+      }
+    }
+  std::vector<search::task_result> results;
+  for (const auto& t : order) results.push_back(best.at(t));
+  return search::summarize(results, ps);
+}
+
+json kernelbench_results_json(const std::vector<kernelbench_sample_run>& runs,
+                              const std::map<std::string, int>& problem_of, const store& db) {
+  json out = json::object();
+  for (const auto& run : runs)
+    for (const auto& row : run.result.rows) {
+      const auto p = problem_of.find(row.result.task);
+      if (p == problem_of.end() || row.result.status == search::task_status::no_candidate) continue;
+      json r = {{"compiled", row.result.outcome != "compile_error" && row.result.outcome != "forbidden"},
+                {"correctness", row.result.status == search::task_status::correct},
+                {"runtime", -1.0},
+                {"ref_runtime", -1.0},
+                {"speedup", row.result.speedup ? json(*row.result.speedup) : json(nullptr)},
+                {"metadata",
+                 {{"outcome", row.result.outcome}, {"message", row.message}, {"task", row.result.task},
+                  {"lathe_evaluation", row.evaluation}, {"timing", "lathe paired series (decision mode)"}}}};
+      if (row.evaluation > 0)
+        if (auto ev = db.get_evaluation(row.evaluation)) {
+          if (ev->median_seconds) r["runtime"] = *ev->median_seconds * 1e3;
+          if (ev->baseline_median_seconds) r["ref_runtime"] = *ev->baseline_median_seconds * 1e3;
+        }
+      out[std::to_string(p->second)][std::to_string(run.sample)] = r;
+    }
+  return out;
+}
+
+}  // namespace lathe::cli
