@@ -26,5 +26,6 @@ void add_screen(CLI::App& app, const common_options& common, int& exit_code);
 void add_evolve(CLI::App& app, const common_options& common, int& exit_code);  // evolve, score
 void add_export(CLI::App& app, const common_options& common, int& exit_code);  // export training
 void add_report(CLI::App& app, const common_options& common, int& exit_code);
+void add_task(CLI::App& app, const common_options& common, int& exit_code);  // task show
 
 }  // namespace lathe::cli

@@ -139,6 +139,27 @@ TEST_F(modelnew, a_model_new_on_a_task_that_is_no_kernelbench_problem_is_refused
   EXPECT_NE(e.message.find("runs on a KernelBench problem"), std::string::npos) << e.message;
 }
 
+// lathe task show: the argument layout a kernel or a ModelNew is written against.
+TEST(modelnew_cli, task_show_gives_the_abi_layout_with_the_models_parameters) {
+  const fs::path problems = source_dir() / "tests/problems";
+  auto r = run_lathe("task show " + (problems / "kb_linear_gelu.py").string() + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = parse_json(r);
+  ASSERT_EQ(j["inputs"].size(), 3u) << j.dump();
+  EXPECT_EQ(j["inputs"][0].value("role", ""), "input");
+  EXPECT_EQ(j["inputs"][1].value("role", ""), "parameter");
+  EXPECT_EQ(j["inputs"][1].value("state_dict", ""), "fc.weight");
+  EXPECT_EQ(j["inputs"][1]["shapes"]["problem"], nlohmann::json::array({16, 32}));
+  EXPECT_EQ(j["outputs"][0]["shapes"]["problem"], nlohmann::json::array({8, 16}));
+  EXPECT_EQ(j["scalars"][0].value("name", ""), "in_features");
+  r = run_lathe("task show " + (source_dir() / "tests/integration/tasks/axpy").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("extern \"C\" int lathe_launch(const lathe_args* a)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("def launch(inputs, outputs, scalars):"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("class ModelNew"), std::string::npos) << r.out;  // no KernelBench problem
+  EXPECT_NE(run_lathe("task show /nonexistent").code, 0);
+}
+
 TEST(modelnew_cli, lathe_eval_takes_a_problem_file_and_a_model_new) {
   unsetenv("LATHE_LOCK_DIR");
   const fs::path problems = source_dir() / "tests/problems";
