@@ -1,4 +1,5 @@
 #include "cli/context.h"
+#include "cli/did_you_mean.h"
 
 #include <unistd.h>
 
@@ -99,8 +100,14 @@ result<fs::path> find_task_path(const std::string& arg, const paths& where) {
   if (p.is_relative() && !arg.empty() && arg.find('/') == std::string::npos &&
       !where.tasks_dir.empty() && fs::exists(where.tasks_dir / arg / "task.toml", ec))
     return where.tasks_dir / arg;
+  std::vector<std::string> shipped;
+  if (!where.tasks_dir.empty())
+    for (const auto& e : fs::directory_iterator(where.tasks_dir, ec))
+      if (fs::exists(e.path() / "task.toml", ec)) shipped.push_back(e.path().filename().string());
+  const std::string near = arg.find('/') == std::string::npos ? closest_name(arg, shipped) : "";
   return fail(errc::not_found, "no task '" + arg + "': not a path, and not a shipped task under " +
-                                   (where.tasks_dir.empty() ? std::string("(none found)") : where.tasks_dir.string()));
+                                   (where.tasks_dir.empty() ? std::string("(none found)") : where.tasks_dir.string()) +
+                                   (near.empty() ? "" : "; did you mean '" + near + "'?"));
 }
 
 result<task> find_task(const std::string& arg, const paths& where,

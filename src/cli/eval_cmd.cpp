@@ -146,6 +146,8 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: %s\n", cand.error().message.c_str());
     return 2;
   }
+  if (const std::string w = openmp_warning(*cand); !w.empty())
+    std::fprintf(stderr, "lathe: warning: %s\n", w.c_str());
   // A PyTorch problem without kernels has no ABI baseline: eager PyTorch is timed live in the
   // comparability modes; decision mode checks only.
   const std::string base_name = o.baseline.empty() ? t->baseline : o.baseline;
@@ -202,7 +204,8 @@ int run_eval(const common_options& common, const eval_options& o) {
   } else {
     print_human(e, *t, id, ctx->ws.db());
   }
-  return e.result == outcome::ok ? 0 : 1;
+  // unstable: the kernel passed its checks and the machine could not decide; not a failing kernel.
+  return e.result == outcome::ok ? 0 : e.result == outcome::unstable ? 3 : 1;
 }
 
 }  // namespace
@@ -247,7 +250,8 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
               "are checked only; the kernelbench and do_bench modes time against eager PyTorch.\n"
               "A KernelBench candidate may be a Python file defining class ModelNew (inline C++ through "
               "load_inline built before it runs; docs/python-kernels.md).\n"
-              "Exit code 0 only when the outcome is ok; 1 for any other outcome; 2 for bad usage.");
+              "Exit code 0 only when the outcome is ok; 3 when unstable (correct, the machine too noisy to "
+              "decide: run again on a quieter machine); 1 for any other outcome; 2 for bad usage.");
   sub->callback([o, &common, &exit_code] { exit_code = run_eval(common, *o); });
 }
 

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <fstream>
 #include <initializer_list>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -362,6 +363,22 @@ result<void> write_bundle(const kernel_bundle& b, const fs::path& dir) {
   std::ofstream out(dir / "kernel.toml", std::ios::trunc);
   out << "# written by lathe: kernel " << bundle_hash(b) << "\n" << t << "\n";
   if (!out) return fail(errc::io_error, (dir / "kernel.toml").string() + ": cannot write");
+  return {};
+}
+
+std::string openmp_warning(const kernel_bundle& b) {
+  if (b.manifest.lang != language::cpp) return {};
+  for (const auto& f : b.manifest.flags)
+    if (f == "-fopenmp" || f == "-fopenmp-simd") return {};
+  static const std::regex pragma(R"((^|\n)[ \t]*#[ \t]*pragma[ \t]+omp\b)");
+  for (const auto& [path, text] : b.sources)
+    if (std::regex_search(text, pragma))
+      return b.name + ": " + path + " uses #pragma omp, but the kernel is built without -fopenmp: the pragmas "
+             "are ignored (one thread). " +
+             (b.bare ? std::string("A bare file is built with -O3 only; make it a bundle (a folder with the file "
+                                   "and a kernel.toml: entry = \"") + path + "\", flags = [\"-O3\", \"-fopenmp\"])"
+                     : std::string("Add \"-fopenmp\" (or \"-fopenmp-simd\") to kernel.toml's flags")) +
+             " (docs/tasks.md)";
   return {};
 }
 

@@ -17,4 +17,8 @@ std::string bundle_hash(const kernel_bundle& b);
 // kernel. Bare bundles are written with an explicit kernel.toml.
 result<void> write_bundle(const kernel_bundle& b, const std::filesystem::path& dir);
 
+// A warning for a C++ bundle whose sources hold `#pragma omp` while its flags enable no OpenMP
+// (the pragmas are then ignored: one thread, no SIMD clauses); empty otherwise.
+std::string openmp_warning(const kernel_bundle& b);
+
 }  // namespace lathe

@@ -53,6 +53,39 @@ TEST_F(cli, help_answers) {
   EXPECT_EQ(run_lathe("eval").code, 2);  // missing arguments
 }
 
+// A mistyped verb, flag or task name gets the nearest real one; nonsense gets the way to the list.
+TEST_F(cli, did_you_mean_for_verbs_flags_and_task_names) {
+  auto r = run_lathe("evl a b");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean 'eval'?"), std::string::npos) << r.err;
+  r = run_lathe("--workspace /tmp/lathe-dym-ws bnech heldout");
+  EXPECT_NE(r.err.find("did you mean 'bench'?"), std::string::npos) << r.err;
+  r = run_lathe("qqqqqqqq");
+  EXPECT_NE(r.err.find("lathe --help lists them"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+  r = run_lathe("eval softmax naive --quik");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean --quick?"), std::string::npos) << r.err;
+  r = run_lathe("eval softmx naive --no-time");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("did you mean 'softmax'?"), std::string::npos) << r.err;
+}
+
+// A bare .cpp with OpenMP pragmas is built without -fopenmp: lathe says so and how to enable it.
+TEST_F(cli, a_bare_cpp_with_openmp_pragmas_gets_a_warning) {
+  const fs::path k = fs::temp_directory_path() / "lathe-omp-warning.cpp";
+  std::ofstream(k) << "#include <lathe/abi.h>\nextern \"C\" int lathe_launch(const lathe_args* a) {\n"
+                      "  const float* x = (const float*)a->inputs[0].data; const float* y = (const float*)a->inputs[1].data;\n"
+                      "  float* z = (float*)a->outputs[0].data; const long n = a->inputs[0].shape[0];\n"
+                      "#pragma omp parallel for\n  for (long i = 0; i < n; ++i) z[i] = a->scalars[0] * x[i] + y[i];\n"
+                      "  return 0;\n}\n";
+  auto r = run_lathe("eval " + (fs::path(LATHE_SOURCE_DIR) / "tests/integration/tasks/axpy").string() + " " +
+                     k.string() + " --no-time");
+  EXPECT_NE(r.err.find("built without -fopenmp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("flags = [\"-O3\", \"-fopenmp\"]"), std::string::npos) << r.err;
+  fs::remove(k);
+}
+
 TEST_F(cli, malformed_task_names_file_line_and_field) {
   const fs::path bad = dir_ / "bad/axpy";  // a task's name equals its directory's
   fs::create_directories(bad / "kernels");

@@ -184,6 +184,7 @@ TEST(modelnew_timed, lathe_eval_pairs_a_model_new_against_eager_pytorch) {
   nlohmann::json j = parse_json(r);
   ASSERT_TRUE(j.contains("paired")) << r.out << r.err;
   EXPECT_TRUE(j["outcome"] == "ok" || j["outcome"] == "unstable") << j["outcome"];
+  EXPECT_EQ(r.code, j["outcome"] == "ok" ? 0 : 3);  // unstable has its own exit code
   EXPECT_GT(j["paired"].value("ratio", 0.0), 0.0) << j["paired"].dump();
   EXPECT_FALSE(j.value("decision", std::string()).empty()) << r.out;
 }

@@ -141,6 +141,7 @@ TEST(python_cli, lathe_eval_takes_a_python_kernel_file) {
   nlohmann::json j = parse_json(r);
   ASSERT_TRUE(j.contains("paired")) << r.out << r.err;
   EXPECT_TRUE(j["outcome"] == "ok" || j["outcome"] == "unstable") << j["outcome"];
+  EXPECT_EQ(r.code, j["outcome"] == "ok" ? 0 : 3);  // unstable has its own exit code
   // The same kernel on the task that does not allow torch: refused before it runs.
   r = run_lathe("--workspace /tmp/lathe-python-cli-ws eval " + (dir / "scale_relu").string() + " " +
                 (kernels() / "ok.py").string() + " --json");
