@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iterator>
 
 #include "gate/cpu/landlock.h"
 
@@ -70,29 +71,16 @@ int confine_files(int object_fd, std::string& why) {
   // while they may still be opened; the object's own load then finds them by name.
   for (const std::string& lib : needed_libraries(object_fd)) dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
   using namespace sandbox::landlock_access;
-  struct path_rule {
-    const char* path;
-    uint64_t access;
-  };
   // OpenMP and std::thread ask /sys how many CPUs are online; a kernel may read its own /proc
   // entry (its limits, its maps), /dev/null and the random devices.
-  const path_rule paths[] = {
+  const sandbox::landlock_path paths[] = {
       {"/proc/self", read_file | read_dir},  {"/sys/devices/system/cpu", read_file | read_dir},
       {"/dev/null", read_file | write_file}, {"/dev/zero", read_file},
       {"/dev/urandom", read_file},           {"/dev/random", read_file},
       {"/etc/ld.so.cache", read_file},
   };
-  std::vector<sandbox::landlock_rule> rules;
-  std::vector<int> fds;
-  for (const auto& p : paths) {
-    const int fd = open(p.path, O_PATH | O_CLOEXEC);
-    if (fd < 0) continue;
-    fds.push_back(fd);
-    rules.push_back({fd, p.access});
-  }
-  rules.push_back({object_fd, read_file});
-  const int err = sandbox::landlock_restrict(abi, rules.data(), rules.size());
-  for (int fd : fds) close(fd);
+  const sandbox::landlock_rule object{object_fd, read_file};
+  const int err = sandbox::landlock_restrict_paths(abi, paths, std::size(paths), &object, 1);
   if (err != 0) {
     why = std::string("Landlock refused the domain: ") + std::strerror(err);
     return 0;

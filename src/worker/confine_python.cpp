@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,12 @@ __attribute__((visibility("default"))) int lathe_confine_python(int source_fd, c
                                                                 int num_dirs, char* why, size_t why_bytes) {
   using namespace lathe::sandbox;
   using namespace lathe::sandbox::landlock_access;
+  using path_rule = lathe::sandbox::landlock_path;
   const int abi = landlock_abi();
   if (abi < 1) {
     say(why, why_bytes, "this kernel has no Landlock");
     return 0;
   }
-  struct path_rule {
-    const char* path;
-    uint64_t access;
-  };
   // No /tmp, /home, /root, /work, no lathe workspace: what a kernel could read there is another
   // kernel's, the task's reference or a secret.
   const path_rule paths[] = {
@@ -49,26 +47,20 @@ __attribute__((visibility("default"))) int lathe_confine_python(int source_fd, c
       {"/dev/null", read_file | write_file}, {"/dev/zero", read_file},
       {"/dev/urandom", read_file},   {"/dev/random", read_file},
   };
-  std::vector<landlock_rule> rules;
+  // The kernel's source and the extensions' folders: every one must be there.
+  std::vector<landlock_rule> own{{source_fd, read_file}};
   std::vector<int> fds;
-  for (const auto& p : paths) {
-    const int fd = open(p.path, O_PATH | O_CLOEXEC);
-    if (fd < 0) continue;
-    fds.push_back(fd);
-    rules.push_back({fd, p.access});
-  }
   for (int i = 0; i < num_dirs; ++i) {
     const int fd = open(read_dirs[i], O_PATH | O_CLOEXEC);
     if (fd < 0) {
-      for (int f : fds) close(f);
       say(why, why_bytes, std::string("cannot open ") + read_dirs[i] + ": " + std::strerror(errno));
+      for (int f : fds) close(f);
       return -1;
     }
     fds.push_back(fd);
-    rules.push_back({fd, read_tree});
+    own.push_back({fd, read_tree});
   }
-  rules.push_back({source_fd, read_file});
-  const int err = landlock_restrict(abi, rules.data(), rules.size());
+  const int err = landlock_restrict_paths(abi, paths, std::size(paths), own.data(), own.size());
   for (int fd : fds) close(fd);
   if (err != 0) {
     say(why, why_bytes, std::string("Landlock refused the domain: ") + std::strerror(err));

@@ -4,7 +4,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <vector>
 
 namespace lathe::sandbox {
 namespace {
@@ -65,6 +68,21 @@ int landlock_restrict(int abi, const landlock_rule* rules, size_t count) {
   if (err == 0 && syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) err = errno;
   if (err == 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) err = errno;
   close(static_cast<int>(ruleset));
+  return err;
+}
+
+int landlock_restrict_paths(int abi, const landlock_path* paths, size_t count, const landlock_rule* extra,
+                            size_t extra_count) {
+  std::vector<landlock_rule> rules(extra, extra + extra_count);
+  std::vector<int> fds;
+  for (size_t i = 0; i < count; ++i) {
+    const int fd = open(paths[i].path, O_PATH | O_CLOEXEC);
+    if (fd < 0) continue;
+    fds.push_back(fd);
+    rules.push_back({fd, paths[i].access});
+  }
+  const int err = landlock_restrict(abi, rules.data(), rules.size());
+  for (int fd : fds) close(fd);
   return err;
 }
 

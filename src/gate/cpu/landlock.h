@@ -41,4 +41,14 @@ struct landlock_rule {
 // Landlock needs without CAP_SYS_ADMIN. Returns 0, or the errno of the step that failed.
 int landlock_restrict(int abi, const landlock_rule* rules, size_t count);
 
+struct landlock_path {
+  const char* path;
+  uint64_t access;
+};
+// landlock_restrict over `paths` (each opened O_PATH here and closed after; one that does not
+// exist is skipped) and the caller's own `extra` rules. Opens files: not for a forked child
+// before exec (process.cpp builds its rules before forking).
+int landlock_restrict_paths(int abi, const landlock_path* paths, size_t count, const landlock_rule* extra,
+                            size_t extra_count);
+
 }  // namespace lathe::sandbox
