@@ -130,6 +130,9 @@ def compile_request(request_file, out_dir):
     with open(request_file) as f:
         req = json.load(f)
     os.makedirs(out_dir, exist_ok=True)
+    # torch builds through ninja, which a virtual environment installs beside its python3 (the
+    # jail's PATH holds only the system's directories).
+    os.environ["PATH"] = os.path.dirname(os.path.abspath(sys.executable)) + os.pathsep + os.environ.get("PATH", "")
     try:
         mod = ce.load_inline(**req, build_directory=os.path.abspath(out_dir), verbose=True)
     except BaseException as e:  # noqa: BLE001 - the log is the answer

@@ -43,6 +43,18 @@ DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
           None, None, None, "bool"]
 
 
+def interpreter_trees(torch):
+    """The interpreter's own trees outside the system's (a virtual environment under /opt, a
+    site-packages elsewhere): torch imports modules lazily, so they stay readable."""
+    system = ("/usr/", "/lib/", "/lib64/")
+    out = []
+    for d in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(torch.__file__))):
+        d = os.path.realpath(d)
+        if os.path.isdir(d) and not (d + "/").startswith(system) and d not in out:
+            out.append(d)
+    return out
+
+
 class OutputMismatch(Exception):
     pass
 
@@ -167,7 +179,7 @@ class Host:
             lathe_ext.install_loader(torch, extensions)
         except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
             return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
-        why = self.confine([e["dir"] for e in extensions])
+        why = self.confine([e["dir"] for e in extensions] + interpreter_trees(torch))
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
         module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}

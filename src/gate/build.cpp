@@ -233,8 +233,10 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
                                             ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
     if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
   }
-  if (python) {  // an interpreter outside /usr (a virtual environment): its tree readable
+  if (python) {  // an interpreter outside /usr (a virtual environment): its tree readable, as
+                 // named (the venv, which holds its packages) and as resolved (its base's binary)
     std::error_code pec;
+    jail.read_trees.push_back(fs::absolute(cmd.front(), pec).parent_path().parent_path());
     const fs::path py = fs::canonical(cmd.front(), pec);
     if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
   }

@@ -35,34 +35,32 @@ std::vector<std::string> worker_environment() {
   return env;
 }
 
-std::vector<fs::path> interpreters() {
-  if (const char* p = std::getenv("LATHE_PYTHON"); p && *p) return {p};
-  std::vector<fs::path> out;
-  if (const char* path = std::getenv("PATH")) {
-    std::string s = path;
-    for (size_t i = 0; i <= s.size();) {
-      const size_t j = std::min(s.find(':', i), s.size());
-      const fs::path cand = fs::path(s.substr(i, j - i)) / "python3";
-      std::error_code ec;
-      if (j > i && fs::exists(cand, ec)) {
-        out.push_back(cand);
-        break;
-      }
-      i = j + 1;
-    }
-  }
-  std::error_code ec;
-  if (fs::exists("/usr/bin/python3", ec) &&
-      (out.empty() || !fs::equivalent(out.front(), "/usr/bin/python3", ec)))
-    out.push_back("/usr/bin/python3");
-  return out;
-}
-
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
+
+std::vector<fs::path> python_interpreters() {
+  if (const char* p = std::getenv("LATHE_PYTHON"); p && *p) return {p};
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (const char* path = std::getenv("PATH")) {
+    std::string s = path;
+    for (size_t i = 0; i <= s.size();) {
+      const size_t j = std::min(s.find(':', i), s.size());
+      const fs::path c = fs::path(s.substr(i, j - i)) / "python3";
+      if (j > i && fs::exists(c, ec)) {
+        out.push_back(c);
+        break;
+      }
+      i = j + 1;
+    }
+  }
+  if (fs::exists("/usr/bin/python3", ec) && (out.empty() || out.front() != "/usr/bin/python3"))
+    out.push_back("/usr/bin/python3");
+  return out;
+}
 
 fs::path problem_worker_script() {
   if (const char* p = std::getenv("LATHE_PROBLEM_WORKER"); p && *p) return p;
@@ -254,7 +252,7 @@ result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& p
   }
   if (!fs::is_regular_file(problem, ec)) return fail(errc::not_found, problem.string() + ": no such problem file");
   std::string tried;
-  for (const fs::path& python : interpreters()) {
+  for (const fs::path& python : python_interpreters()) {
     auto o = start(python, problem, p);
     if (!o) return tl::unexpected(o.error());
     auto ready = (*o)->read_line(600);

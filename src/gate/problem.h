@@ -71,6 +71,12 @@ class problem_oracle {
 // else the source tree's python/.
 std::filesystem::path problem_worker_script();
 
+// The interpreters lathe tries, in order, for its Python workers (problems and kernels alike):
+// $LATHE_PYTHON alone when set; else the first python3 on PATH, then /usr/bin/python3 unless
+// that is the same path (a virtual environment's python3 links to the system's binary but
+// imports its own packages: paths are compared, not files).
+std::vector<std::filesystem::path> python_interpreters();
+
 // True for paths a problem import handles: *.py, and *.json KLineage definitions.
 bool is_problem_file(const std::filesystem::path& p);
 

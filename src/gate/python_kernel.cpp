@@ -9,42 +9,19 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "gate/problem.h"
 #include "gate/process.h"
 
 namespace lathe::gate {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::vector<fs::path> candidates() {
-  std::vector<fs::path> out;
-  if (const char* p = std::getenv("LATHE_PYTHON"); p && *p) return {p};
-  std::error_code ec;
-  if (fs::exists("/usr/bin/python3", ec)) out.push_back("/usr/bin/python3");
-  if (const char* path = std::getenv("PATH")) {
-    std::string s = path;
-    for (size_t i = 0; i <= s.size();) {
-      const size_t j = std::min(s.find(':', i), s.size());
-      const fs::path c = fs::path(s.substr(i, j - i)) / "python3";
-      if (j > i && fs::exists(c, ec) && !(out.size() == 1 && fs::equivalent(c, out[0], ec))) {
-        out.push_back(c);
-        break;
-      }
-      i = j + 1;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 result<python_kernel_runtime> find_python_kernel_runtime() {
   static std::once_flag once;
   static result<python_kernel_runtime> found = fail(errc::not_found, "not looked for");
   std::call_once(once, [] {
     std::string tried;
-    for (const fs::path& py : candidates()) {
+    for (const fs::path& py : python_interpreters()) {
       tool_result r = run_tool({py.string(), "-B", "-s", "-c",
                                 "import sys, torch; print('torch', torch.__version__, "
                                 "'(python ' + sys.version.split()[0] + ')')"},

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "gate/cpu/worker.h"
@@ -18,8 +19,8 @@ struct python_kernel_runtime {
   std::string version;                // "torch 1.13.0a0 (python 3.11.2)"
 };
 
-// The first of $LATHE_PYTHON, /usr/bin/python3, python3 on PATH that imports torch; looked for
-// once per process. An error says what was tried and what to install.
+// The first of python_interpreters() (gate/problem.h) that imports torch; looked for once per process. An error
+// says what was tried and what to install.
 result<python_kernel_runtime> find_python_kernel_runtime();
 
 // The worker's script: $LATHE_KERNEL_WORKER, else share/lathe/python/lathe_kernel.py beside the
