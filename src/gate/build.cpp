@@ -32,13 +32,6 @@ bool is_source(const std::string& path) {
   return false;
 }
 
-std::string random_suffix() {
-  std::random_device rd;
-  std::ostringstream ss;
-  ss << std::hex << rd() << rd();
-  return ss.str();
-}
-
 // lathe/abi.h and dlpack/dlpack.h into `dir`, as the kernel includes them.
 result<void> stage_headers(const toolchain& tc, const fs::path& dir) {
   const fs::path dlpack_dir = tc.dlpack_include.empty() ? fs::path("/usr/include") : tc.dlpack_include;

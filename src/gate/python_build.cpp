@@ -27,13 +27,6 @@ namespace {
 constexpr double record_timeout_s = 180;
 constexpr double extension_timeout_s = 600;
 
-std::string suffix() {
-  std::random_device rd;
-  std::ostringstream ss;
-  ss << std::hex << rd() << rd();
-  return ss.str();
-}
-
 // The script is read through the jail's working directory: the folders above it (the cache's,
 // private to lathe) are not the jailed user's to walk, so `python3 /abs/lathe_ext.py` could not
 // open it.
@@ -69,7 +62,7 @@ compiled compile_one(const fs::path& interpreter, const json& request, const fs:
     return c;
   }
   const fs::path work = tmpl;
-  const fs::path tmp = ext_root / ("tmp-" + suffix());
+  const fs::path tmp = ext_root / ("tmp-" + random_suffix());
   fs::create_directories(tmp / "out", ec);
   if (ec || !write_file(work / "request.json", request.dump()) ||
       !fs::copy_file(ext_script(), work / "lathe_ext.py", ec)) {
