@@ -6,6 +6,7 @@
 // One changed reply character must break that, and a cassette recorded for another prompt than
 // the one the shipped template renders must say it is stale (record again), never pass silently.
 #include <gtest/gtest.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -102,6 +103,42 @@ class model_replay : public ::testing::Test {
   run_result run(const fs::path& ws, const std::string& args) {
     return run_lathe("--workspace '" + (ws / ".lathe").string() + "' " + args + " --json --quiet");
   }
+  // The newest optimize run's evaluations, one line each: purpose, kernel, outcome, message.
+  std::vector<json> evaluations(const fs::path& ws) {
+    const json runs = lathe::testing::parse_json(run(ws, "runs list"));
+    std::string id;
+    for (const auto& r : runs.value("runs", json::array()))
+      if (r.value("kind", "") == "optimize") {
+        id = r.value("id", "");
+        break;
+      }
+    std::vector<json> out;
+    if (id.empty()) return out;
+    const json shown = lathe::testing::parse_json(run(ws, "runs show " + id));
+    for (const auto& e : shown.value("events", json::array()))
+      if (e.value("kind", "") == "evaluation") out.push_back(e.value("body", json::object()));
+    return out;
+  }
+  std::string evaluations_of(const fs::path& ws) {
+    std::string s = "the optimize run's evaluations:";
+    for (const auto& b : evaluations(ws))
+      s += "\n  " + b.value("purpose", "") + " " + b.value("kernel", "").substr(0, 8) + ": " +
+           b.value("outcome", "") + " (" + b.value("message", "").substr(0, 300) + ")";
+    return s;
+  }
+  // Non-empty (the outcomes) when every evaluation of `kernel` in the newest optimize run was the
+  // gate declining for noise.
+  std::string declined_by_noise(const fs::path& ws, const std::string& kernel) {
+    std::string outcomes;
+    for (const auto& b : evaluations(ws)) {
+      if (b.value("kernel", "") != kernel) continue;
+      const std::string oc = b.value("outcome", "");
+      if (oc == "ok") continue;  // a check, or a series that decided
+      if (oc != "unstable" && oc != "suspicious_speed") return {};
+      outcomes += (outcomes.empty() ? "" : ", ") + oc;
+    }
+    return outcomes;
+  }
   // A call the cassettes could not answer, as the replay provider reports it on stderr.
   static bool unanswered(const run_result& r) { return r.err.find("lathe: replay:") != std::string::npos; }
   fs::path dir_;
@@ -133,10 +170,23 @@ TEST_F(model_replay, the_recorded_run_replays_and_a_changed_reply_or_prompt_does
   const json dj = lathe::testing::parse_json(d);
   EXPECT_EQ(decompose_differs(dj, want.at("decompose")), "");
   EXPECT_NE(dj.value("proposer", "").find("model results"), std::string::npos) << dj.value("proposer", "");
-  const run_result o = run(ws, want.at("optimize_args").get<std::string>());
+  run_result o = run(ws, want.at("optimize_args").get<std::string>());
   ASSERT_EQ(o.code, 0) << o.err.substr(0, 3000);
+  std::string odiff = optimize_differs(lathe::testing::parse_json(o), want.at("optimize"));
+  // The first step's kernel is timed by a fresh gate. On a loaded CI host the gate may decline to
+  // decide (unstable, or the baseline read slower beside the candidate: suspicious_speed); that is
+  // the gate's noise guard, not a replay that diverged, so one more run is made, and said.
+  const std::string declined =
+      odiff.empty() ? "" : declined_by_noise(ws, want.at("optimize").at("decided_steps").at(0).get<std::string>());
+  if (!declined.empty()) {
+    std::fprintf(stderr, "the first optimize run's step was declined as noise (%s); running it once more\n",
+                 declined.c_str());
+    o = run(ws, want.at("optimize_args").get<std::string>());
+    ASSERT_EQ(o.code, 0) << o.err.substr(0, 3000);
+    odiff = optimize_differs(lathe::testing::parse_json(o), want.at("optimize"));
+  }
   EXPECT_FALSE(unanswered(o)) << o.err.substr(0, 3000);
-  EXPECT_EQ(optimize_differs(lathe::testing::parse_json(o), want.at("optimize")), "");
+  EXPECT_EQ(odiff, "") << evaluations_of(ws);
 
   // 2. One character of the first backward step's reply changed, inside the code it writes (a
   // loop bound): the lineage is no longer the recorded one (a kernel of another hash that the
