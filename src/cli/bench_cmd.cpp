@@ -119,7 +119,7 @@ search::bench_producer optimizer(context& ctx, const bench_cli& o, search::strat
 
 // KLineage's timing: the kernel checked on 3 seeds, then timed with Triton's do_bench budgets.
 search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
-  return [&ctx, &o](const task& t, const kernel_bundle& k) {
+  return [&ctx, &o](const task& t, const kernel_bundle& k, bool is_baseline) {
     gate_settings gs;
     gs.mode = "do_bench";
     gs.seeds = 3;
@@ -130,6 +130,7 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
     req.t = &t;
     req.candidate = k;
     req.prov = {"human", "bench", false};
+    if (is_baseline) req.role = gate::screen_role::baseline;
     evaluation e = gate::evaluate(cfg, req);
     search::bench_timing out;
     if (auto id = store_evaluation(ctx, k, e)) out.evaluation = *id;

@@ -196,14 +196,14 @@ result<bench_result> run_bench_klineage(const std::vector<bench_entry>& entries,
         // The run's kernel, then the baseline, each checked on 3 seeds and timed do_bench-style
         // in this run: the ratio of their means.
         row.candidate_hash = a.candidate->hash;
-        const bench_timing c = time(e.t, *a.candidate);
+        const bench_timing c = time(e.t, *a.candidate, false);
         row.evaluation = c.evaluation;
         row.result.outcome = c.outcome;
         row.message = c.message.substr(0, c.message.find('\n'));
         if (!c.mean_seconds) {
           row.result.status = task_status::failed;
         } else {
-          const bench_timing b = time(e.t, e.baseline);
+          const bench_timing b = time(e.t, e.baseline, true);
           if (!b.mean_seconds || *c.mean_seconds <= 0) {
             row.result.status = task_status::failed;
             row.result.outcome = "baseline_" + b.outcome;

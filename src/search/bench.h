@@ -58,7 +58,9 @@ struct bench_timing {
   std::string outcome, message;
   int64_t evaluation = 0;
 };
-using bench_timer = std::function<bench_timing(const task&, const kernel_bundle&)>;
+// `is_baseline`: the kernel is the task's own baseline, trusted (never screened as a candidate:
+// a library baseline links the vendor library it stands for).
+using bench_timer = std::function<bench_timing(const task&, const kernel_bundle&, bool is_baseline)>;
 
 struct bench_row {
   task_result result;

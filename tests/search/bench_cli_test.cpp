@@ -165,6 +165,26 @@ TEST_F(bench_cli, klineage_protocol_on_a_problem_suite) {
   EXPECT_NE(skipped.find("broken on purpose"), std::string::npos) << skipped;
 }
 
+// KLineage's protocol on a task whose baseline links a library (gemm: OpenBLAS): the baseline is
+// the task's own, trusted, and is timed as such, never screened as a candidate (it once came back
+// baseline_forbidden, so no library-baselined task could be benched this way).
+TEST_F(bench_cli, klineage_protocol_times_a_library_baseline) {
+  const fs::path suite = dir_ / "suite";
+  fs::create_directories(suite);
+  fs::copy(fs::path(LATHE_SOURCE_DIR) / "tasks/gemm", suite / "gemm", fs::copy_options::recursive);
+  const run_result r =
+      run_lathe(ws() + "bench '" + suite.string() + "' --kernel expert --protocol klineage --runs 1 --quick --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  ASSERT_EQ(j["tasks"].size(), 1u) << j.dump();
+  const json& row = j["tasks"][0];
+  EXPECT_EQ(row.value("task", ""), "gemm");
+  EXPECT_EQ(row.value("status", ""), "correct") << row.dump();
+  EXPECT_EQ(row.value("outcome", "").rfind("baseline_", 0), std::string::npos) << row.dump();
+  ASSERT_TRUE(row["speedup"].is_number()) << row.dump();
+  EXPECT_GT(row["speedup"].get<double>(), 0.0);
+}
+
 // --strategy: every task optimized from its baseline under the budget (the rule engine: these
 // are machinery results, not what a model would find); each row names its optimize run, which
 // `lathe runs list` shows.
