@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -29,7 +30,7 @@ namespace {
 struct skills_options {
   std::string op, status, card, output, input, skill_md_dir;
   std::vector<std::string> cards, lineages;
-  bool json = false, replace = false, html = false;
+  bool json = false, replace = false, html = false, all_cards = false;
 };
 
 int fail_with(const error& e, int code) {
@@ -139,7 +140,23 @@ int run_export(const common_options& common, const skills_options& o) {
   }
   int code = 0;
   if (!o.skill_md_dir.empty()) {
-    auto written = skills::write_skill_folders(doc->cards, o.skill_md_dir);
+    // What a coding agent will follow: the admitted cards, unless cards were named or --all-cards.
+    std::vector<skill_card> chosen;
+    std::map<std::string, size_t> left;
+    for (const auto& c : doc->cards) {
+      if (o.all_cards || !o.cards.empty() || c.status == card_status::admitted ||
+          c.status == card_status::replay_admitted)
+        chosen.push_back(c);
+      else
+        ++left[to_string(c.status)];
+    }
+    if (!left.empty()) {
+      std::vector<std::string> counts;
+      for (const auto& [status, n] : left) counts.push_back(std::to_string(n) + " " + status);
+      std::printf("left out %s card(s) not admitted (%s); --all-cards exports them too\n",
+                  std::to_string(doc->cards.size() - chosen.size()).c_str(), join(counts, ", ").c_str());
+    }
+    auto written = skills::write_skill_folders(chosen, o.skill_md_dir);
     if (!written) return fail_with(written.error(), 1);
     size_t ok = 0;
     for (const auto& w : *written) {
@@ -220,7 +237,10 @@ void add_skills(CLI::App& app, const common_options& common, int& exit_code) {
 
   CLI::App* exp = sub->add_subcommand("export", "write lineages and cards as lathe.library/1 JSON and/or Agent Skills SKILL.md folders");
   exp->add_option("-o,--output", o->output, "the JSON document to write");
-  exp->add_option("--skill-md", o->skill_md_dir, "write one SKILL.md folder per card under this directory");
+  exp->add_option("--skill-md", o->skill_md_dir,
+                  "write one SKILL.md folder per admitted card under this directory (named --card ones whatever "
+                  "their status)");
+  exp->add_flag("--all-cards", o->all_cards, "with --skill-md: also the candidate and refused cards");
   exp->add_option("--card", o->cards, "only this card (repeatable; default: all)");
   exp->add_option("--lineage", o->lineages, "only this lineage (repeatable; default: all)");
   exp->callback([o, &common, &exit_code] { exit_code = run_export(common, *o); });

@@ -368,7 +368,8 @@ std::string skill_description(const skill_card& c) {
   }
   if (!pre.empty()) when += ", when " + join(pre, "; ");
   when += ".";
-  const std::string status = std::string(" lathe status: ") + to_string(c.status) + ".";
+  const std::string status = std::string(" lathe status: ") + to_string(c.status) +
+                             ". Verify every application with `lathe eval`.";
   // The status always fits: it is what tells an agent whether the card was verified.
   const size_t room = skill_description_max - utf8_length(status) - utf8_length(what) - 1;
   return what + " " + clip(one_line(when), room) + status;
@@ -452,6 +453,13 @@ std::string skill_md(const skill_card& c, const std::string& name) {
     o << "\n";
   }
 
+  o << "## Verify before you keep it\n\n"
+    << "The effect above was measured on lathe's targets, not yours. After applying this card to a kernel, "
+       "gate the result against the kernel you started from:\n\n"
+    << "```sh\nlathe eval TASK NEW_KERNEL --baseline OLD_KERNEL\n```\n\n"
+    << "Keep the change only if the outcome is `ok` (checked against the fp64 reference on fresh inputs) and "
+       "the paired speedup's interval lies above 1 + epsilon (the A/A margin lathe prints). Exit code 0 means "
+       "`ok`, 3 means the machine was too noisy to decide (measure again), 1 means the kernel failed a check.\n\n";
   o << "## Example configuration\n\n";
   example_configuration(o, c);
   o << "\n## Before / after\n\n";

@@ -134,17 +134,33 @@ TEST_F(lineage_cli, decompose_lists_exports_and_imports) {
   ASSERT_EQ(again.code, 0) << again.err.substr(0, 2000);
   EXPECT_EQ(parse(again)["lineage"]["kernels"], l["kernels"]);
 
-  // Export: a lathe.library/1 document and one loadable SKILL.md folder per card.
+  // Export: a lathe.library/1 document with every card; SKILL.md folders only for admitted cards
+  // by default (none here: all are candidates, and the export says it left them out).
   const fs::path doc = dir_ / "library.json", skills_dir = dir_ / "skills";
   const run_result ex = run_lathe(ws() + "skills export -o '" + doc.string() + "' --skill-md '" + skills_dir.string() + "'");
   ASSERT_EQ(ex.code, 0) << ex.out << ex.err;
+  EXPECT_NE(ex.out.find("left out " + std::to_string(list["cards"].size()) + " card(s) not admitted"),
+            std::string::npos) << ex.out;
+  EXPECT_TRUE(!fs::exists(skills_dir) || fs::is_empty(skills_dir));
+  // A named card is exported whatever its status; --all-cards exports every one, each loadable and
+  // telling the agent to verify with lathe eval.
+  const run_result named = run_lathe(ws() + "skills export --skill-md '" + (dir_ / "one").string() + "' --card " + name);
+  ASSERT_EQ(named.code, 0) << named.out << named.err;
+  EXPECT_TRUE(fs::exists(dir_ / "one" / name / "SKILL.md"));
+  const run_result all = run_lathe(ws() + "skills export --skill-md '" + skills_dir.string() + "' --all-cards");
+  ASSERT_EQ(all.code, 0) << all.out << all.err;
   for (const auto& c : list["cards"]) {
     const fs::path md = skills_dir / c.value("name", "") / "SKILL.md";
     ASSERT_TRUE(fs::exists(md)) << md;
     std::ifstream in(md);
-    std::string first;
+    std::string first, text;
     std::getline(in, first);
     EXPECT_EQ(first, "---");
+    for (std::string line; std::getline(in, line);) text += line + "\n";
+    const size_t desc = text.find("description: ");
+    ASSERT_NE(desc, std::string::npos);
+    EXPECT_NE(text.substr(desc, text.find('\n', desc) - desc).find("lathe eval"), std::string::npos);
+    EXPECT_NE(text.find("lathe eval TASK NEW_KERNEL --baseline OLD_KERNEL"), std::string::npos);
   }
   // Import into a fresh workspace: the same cards, still candidates there; a second import
   // changes nothing.

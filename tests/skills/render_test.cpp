@@ -224,6 +224,8 @@ TEST(render, cards_become_loadable_folders_that_label_their_evidence) {
             std::string::npos) << effect;
   EXPECT_NE(effect.find("Gate evaluations: 3, 5"), std::string::npos);
   EXPECT_EQ(md.find("model-written"), std::string::npos);
+  EXPECT_NE(section(md, "Verify before you keep it").find("lathe eval TASK NEW_KERNEL --baseline OLD_KERNEL"),
+            std::string::npos);
   const std::string example = section(md, "Example configuration");
   EXPECT_NE(example.find("rule `simd.add` at anchor `gemm_kernel/k` with width=8"), std::string::npos)
       << example;
@@ -241,7 +243,8 @@ TEST(render, cards_become_loadable_folders_that_label_their_evidence) {
   ASSERT_TRUE(fm1.has_value());
   const std::string desc1 = fm1->fields["description"].get<std::string>();
   EXPECT_TRUE(skill_description_problems(desc1).empty());
-  EXPECT_NE(desc1.find("lathe status: candidate"), std::string::npos);
+  EXPECT_NE(desc1.find("lathe status: candidate. Verify every application with `lathe eval`."), std::string::npos)
+      << desc1;  // kept whole at the limit: what tells an agent to check its use
   EXPECT_NE(desc1.find("Use when optimizing gemm kernels (cuda/cuda)"), std::string::npos) << desc1;
   EXPECT_EQ(desc1.find("Stage \u2039tile\u203a loads"), 0u) << desc1;  // no XML tag in it
   EXPECT_NE(md1.find("Abstracted by: model-written (llm:openai/gpt-4o)"), std::string::npos);
