@@ -305,6 +305,7 @@ void fill_common(detail::builder& b, const run& r, const std::vector<detail::eve
     diffs.push_back(std::move(d));
   }
   out["provenance"] = provenance_view(r, events, b.edges, evals);
+  out["verdict"] = detail::verdict_view(b, r, out["provenance"]);
   for (auto& e : b.edges) e.erase("provenance_json");
   out["graph"] = {{"nodes", b.nodes}, {"edges", b.edges}, {"rejected", b.rejected}};
   out["progress"] = b.progress;

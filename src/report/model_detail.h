@@ -73,5 +73,8 @@ json kernel_diff(kernel_cache& kernels, const std::string& from, const std::stri
 // Each node's time: the median of the newest evaluation (of `evaluations`, views as above, oldest
 // first) that timed its kernel, as candidate, else as baseline.
 void fill_node_times(json& nodes, const json& evaluations);
+// What the run achieved, for the page's first block (verdict.cpp): a headline, the start and best
+// kernels with their times and the paired speedup's interval where measured, who did the work.
+json verdict_view(builder& b, const run& r, const json& provenance);
 
 }  // namespace lathe::report::detail

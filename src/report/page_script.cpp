@@ -95,6 +95,23 @@ function header() {
   } else {
     var r = data.run;
     s.appendChild(el('h1', {text: r.kind + ' run ' + r.id}));
+    // The verdict first: what the run achieved, its figures, who did the work.
+    var v = data.verdict || {};
+    var vd = el('div', {'class': 'verdict', id: 'verdict'}, el('p', {'class': 'headline', text: v.headline || 'no verdict'}));
+    var vfig = el('dl', {'class': 'meta'});
+    [['start', v.start && (v.start.name + ' [' + short(v.start.hash) + ']')],
+     ['best', v.best && (v.best.name + ' [' + short(v.best.hash) + ']')], ['times', v.times],
+     ['speedup', typeof v.speedup === 'number' ? ratio(v.speedup) + (typeof v.ci_low === 'number' ?
+        ' (95% CI [' + v.ci_low.toFixed(3) + ', ' + v.ci_high.toFixed(3) + '])' : '') : null],
+     ['evaluation', v.evaluation ? '#' + v.evaluation + ' (' + v.outcome + ')' : null],
+     ['by', (v.provenance || '\u2013') + (v.machinery_only ? ' \u2014 machinery results, not a model\u2019s' : '')]]
+      .forEach(function (kv) {
+        if (kv[1] === undefined || kv[1] === null || kv[1] === '') return;
+        vfig.appendChild(el('dt', {text: kv[0]}));
+        vfig.appendChild(el('dd', {text: kv[1]}));
+      });
+    vd.appendChild(vfig);
+    s.appendChild(vd);
     var meta = el('dl', {'class': 'meta'});
     [['task', r.task], ['state', r.state + (r.message ? ': ' + r.message : '')], ['created', r.created_at],
      ['updated', r.updated_at], ['proposer', data.provenance && data.provenance.proposer],

@@ -21,6 +21,8 @@ th, td { border: 1px solid var(--line); padding: 3px 6px; text-align: left; vert
 th { background: var(--soft); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .muted { color: var(--muted); }
+.verdict { border-left: 4px solid var(--accent, #0969da); padding: 4px 12px; margin: 10px 0; }
+.verdict .headline { font-size: 1.15em; font-weight: 600; margin: 4px 0 6px; }
 .banner { border: 1px solid var(--warn); background: #fff8c5; padding: 8px 12px; margin: 10px 0; border-radius: 4px; }
 #lathe-errors { border: 2px solid var(--bad); background: #ffebe9; padding: 8px 12px; margin: 8px; }
 .meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 8px 0; }

@@ -227,6 +227,10 @@ TEST_F(report_runs, decompose_report_draws_the_lineage_its_steps_and_cards) {
   EXPECT_EQ(curve_points(dom, "progress-curve"), l["steps"].size());
   // The rule engine's results are labelled as such.
   EXPECT_NE(element(dom, "id=\"provenance-note\"", "</div>").find("rule engine"), std::string::npos);
+  // The verdict first: the lineage's steps in words.
+  EXPECT_NE(dec_.model["verdict"].value("headline", "").find(std::to_string(l["steps"].size()) + " verified backward step"),
+            std::string::npos) << dec_.model["verdict"].dump();
+  EXPECT_LT(dom.find("id=\"verdict\""), dom.find("id=\"lineage\""));
   // Cards induced from this lineage, each with its fields.
   ASSERT_FALSE(dec_.result["cards"].empty());
   EXPECT_EQ(dec_.model["cards"].size(), dec_.result["cards"].size());
@@ -275,6 +279,25 @@ TEST_F(report_runs, optimize_report_draws_the_accepted_steps_and_the_curve) {
   EXPECT_NE(dom.find("class=\"scroll hide-rejected\" id=\"graph-wrap\""), std::string::npos);
   EXPECT_NE(dom.find("id=\"show-rejected\""), std::string::npos);
   EXPECT_NE(element(dom, "id=\"provenance-note\"", "</div>").find("rule engine"), std::string::npos);
+  // The page opens with the verdict: start and best as the run reported them, the final paired
+  // re-measure's speedup and interval when there is a step, and who did the work.
+  const json& v = opt_.model["verdict"];
+  EXPECT_EQ(v["start"].value("hash", ""), opt_.result["start"].value("hash", ""));
+  EXPECT_EQ(v["best"].value("hash", ""), opt_.result["best"].value("hash", ""));
+  if (opt_.result["best_vs_start"].is_number()) {
+    EXPECT_NEAR(v.value("speedup", 0.0), opt_.result["best_vs_start"].get<double>(), 1e-9);
+    EXPECT_LE(v.value("ci_low", 0.0), v.value("speedup", 0.0));
+    EXPECT_NE(v.value("headline", "").find("faster than naive"), std::string::npos) << v.dump();
+    EXPECT_NE(v.value("times", "").find("\u2192"), std::string::npos) << v.dump();
+  } else if (steps.empty()) {
+    EXPECT_NE(v.value("headline", "").find("no verified improvement"), std::string::npos) << v.dump();
+  }
+  EXPECT_TRUE(v.value("machinery_only", false));
+  const size_t verdict_at = dom.find("id=\"verdict\"");
+  ASSERT_NE(verdict_at, std::string::npos);
+  EXPECT_LT(verdict_at, dom.find("id=\"summary-figures\""));
+  EXPECT_LT(verdict_at, dom.find("id=\"lineage\""));
+  EXPECT_NE(element(dom, "id=\"verdict\"", "</div>").find(v.value("headline", "")), std::string::npos);
 }
 
 TEST_F(report_runs, evolve_report_draws_the_archive_and_the_best_per_generation) {
