@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -70,7 +71,12 @@ gate::gate_config make_gate_config(const context& ctx, const task& t, const gate
   if (t.plat == platform::cuda) cfg.policy.target_rse = 0.0015;
   if (s.target_rse) cfg.policy.target_rse = *s.target_rse;
   cfg.sandbox.worker_exe = ctx.where.exe_dir / "lathe-worker";
-  if (s.progress) cfg.progress = [](const std::string& m) { std::fprintf(stderr, "… %s\n", m.c_str()); };
+  // Each stage line with the seconds since the evaluation began.
+  if (s.progress)
+    cfg.progress = [begun = std::chrono::steady_clock::now()](const std::string& m) {
+      const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - begun).count();
+      std::fprintf(stderr, "… [%5.1f s] %s\n", at, m.c_str());
+    };
   return cfg;
 }
 

@@ -3,7 +3,10 @@
 // part of the gate's interface (gate.h).
 #pragma once
 
+#include <cstdio>
+
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -42,6 +45,33 @@ std::optional<stop> verdict_stop(const output_check& oc, const std::string& what
 std::string output_where(const task& t, size_t i, const slot_layout& l, uint64_t seed,
                          const std::string& where);
 
+// Progress on a long check: trials done of all, and the time left at the pace so far, said at
+// most every 2 s (never for the first or the last trial).
+class check_pace {
+ public:
+  check_pace(const std::function<void(const std::string&)>& tell, const task& t, uint32_t seeds, uint32_t sets)
+      : tell_(tell), begun_(std::chrono::steady_clock::now()), said_(begun_) {
+    for (uint32_t i = 0; i < sets; ++i) all_ += trials_on_set(t, seeds, i);
+  }
+  void trial_done() {
+    ++done_;
+    const auto now = std::chrono::steady_clock::now();
+    if (!tell_ || done_ >= all_ || now - said_ < std::chrono::seconds(2)) return;
+    said_ = now;
+    const double per = std::chrono::duration<double>(now - begun_).count() / done_;
+    if (per * (all_ - done_) < 1) return;
+    char b[120];
+    std::snprintf(b, sizeof b, "check: %u of %u trials, about %.0f s left in the checks", done_, all_,
+                  per * (all_ - done_));
+    tell_(b);
+  }
+
+ private:
+  const std::function<void(const std::string&)>& tell_;
+  std::chrono::steady_clock::time_point begun_, said_;
+  uint32_t all_ = 0, done_ = 0;
+};
+
 class evaluator {
  public:
   evaluator(const gate_config& cfg, const gate_request& req, evaluation& e)
@@ -77,6 +107,21 @@ class evaluator {
   };
   void progress(const std::string& s) {
     if (cfg_.progress) cfg_.progress(s);
+  }
+  // The timed stage's expected length, once calibration knows a block of each side (`a_block`,
+  // `b_block` seconds): per series a warm-up cycle over the `pairs`, then rounds until the noise
+  // criterion or max_seconds, but never fewer than two cycles (timing.cpp); the A/A control runs
+  // the baseline on both sides. The worst case, short of a re-check below the floor.
+  void timing_eta(double a_block, double b_block, size_t pairs) {
+    if (!cfg_.progress || pairs == 0) return;
+    const auto& p = cfg_.policy;
+    auto series = [&](double round) { return pairs * round + std::max(p.max_seconds + round, 2 * pairs * round); };
+    const double left = series(a_block + b_block) + (cfg_.aa_control ? series(2 * b_block) : 0.0);
+    char b[200];
+    std::snprintf(b, sizeof b, "time: the kernel %.3g ms a call, the baseline %.3g ms; about %.0f s left "
+                  "(the paired series%s)", a_block * 1e3, b_block * 1e3, left,
+                  cfg_.aa_control ? ", then the A/A control" : "");
+    progress(b);
   }
   void stage_done(const char* name, clock_type::time_point since) {
     e_.stage_seconds.push_back(

@@ -552,6 +552,7 @@ std::optional<stop> evaluator::check_all() {
 
   bool first = true;
   uint32_t set_index = 0;
+  check_pace pace(cfg_.progress, t_, cfg_.seeds, static_cast<uint32_t>(layouts.size()));
   for (const auto& l : layouts) {
     worker_result r = cand_worker_.setup(setup_command(t_, l, 1), cfg_.call_timeout_s);
     if (!r.ok()) return from_worker(r, "setup of shape set '" + l.shapes->name + "'");
@@ -573,6 +574,7 @@ std::optional<stop> evaluator::check_all() {
         if (auto s = idle_check(cand_worker_, "first call")) return s;
         first = false;
       }
+      pace.trial_done();
     }
     ++set_index;
   }
@@ -628,6 +630,7 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
   auto t2 = clock_type::now();
   bool first = true;
   uint32_t set_index = 0;
+  check_pace pace(cfg_.progress, t_, cfg_.seeds, static_cast<uint32_t>(layouts.size()));
   for (const auto& l : layouts) {
     worker_result r = cand_worker_.setup(setup_command(t_, l, 1), cfg_.call_timeout_s);
     if (!r.ok()) return from_worker(r, "setup of shape set '" + l.shapes->name + "'");
@@ -648,6 +651,7 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
         first = false;
       }
       last_seed_ = spec.seed;
+      pace.trial_done();
     }
     ++set_index;
   }

@@ -160,6 +160,8 @@ std::optional<stop> evaluator::time_all_cpu() {
   for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call;
   for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call;
   for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call;
+  timing_eta(static_cast<double>(*na) * A.front().per_call, static_cast<double>(*nb) * B.front().per_call,
+             std::min(A.size(), B.size()));
 
   // Everything the candidate did while timed, checked while its workers are still frozen.
   auto verify = [&](const std::string& when) -> std::optional<stop> {

@@ -171,6 +171,8 @@ std::optional<stop> evaluator::time_all_cuda() {
   for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call, tw.graph = graph_a;
   for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
   for (auto& tw : B2) tw.calls = *nb, tw.per_call = B.front().per_call, tw.graph = graph_b;
+  timing_eta(static_cast<double>(*na) * A.front().per_call, static_cast<double>(*nb) * B.front().per_call,
+             std::min(A.size(), B.size()));
   if (!redraw && (graph_a || graph_b))
     e_.diagnostics += "timed calls replayed from a CUDA graph read the same windows block after block: "
                       "a problem's inputs cannot be drawn again on the device\n";

@@ -140,6 +140,20 @@ TEST_F(cli, json_eval_is_stored_and_hostile_kernels_change_nothing_stored) {
   EXPECT_EQ(list->size(), 5u);
 }
 
+// A human eval says on stderr where it is, with the seconds since it began; once the timed
+// stage has calibrated both sides, how long a call takes and about how long is left.
+TEST_F(cli, progress_lines_carry_the_elapsed_time_and_the_timed_stage_its_estimate) {
+  auto r = run_lathe(ws() + " eval '" + axpy_ + "' naive --max-time 0.3 --no-aa");
+  ASSERT_NE(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("] check\n"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.rfind("\u2026 [", 0), 0u) << r.err;
+  const size_t eta = r.err.find("time: the kernel ");
+  ASSERT_NE(eta, std::string::npos) << r.err;
+  const std::string line = r.err.substr(eta, r.err.find('\n', eta) - eta);
+  EXPECT_NE(line.find(" ms a call, the baseline "), std::string::npos) << line;
+  EXPECT_NE(line.find(" s left (the paired series)"), std::string::npos) << line;  // --no-aa: no control
+}
+
 TEST_F(cli, human_output_and_exit_code_for_a_failure) {
   auto r = run_lathe(ws() + " eval '" + axpy_ + "' '" + (src_ / "tests/integration/hostile/nan_output.cpp").string() +
                  "' --no-time");
