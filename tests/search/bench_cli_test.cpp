@@ -257,4 +257,25 @@ TEST_F(bench_cli, kernelbench_layout_with_two_samples_per_problem) {
   EXPECT_TRUE(kbj["3"]["1"].value("correctness", false));
   EXPECT_EQ(kbj["2"]["1"]["metadata"].value("outcome", ""), "load_error");
   EXPECT_EQ(kbj["1"]["0"].value("runtime", 0.0), -1.0);  // checked, not timed
+  // Every candidate was built ahead of the suite, in this fresh workspace, and none failed.
+  const json& pb = j["prebuild"];
+  EXPECT_EQ(pb.value("candidates", 0), 6) << pb.dump();
+  EXPECT_EQ(pb.value("built", 0), 6) << pb.dump();
+  EXPECT_EQ(pb.value("failed", -1), 0) << pb.dump();
+  EXPECT_GE(pb.value("parallel", 0), 1);
+  // The cache is shared by content: a suite holding two of the same candidates (another folder)
+  // builds nothing again.
+  const fs::path again = dir_ / "again", level1 = again / "level1", samples = again / "samples";
+  fs::create_directories(level1);
+  fs::create_directories(samples);
+  fs::copy(kb / "level1/1_Leaky_ReLU.py", level1 / "1_Leaky_ReLU.py");
+  for (const char* f : {"level_1_problem_1_sample_0_kernel.py", "level_1_problem_1_sample_1_kernel.py"})
+    fs::copy(kb / "samples" / f, samples / f);
+  const run_result second = run_lathe(ws() + "bench '" + level1.string() + "' --candidates '" + samples.string() +
+                                      "' --check-only --json");
+  ASSERT_EQ(second.code, 0) << second.err;
+  const json j2 = parse(second);
+  const json& pb2 = j2["prebuild"];
+  EXPECT_EQ(pb2.value("candidates", 0), 2) << pb2.dump();
+  EXPECT_EQ(pb2.value("cached", 0), 2) << pb2.dump();
 }
