@@ -39,11 +39,6 @@ struct bench_cli {
   bool quick = false, json = false, check_only = false, refuse_torch_fallback = false;
 };
 
-std::string fixed3(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
 
 int fail_with(const std::string& m, int code) {
   std::fprintf(stderr, "lathe: %s\n", m.c_str());
@@ -197,8 +192,8 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   const search::bench_summary best = best_of_samples(runs, bo.ps);
   md += "## Best of " + std::to_string(samples.size()) + " samples\n\n";
   md += "correct " + std::to_string(best.correct) + "/" + std::to_string(best.tasks);
-  for (const auto& f : best.fast) md += ", fast_" + fixed3(f.p) + " " + fixed3(f.fraction);
-  md += best.geomean ? ", geomean " + fixed3(*best.geomean) + "x over the correct\n" : "\n";
+  for (const auto& f : best.fast) md += ", fast_" + number_text("%.3g", f.p) + " " + number_text("%.3g", f.fraction);
+  md += best.geomean ? ", geomean " + number_text("%.3g", *best.geomean) + "x over the correct\n" : "\n";
   if (!o.kernelbench_json.empty()) {
     std::ofstream out(o.kernelbench_json, std::ios::trunc);
     out << kernelbench_results_json(runs, problem_of, *ctx.db).dump(2) << "\n";

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <ctime>
 #include <string>
 #include <string_view>
@@ -27,6 +28,20 @@ std::string cat(const T&... parts) {
   std::string out;
   (out.append(std::string_view(parts)), ...);
   return out;
+}
+
+// One number through a printf format ("%.3g", "%.3fx"): the formatting helper files kept writing.
+inline std::string number_text(const char* fmt, double x) {
+  char b[64];
+  std::snprintf(b, sizeof b, fmt, x);
+  return b;
+}
+
+// Seconds with a unit that fits: "2.31 s", "464 ms", "38.1 us" (three significant digits).
+inline std::string seconds_text(double s) {
+  if (s >= 1) return number_text("%.3g s", s);
+  if (s >= 1e-3) return number_text("%.3g ms", s * 1e3);
+  return number_text("%.3g us", s * 1e6);
 }
 
 // Text that came from a candidate (its error message, its compiler's log, its output) made safe

@@ -1,6 +1,5 @@
 // The verdict a report opens with: what the run achieved, in one line and a few figures, with
 // who did the work, before the graph, the curve and the evaluations.
-#include <cstdio>
 #include <string>
 
 #include "core/text.h"
@@ -9,19 +8,7 @@
 namespace lathe::report::detail {
 namespace {
 
-std::string ratio_words(double r) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3gx", r);
-  return b;
-}
-
-std::string seconds_words(double s) {
-  char b[32];
-  if (s >= 1) std::snprintf(b, sizeof b, "%.3g s", s);
-  else if (s >= 1e-3) std::snprintf(b, sizeof b, "%.3g ms", s * 1e3);
-  else std::snprintf(b, sizeof b, "%.3g us", s * 1e6);
-  return b;
-}
+std::string ratio_words(double r) { return number_text("%.3gx", r); }
 
 json kernel_ref(const json& k) {
   if (!k.is_object()) return nullptr;
@@ -115,7 +102,7 @@ json verdict_view(builder& b, const run& r, const json& provenance) {
     }
   }
   if (v.contains("start_seconds") && v.contains("best_seconds"))
-    v["times"] = seconds_words(v["start_seconds"].get<double>()) + " \u2192 " + seconds_words(v["best_seconds"].get<double>());
+    v["times"] = seconds_text(v["start_seconds"].get<double>()) + " \u2192 " + seconds_text(v["best_seconds"].get<double>());
   v["provenance"] = provenance.value("proposer", "");
   v["machinery_only"] = provenance.value("machinery_only", false);
   return v;

@@ -62,11 +62,6 @@ std::optional<bench_row> unproduced(const bench_attempt& a, bench_row row) {
   return std::nullopt;
 }
 
-std::string fixed(double x, const char* fmt = "%.3f") {
-  char b[32];
-  std::snprintf(b, sizeof b, fmt, x);
-  return b;
-}
 
 }  // namespace
 
@@ -242,12 +237,12 @@ std::string klineage_markdown(const bench_result& r, const bench_options& o) {
   for (const auto& row : r.rows)
     md += cat("| ", row.result.task, " | ", row.role, " | ", std::to_string(row.attempt + 1), " | ",
               to_string(row.result.status), " | ", row.result.outcome.empty() ? "-" : row.result.outcome, " | ",
-              row.result.speedup ? fixed(*row.result.speedup, "%.3fx") : std::string("-"), " |\n");
+              row.result.speedup ? number_text("%.3fx", *row.result.speedup) : std::string("-"), " |\n");
   md += "\n| tasks | runs | successes | failures | geometric mean speedup (successful runs only) |\n|---|---|---|---|---|\n";
   for (const auto& g : r.groups)
     md += cat("| ", g.role, ": ", std::to_string(g.tasks), " | ", std::to_string(g.runs), " | ",
               std::to_string(g.successes), " | ", std::to_string(g.failures), " | ",
-              g.geomean ? fixed(*g.geomean, "%.3fx") : std::string("- (no success)"), " |\n");
+              g.geomean ? number_text("%.3fx", *g.geomean) : std::string("- (no success)"), " |\n");
   md += "\nSource tasks and held-out (new-operator) tasks are reported apart, never pooled.\n";
   if (!o.skipped.empty()) md += "\nskipped (not run here, not counted): " + join(o.skipped, "; ") + "\n";
   return md;
@@ -262,20 +257,20 @@ std::string bench_markdown(const bench_result& r, const bench_options& o) {
   for (const auto& row : r.rows)
     md += cat("| ", row.result.task, " | ", to_string(row.result.status), " | ",
               row.result.outcome.empty() ? "-" : row.result.outcome, " | ",
-              row.result.speedup ? fixed(*row.result.speedup, "%.3fx") : std::string("-"),
+              row.result.speedup ? number_text("%.3fx", *row.result.speedup) : std::string("-"),
               runs ? " | " + (row.run.empty() ? std::string("-") : row.run) : std::string(), " |\n");
   const bench_summary& s = r.summary;
   md += cat("\n| aggregate | value |\n|---|---|\n| tasks | ", std::to_string(s.tasks), " (", std::to_string(s.correct),
             " correct, ", std::to_string(s.failed), " failed, ", std::to_string(s.no_candidate), " without a candidate) |\n",
-            "| correctness rate | ", fixed(s.correctness_rate), " |\n");
+            "| correctness rate | ", number_text("%.3f", s.correctness_rate), " |\n");
   for (const auto& f : s.fast)
-    md += cat("| fast_", fixed(f.p, "%.1f"), " | ", fixed(f.fraction), " (", std::to_string(f.count), " of ",
+    md += cat("| fast_", number_text("%.1f", f.p), " | ", number_text("%.3f", f.fraction), " (", std::to_string(f.count), " of ",
               std::to_string(s.tasks), ") |\n");
-  auto opt = [&](const std::optional<double>& x) { return x ? fixed(*x, "%.3fx") : std::string("- (no correct task)"); };
+  auto opt = [&](const std::optional<double>& x) { return x ? number_text("%.3fx", *x) : std::string("- (no correct task)"); };
   md += cat("| geometric mean speedup (correct tasks) | ", opt(s.geomean), " |\n",
             "| arithmetic mean speedup (correct tasks) | ", opt(s.mean), " |\n",
             "| median speedup (correct tasks) | ", opt(s.median), " |\n",
-            "| mean speedup, failures as 0 (all tasks) | ", fixed(s.mean_with_failures_as_zero, "%.3fx"), " |\n");
+            "| mean speedup, failures as 0 (all tasks) | ", number_text("%.3fx", s.mean_with_failures_as_zero), " |\n");
   if (!o.skipped.empty()) md += "\nskipped (not run here, not counted): " + join(o.skipped, "; ") + "\n";
   return md;
 }
