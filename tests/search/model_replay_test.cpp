@@ -105,7 +105,11 @@ class model_replay : public ::testing::Test {
   }
   // The newest optimize run's evaluations, one line each: purpose, kernel, outcome, message.
   std::vector<json> evaluations(const fs::path& ws) {
-    const json runs = lathe::testing::parse_json(run(ws, "runs list"));
+    // runs takes no --quiet: called directly.
+    auto plain = [&](const std::string& args) {
+      return lathe::testing::parse_json(run_lathe("--workspace '" + (ws / ".lathe").string() + "' " + args + " --json"));
+    };
+    const json runs = plain("runs list");
     std::string id;
     for (const auto& r : runs.value("runs", json::array()))
       if (r.value("kind", "") == "optimize") {
@@ -114,7 +118,7 @@ class model_replay : public ::testing::Test {
       }
     std::vector<json> out;
     if (id.empty()) return out;
-    const json shown = lathe::testing::parse_json(run(ws, "runs show " + id));
+    const json shown = plain("runs show " + id);
     for (const auto& e : shown.value("events", json::array()))
       if (e.value("kind", "") == "evaluation") out.push_back(e.value("body", json::object()));
     return out;
