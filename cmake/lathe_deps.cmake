@@ -13,20 +13,20 @@ if(LATHE_DEPS_PREFIX)
 endif()
 
 lathe_require(nlohmann_json nlohmann-json3-dev)
-lathe_require(fmt libfmt-dev)
 lathe_require(CLI11 libcli11-dev)
 lathe_require(tl-expected libexpected-dev)
 lathe_require(dlpack libdlpack-dev)
 lathe_require(Threads libc6-dev)
 
-# toml++ is used header-only (TOML_HEADER_ONLY) so the GPU machine needs no shared library.
+# toml++ from its headers alone (the GPU machine gets no shared library), its implementation
+# compiled once in src/core/tomlpp.cpp rather than in every file that includes it.
 find_path(LATHE_TOMLPP_INCLUDE toml++/toml.h HINTS ${LATHE_DEPS_PREFIX}/usr/include)
 if(NOT LATHE_TOMLPP_INCLUDE)
   message(FATAL_ERROR "lathe needs toml++: install the Debian/Ubuntu package 'libtomlplusplus-dev'")
 endif()
-add_library(lathe_tomlpp INTERFACE)
-target_include_directories(lathe_tomlpp SYSTEM INTERFACE ${LATHE_TOMLPP_INCLUDE})
-target_compile_definitions(lathe_tomlpp INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=0)
+add_library(lathe_tomlpp STATIC ${PROJECT_SOURCE_DIR}/src/core/tomlpp.cpp)
+target_include_directories(lathe_tomlpp SYSTEM PUBLIC ${LATHE_TOMLPP_INCLUDE})
+target_compile_definitions(lathe_tomlpp PUBLIC TOML_HEADER_ONLY=0 TOML_EXCEPTIONS=0)
 
 # SQLite and xxhash: static archives when present (GPU machine), else the shared ones.
 find_path(LATHE_SQLITE_INCLUDE sqlite3.h HINTS ${LATHE_DEPS_PREFIX}/usr/include)

@@ -1,0 +1,35 @@
+# Sourced by scripts/test, scripts/main-job, scripts/check, scripts/gpu-run and .ci/run: the
+# CMake arguments every build of lathe configures with, and ccache's statistics after a build.
+#
+# ccache (Debian's `ccache`) is the compiler launcher wherever it is installed. Its base directory
+# is the checkout, so the paths it hashes are relative to it: a fresh clone in another folder of
+# the same machine (which is what CI is) finds the objects a build of the same sources left in the
+# cache. A machine without ccache (the GPU machine: every call there starts bare) builds as before.
+# The linker is chosen in CMakeLists.txt (LATHE_LINKER: mold, else lld, else the default).
+#
+#   lathe_checkout=DIR; source scripts/lib/build-env.sh
+#   cmake -S . -B build "${lathe_cmake_args[@]}" …; cmake --build build …; lathe_cache_stats
+lathe_cmake_args=()
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR="${lathe_checkout:-$PWD}"
+  # One cache per user for every clone; 5 GiB holds two full builds (a build is ~1.1 GiB of
+  # objects), so a CI clone still finds what the last build of main left.
+  export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+  # Precompiled headers: ccache may serve an object built with one only when it may trust the
+  # header's time stamps and the -include it was built with (ccache's manual, "Precompiled headers").
+  export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+  lathe_cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+                     -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+
+# The cache's hit rate since the last `ccache -z` (lathe_cache_zero), one line.
+lathe_cache_zero() { command -v ccache >/dev/null 2>&1 && ccache -z >/dev/null 2>&1 || true; }
+lathe_cache_stats() {
+  command -v ccache >/dev/null 2>&1 || { echo "ccache: not installed (every compile ran)"; return 0; }
+  ccache --print-stats 2>/dev/null | awk -F'\t' '
+    $1=="direct_cache_hit"||$1=="preprocessed_cache_hit" {hit+=$2}
+    $1=="cache_miss" {miss=$2}
+    $1=="could_not_use_precompiled_header"||$1=="could_not_use_modules"||$1=="unsupported_compiler_option"||$1=="preprocessor_error"||$1=="compiler_produced_no_output"||$1=="unsupported_source_language"||$1=="called_for_link" {other+=$2}
+    END {n=hit+miss; printf "ccache: %d hits, %d misses (%.0f%% hit), %d not cacheable\n", hit, miss, n? 100*hit/n : 0, other}'
+}
