@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "gate/bubblewrap.h"
 #include "gate/cpu/landlock.h"
 #include "gate/cpu/sandbox.h"
 
@@ -27,6 +28,12 @@ struct jail_plan {
   rlim_t address_space = RLIM_INFINITY, file_size = RLIM_INFINITY, cpu = RLIM_INFINITY;
   bool drop = false;
   pid_t parent = 0;
+  // In bubblewrap (bubblewrap.h): Landlock is left out (a Landlock domain forbids the mounts
+  // bubblewrap makes; its mount namespace shows the same trees), and the user's number, known
+  // only in the child (own_uid_base + its pid), is written into these arguments' buffers there.
+  bool bwrap = false;
+  std::vector<std::string> bwrap_argv;
+  std::vector<size_t> uid_args;  // indices of "--reuid=", "--regid=" in bwrap_argv
   ~jail_plan() {
     for (int fd : fds) close(fd);
   }
@@ -37,6 +44,19 @@ struct jail_plan {
     rules.push_back({fd, access});
   }
 };
+
+// The tools' PATH: the CUDA toolkit first, then the system's.
+constexpr const char* tool_path = "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin";
+
+std::string find_in_path(const std::string& name, const std::string& path) {
+  for (size_t at = 0; at <= path.size();) {
+    const size_t end = std::min(path.find(':', at), path.size());
+    const std::string c = path.substr(at, end - at) + "/" + name;
+    if (end > at && access(c.c_str(), X_OK) == 0) return c;
+    at = end + 1;
+  }
+  return {};
+}
 
 bool set_limit(int resource, rlim_t v) {
   rlimit r{v, v};
@@ -59,13 +79,26 @@ void enter_jail(const jail_plan& j) {
     if (!set_limit(RLIMIT_NPROC, 512)) die("limits");
     syscall(SYS_fchownat, AT_FDCWD, ".", uid, uid, 0);
     syscall(SYS_fchownat, AT_FDCWD, "keep", uid, uid, 0);
-    if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
-        syscall(SYS_setresuid, uid, uid, uid) != 0)
+    if (j.bwrap) {
+      // setpriv drops to it inside the sandbox: its number into "--reuid=" and "--regid=".
+      char digits[16];
+      int n = 0;
+      for (uid_t v = uid; v > 0 || n == 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+      for (size_t i : j.uid_args) {
+        char* a = const_cast<char*>(j.bwrap_argv[i].c_str());
+        char* d = a + 8;  // after "--reuid=" / "--regid="
+        for (int k = n - 1; k >= 0; --k) *d++ = digits[k];
+        *d = '\0';
+      }
+    } else if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, uid, uid, uid) != 0 ||
+               syscall(SYS_setresuid, uid, uid, uid) != 0) {
       die("changing user");
+    }
   }
   if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
       (j.parent > 0 && syscall(SYS_getppid) != j.parent))
     die("binding to lathe");
+  if (j.bwrap) return;
   if (j.abi > 0) {
     if (const int e = sandbox::landlock_restrict(j.abi, j.rules.data(), j.rules.size()); e != 0) {
       errno = e;
@@ -83,22 +116,51 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   tool_result r;
   const auto start = std::chrono::steady_clock::now();
   jail_plan jp;
+  std::vector<std::string> command = argv;
   if (jail) {
     using namespace sandbox::landlock_access;
     jp.on = true;
-    jp.abi = sandbox::landlock_abi();
-    for (const auto& t : jail->read_trees) jp.allow(t, read_tree);
-    jp.allow(cwd, all_in_tree | (jp.abi >= 2 ? refer : 0) | (jp.abi >= 3 ? truncate : 0));
-    jp.allow("/dev/null", read_file | write_file);
-    jp.allow("/dev/urandom", read_file);
     jp.address_space = jail->address_space;
     jp.file_size = jail->file_size;
     jp.cpu = static_cast<rlim_t>(timeout_s) + 5;
     jp.drop = jail->drop && geteuid() == 0;
     jp.parent = getpid();
-    r.jail = (jp.abi > 0 ? "files: Landlock ABI " + std::to_string(jp.abi)
-                         : std::string("files: not confined (this kernel has no Landlock)")) +
-             (jp.drop ? "; a user of its own" : "; this user");
+    const bubblewrap_tool& bw = find_bubblewrap();
+    if (bw.usable) {
+      sandbox_spec spec;
+      spec.read_trees = jail->read_trees;
+      spec.work = cwd.empty() ? std::filesystem::current_path() : std::filesystem::absolute(cwd);
+      spec.env = {{"PATH", tool_path}, {"LANG", "C"}, {"TMPDIR", "."}};
+      spec.uid = jp.drop ? sandbox::own_uid_base : 0;  // the real number is written in the child
+      // The tool by its absolute path: bubblewrap looks it up in its own (empty) environment.
+      if (command.front().find('/') == std::string::npos) {
+        const std::string found = find_in_path(command.front(), tool_path);
+        if (!found.empty()) command.front() = found;
+      }
+      jp.bwrap = true;
+      jp.bwrap_argv = sandbox_command(bw, spec, command);
+      for (size_t i = 0; i < jp.bwrap_argv.size(); ++i)
+        if (jp.bwrap_argv[i].starts_with("--reuid=") || jp.bwrap_argv[i].starts_with("--regid=")) {
+          jp.bwrap_argv[i].resize(8 + 16, '0');  // room for any uid's digits, written in the child
+          jp.uid_args.push_back(i);
+        }
+      r.jail = sandbox_summary(bw, spec);
+    } else if (jail->candidate_code) {
+      // What runs a candidate's own code (a record step, an extension's import) is never run in
+      // the weaker jail below: it reached the network and left processes behind.
+      r.output = "[lathe] the sandbox cannot be set up, so the candidate's code was not run: " + bw.why + "\n";
+      r.jail = "not run: " + bw.why;
+      return r;
+    } else {
+      jp.abi = sandbox::landlock_abi();
+      for (const auto& t : jail->read_trees) jp.allow(t, read_tree);
+      jp.allow(cwd, all_in_tree | (jp.abi >= 2 ? refer : 0) | (jp.abi >= 3 ? truncate : 0));
+      jp.allow("/dev/null", read_file | write_file);
+      jp.allow("/dev/urandom", read_file);
+      r.jail = (jp.abi > 0 ? "files: Landlock ABI " + std::to_string(jp.abi)
+                           : std::string("files: not confined (this kernel has no Landlock)")) +
+               (jp.drop ? "; a user of its own" : "; this user") + "; no sandbox (" + bw.why + ")";
+    }
   }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -106,10 +168,11 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
     return r;
   }
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  // Into jp's own strings when in bubblewrap: the child writes the user's number into them.
+  for (const auto& a : jp.bwrap ? jp.bwrap_argv : command) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const char* env[] = {"PATH=/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "LANG=C",
-                       jail ? "TMPDIR=." : nullptr, nullptr};
+  const std::string path_var = std::string("PATH=") + tool_path;
+  const char* env[] = {path_var.c_str(), "LANG=C", jail ? "TMPDIR=." : nullptr, nullptr};
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);

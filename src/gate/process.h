@@ -19,8 +19,11 @@ struct tool_result {
 };
 
 // A tool that reads a candidate's files: it works in its directory (cwd), which it may read and
-// write, and may read the system's programs, libraries and headers and nothing else (Landlock);
-// as root it runs as a user of its own; its memory, output files and CPU time are bounded. A
+// write, and may read the system's programs, libraries and headers and nothing else; as root it
+// runs as a user of its own; its memory, output files and CPU time are bounded. It runs in the
+// one sandbox (bubblewrap.h: no network, nothing alive after it) wherever bubblewrap works, and
+// says so in tool_result::jail; elsewhere in a Landlock jail of lathe's own, except a tool that
+// runs candidate code (tool_jail::candidate_code), which is then not run. A
 // compiler ran as root without limits: an include of a root-only file put its first line into
 // lathe's output, and `#include </dev/zero>` grew it to the machine's memory.
 struct tool_jail {
@@ -28,6 +31,9 @@ struct tool_jail {
   uint64_t address_space = uint64_t{16} << 30;  // each of its processes (nvcc's cicc is the largest)
   uint64_t file_size = uint64_t{1} << 30;       // any file it writes
   bool drop = true;                             // as root: a user of its own
+  // The tool runs the candidate's own code (a ModelNew's record step, load_inline's build and
+  // import): without the sandbox (bubblewrap.h) it is not run at all, rather than jailed less.
+  bool candidate_code = false;
 };
 
 // argv[0] is looked up in PATH. The environment is only PATH and LANG=C (and TMPDIR=. when

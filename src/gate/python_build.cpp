@@ -100,7 +100,11 @@ bool defines_model_new(const std::string& source) {
 
 python_build_result build_python_extensions(const fs::path& interpreter, const std::string& runtime,
                                             const std::string& model_spec, const fs::path& dir,
-                                            const fs::path& ext_root, const tool_jail& jail) {
+                                            const fs::path& ext_root, const tool_jail& build_jail) {
+  // The record step runs the candidate's Python; an extension's build imports its C++: both only
+  // in the sandbox, never in a weaker jail (process.h).
+  tool_jail jail = build_jail;
+  jail.candidate_code = true;
   python_build_result out;
   std::error_code ec;
   if (!model_spec.empty() && !write_file(dir / "model.json", model_spec)) {
