@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "gate/bubblewrap.h"
 #include "gate/cpu/landlock.h"
 #include "gate/cpu/sandbox.h"
+#include "gate/step_cgroup.h"
 
 namespace lathe::gate {
 namespace {
@@ -34,6 +36,7 @@ struct jail_plan {
   bool bwrap = false;
   std::vector<std::string> bwrap_argv;
   std::vector<size_t> uid_args;  // indices of "--reuid=", "--regid=" in bwrap_argv
+  std::vector<std::string> cgroup_procs;  // the step's cgroup (step_cgroup.h), joined first
   ~jail_plan() {
     for (int fd : fds) close(fd);
   }
@@ -69,6 +72,7 @@ void enter_jail(const jail_plan& j) {
     dprintf(1, "[lathe] the tool's jail: %s: %s\n", what, std::strerror(errno));
     _exit(125);
   };
+  if (!join_step_cgroup(j.cgroup_procs)) die("joining the step's cgroup");
   if (!set_limit(RLIMIT_AS, j.address_space) || !set_limit(RLIMIT_FSIZE, j.file_size) ||
       !set_limit(RLIMIT_CORE, 0) || !set_limit(RLIMIT_CPU, j.cpu) || !set_limit(RLIMIT_NOFILE, 1024))
     die("limits");
@@ -117,6 +121,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   const auto start = std::chrono::steady_clock::now();
   jail_plan jp;
   std::vector<std::string> command = argv;
+  std::optional<step_cgroup> group;
   if (jail) {
     using namespace sandbox::landlock_access;
     jp.on = true;
@@ -161,6 +166,11 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
                            : std::string("files: not confined (this kernel has no Landlock)")) +
                (jp.drop ? "; a user of its own" : "; this user") + "; no sandbox (" + bw.why + ")";
     }
+  }
+  if (jail) {
+    group.emplace(step_cgroup::make({jail->step_memory, jail->step_processes}));
+    jp.cgroup_procs = group->procs_files();
+    r.jail += "; " + group->summary();
   }
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -220,6 +230,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (group && group->active()) r.output += group->memory_verdict();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

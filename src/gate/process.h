@@ -34,6 +34,9 @@ struct tool_jail {
   // The tool runs the candidate's own code (a ModelNew's record step, load_inline's build and
   // import): without the sandbox (bubblewrap.h) it is not run at all, rather than jailed less.
   bool candidate_code = false;
+  // The step as a whole, through a cgroup where lathe may make one (step_cgroup.h).
+  uint64_t step_memory = uint64_t{16} << 30;
+  uint32_t step_processes = 512;
 };
 
 // argv[0] is looked up in PATH. The environment is only PATH and LANG=C (and TMPDIR=. when

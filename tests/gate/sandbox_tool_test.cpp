@@ -151,3 +151,25 @@ TEST_F(sandbox_tool, a_timeout_kills_the_whole_sandbox) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(processes_with(marker), 0);
 }
+
+TEST_F(sandbox_tool, a_step_is_held_to_its_memory_and_process_limits_as_a_whole) {
+  if (geteuid() != 0) GTEST_SKIP() << "cgroups are made by root only";
+  // 128 MiB for the whole step; each process alone is far under RLIMIT_AS.
+  jail_.step_memory = uint64_t{128} << 20;
+  jail_.step_processes = 32;
+  tool_result r = sh("python3 -c 'b = bytearray(400 << 20); print(\"allocated\", len(b))'");
+  if (r.jail.find("no cgroup") != std::string::npos) GTEST_SKIP() << r.jail;
+  EXPECT_NE(r.jail.find("128 MiB") == std::string::npos ? r.jail.find("0.125 GiB") : 0, std::string::npos) << r.jail;
+  EXPECT_EQ(r.output.find("allocated"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("memory limit"), std::string::npos) << r.output;
+  // A fork bomb stops at the step's process limit, and nothing of it is left.
+  const std::string marker = "lathe-bomb-" + std::to_string(getpid());
+  r = sh("exec -a " + marker + " python3 -c 'import os, time\nn = 0\nfor i in range(100):\n"
+         "    try:\n        pid = os.fork()\n    except OSError:\n        break\n"
+         "    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n    n += 1\nprint(\"forked\", n, flush=True)'",
+         20);
+  const size_t at = r.output.find("forked ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stoi(r.output.substr(at + 7)), 32) << r.output;
+  EXPECT_EQ(processes_with(marker), 0);
+}
