@@ -36,6 +36,7 @@ import sys
 import traceback
 
 import lathe_ext
+import lathe_ops
 import lathe_wire as W
 
 # lathe::dtype (src/core/dtype.h) -> torch dtype name
@@ -59,13 +60,57 @@ class OutputMismatch(Exception):
     pass
 
 
+class Refused(Exception):
+    """What the candidate did is forbidden (reply FORBIDDEN, outcome `forbidden`)."""
+
+
+class Observer:
+    """The torch ops the candidate runs (lathe_ops.py), judged by the worker's policy
+    (--torch-compute forbid|fallback). Installed before the candidate's code is imported."""
+
+    def __init__(self, torch, policy, spec):
+        self.policy = policy
+        self.refused = set(spec.get("ops", [])) if spec else set()
+        if policy == "fallback" and not self.refused:
+            self.policy = None  # a reference that computes nothing with torch has no fallback
+        self.mode, self.log = lathe_ops.make_mode(torch)
+        self.stack = lathe_ops.push(torch, self.mode)
+        self.torch = torch
+        self.seen = 0
+
+    def verify(self, where, judge=True):
+        """None, or why the candidate is refused: the mode stack or the log tampered with, or
+        an op the policy forbids in what it ran since the last look."""
+        stack = lathe_ops.current_modes(self.torch)
+        if len(stack) != len(self.stack) or any(a is not b for a, b in zip(stack, self.stack)):
+            return (f"the candidate changed torch's dispatch mode stack ({where}): lathe observes the "
+                    "torch operations a candidate runs, and that observer must stay installed")
+        if len(self.log) < self.seen:
+            return f"the candidate tampered with lathe's record of its torch operations ({where})"
+        new, self.seen = self.log[self.seen:], len(self.log)
+        if not judge or not self.policy:
+            return None
+        for name in new:
+            if not lathe_ops.is_compute(name):
+                continue
+            if self.policy == "forbid":
+                return (f"torch compute on a task that allows no libraries: aten::{name} ran ({where}); "
+                        "a Python kernel here computes with its own code (an extension, Triton)")
+            if name in self.refused:
+                return (f"torch fallback: aten::{name} ran in ModelNew ({where}), an op the reference's "
+                        "Model runs (KernelBench's torch fallback, refused with --refuse-torch-fallback)")
+        return None
+
+
 class ModelNewLaunch:
     """launch(inputs, outputs, scalars) for a ModelNew: the Model's parameters and buffers are
     the ABI inputs after forward's tensors, bound by name without a copy."""
 
-    def __init__(self, torch, cls, spec):
+    def __init__(self, torch, cls, spec, region_span=(0, 0), copy=None):
         self.torch = torch
         self.spec = spec
+        self.region_span = region_span
+        self.copy = copy or torch.Tensor.copy_
         torch.manual_seed(0)  # as KernelBench seeds before constructing; the binding overrides it
         self.model = cls(*[tuple(v) if isinstance(v, list) else v for v in spec.get("init", [])])
         if hasattr(self.model, "eval"):
@@ -127,13 +172,45 @@ class ModelNewLaunch:
             if tuple(g.shape) != tuple(o.shape) or g.dtype != o.dtype:
                 raise OutputMismatch(f"output {i}: ModelNew returned {list(g.shape)} {g.dtype}; the "
                                      f"Model returns {list(o.shape)} {o.dtype}")
-            o.copy_(g)
+            self.copy(o, self.own(i, g))
         return 0
+
+    def own(self, i, g):
+        """The result as a tensor of the candidate's own, which lathe copies into the output.
+
+        The copy is work both sides pay inside the clock: the baseline (the reference's Model in
+        this same harness) returns a fresh tensor, copied here. A ModelNew that walked the Python
+        stack (sys._getframe, inspect, gc) to the harness's output view, wrote its result there
+        and returned that view made the copy a no-op (torch skips copying a tensor onto itself):
+        1.91x where the honest one read 0.94x (issue 42). The buffer cannot be hidden from code in
+        this interpreter, so what comes back must not lie in lathe's shared region (any view of
+        it: the outputs, the inputs, the call table), and must be a plain tensor, since a
+        subclass's __torch_dispatch__ could turn the copy into nothing; the copy is the one
+        torch.Tensor.copy_ taken before the candidate was imported."""
+        torch = self.torch
+        if type(g) is not torch.Tensor:
+            if not isinstance(g, torch.nn.Parameter):
+                raise Refused(f"output {i}: ModelNew returned a {type(g).__name__}, a tensor subclass; "
+                              "lathe copies only plain tensors into its outputs")
+            g = g.detach()
+        if g.device.type != "cpu" or g.layout != torch.strided:
+            raise OutputMismatch(f"output {i}: ModelNew returned a {g.device.type} {g.layout} tensor")
+        lo, hi = self.region_span
+        st = g.untyped_storage() if hasattr(g, "untyped_storage") else g.storage()
+        begin = st.data_ptr()
+        end = begin + st.nbytes()
+        if begin < hi and lo < end and g.numel() > 0:
+            raise Refused(f"output {i}: ModelNew returned a view of lathe's own buffers (reached from "
+                          "the harness: its frames or objects); return a tensor of your own, which "
+                          "lathe copies into the output as it does for the reference")
+        return g
 
 
 class Host:
-    def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None):
+    def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None, policy=None):
         self.region, self.size = region, size
+        self.policy = policy    # --torch-compute: forbid | fallback (lathe_ops.py), or None
+        self.observer = None
         self.confine_lib, self.seccomp = confine_lib, seccomp
         self.model_file, self.extensions_file = model, extensions
         self.launch = None
@@ -177,12 +254,23 @@ class Host:
                 with open(self.extensions_file) as f:
                     extensions = json.load(f)
             lathe_ext.install_loader(torch, extensions)
+            import torch.utils._python_dispatch  # noqa: F401 - the observer's, before confinement
+            # Taken before the candidate's code exists: what ModelNew's outputs are copied with,
+            # and where lathe's shared region lies (a result inside it is refused).
+            self.copy = torch.Tensor.copy_
+            base = torch.frombuffer(self.region, dtype=torch.uint8, count=1).data_ptr() if self.size else 0
+            self.region_span = (base, base + self.size)
         except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
             return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
         why = self.confine([e["dir"] for e in extensions] + interpreter_trees(torch))
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
         module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}
+        if self.policy:
+            try:
+                self.observer = Observer(self.torch, self.policy, spec)
+            except BaseException as e:  # noqa: BLE001
+                return self.failure(W.INIT_FAILED, "python: lathe's torch observer cannot be installed", e)
         try:
             code = compile(source, "kernel.py", "exec")
             exec(code, module)  # noqa: S102 - the kernel is the worker's to run, confined
@@ -194,7 +282,7 @@ class Host:
                 return self.reply(W.DLOPEN_FAILED, 0, "python: a ModelNew runs on a KernelBench problem "
                                   "(Model, get_inputs, get_init_inputs) as its task; this task is not one")
             try:
-                launch = ModelNewLaunch(self.torch, module["ModelNew"], spec)
+                launch = ModelNewLaunch(self.torch, module["ModelNew"], spec, self.region_span, self.copy)
             except BaseException as e:  # noqa: BLE001
                 return self.failure(W.DLOPEN_FAILED, "python: ModelNew cannot be constructed", e)
         if not callable(launch):
@@ -209,6 +297,11 @@ class Host:
             if rc not in (None, 0):
                 return self.reply(W.INIT_FAILED, int(rc) if isinstance(rc, int) else -1,
                                   f"init returned {rc!r}")
+        if self.observer is not None:
+            # Import, construction and init: a no-library task allows no torch compute in any.
+            why = self.observer.verify("while loading", judge=self.observer.policy == "forbid")
+            if why:
+                return self.reply(W.FORBIDDEN, 0, why)
         self.launch = launch
         return self.reply(W.OK, 0, "loaded; " + self.confined)
 
@@ -296,6 +389,32 @@ class Host:
         if rc not in (None, 0):
             raise RuntimeError(f"launch returned {rc!r}")
 
+    def call_failure(self, e):
+        if isinstance(e, Refused):
+            return self.reply(W.FORBIDDEN, 0, str(e))
+        if self.observer is not None:
+            # A forbidden op first, then the exception it may have caused.
+            why = self.observer.verify("while called")
+            if why:
+                return self.reply(W.FORBIDDEN, 0, why)
+        if isinstance(e, OutputMismatch):
+            return self.failure(W.WRONG_OUTPUT, "ModelNew's outputs", e)
+        return self.failure(W.KERNEL_ERROR, "launch raised", e)
+
+    def done(self, calls):
+        """The reply to a run that returned: refused when the observer saw what the policy
+        forbids, or saw itself removed, in any of its calls (once per request: the check reads
+        the ops recorded since the last one)."""
+        if self.observer is not None:
+            why = self.observer.verify("while called")
+            if why:
+                r = self.reply(W.FORBIDDEN, 0, why)
+                r.calls_done = 0
+                return r
+        r = self.reply(W.OK)
+        r.calls_done = calls
+        return r
+
     def run(self, c):
         if not self.slots:
             return self.reply(W.BAD_COMMAND, 0, "run before a successful setup")
@@ -307,13 +426,10 @@ class Host:
                 ins, outs = self.slots[(c.first_slot + i) % c.rotate]
                 self.call(ins, outs)
         except BaseException as e:  # noqa: BLE001
-            r = (self.failure(W.WRONG_OUTPUT, "ModelNew's outputs", e) if isinstance(e, OutputMismatch)
-                 else self.failure(W.KERNEL_ERROR, "launch raised", e))
+            r = self.call_failure(e)
             r.calls_done = i
             return r
-        r = self.reply(W.OK)
-        r.calls_done = c.calls
-        return r
+        return self.done(c.calls)
 
     def run_table(self, c):
         if not self.slots:
@@ -340,15 +456,12 @@ class Host:
                     ts.append(t)
                 self.call(ts[: L.num_inputs], ts[L.num_inputs:])
         except BaseException as e:  # noqa: BLE001
-            r = (self.failure(W.WRONG_OUTPUT, "ModelNew's outputs", e) if isinstance(e, OutputMismatch)
-                 else self.failure(W.KERNEL_ERROR, "launch raised", e))
+            r = self.call_failure(e)
             r.calls_done = i
             return r
         finally:
             table.release()
-        r = self.reply(W.OK)
-        r.calls_done = c.calls
-        return r
+        return self.done(c.calls)
 
     def answer(self, c):
         if c.magic != W.MAGIC:
@@ -397,7 +510,8 @@ def main(argv):
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no other worker reads this one's memory
     size = os.fstat(W.REGION_FD).st_size
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
-    host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"))
+    host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"),
+                value("--torch-compute"))
     while True:
         c = read_command()
         if c is None:

@@ -439,8 +439,15 @@ class Worker:
         if getattr(self, "fp64_failure", None):
             r["fp64_failure"] = self.fp64_failure
         if hasattr(p, "model_spec"):
-            r["model"] = dict(p.model_spec(), outputs=len(outs))
+            r["model"] = dict(p.model_spec(), outputs=len(outs), ops=self.reference_ops(named))
         return r
+
+    def reference_ops(self, named):
+        """The compute ops the Model runs (its own dtypes), as the candidate's observer names
+        them: what --refuse-torch-fallback refuses in a ModelNew (python/lathe_ops.py)."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        ops = load_module(os.path.join(here, "lathe_ops.py"), "lathe_ops")
+        return ops.record_ops(self.torch, lambda: self.problem.call(named, False))
 
     def draw(self, req, n_outputs):
         """One trial's inputs (named, ABI order) and reference outputs."""

@@ -20,6 +20,7 @@ RUN_TABLE = 16
 # wire::status
 OK, KERNEL_ERROR, DLOPEN_FAILED, NO_LAUNCH, NO_ABI_TAG, ABI_MISMATCH, INIT_FAILED = 0, 1, 2, 3, 4, 5, 6
 WORKSPACE_TOO_LARGE, BAD_COMMAND, DEVICE_ERROR, WRONG_OUTPUT = 7, 8, 9, 10
+FORBIDDEN = 11  # a Python candidate ran what its policy forbids (lathe_ops.py)
 
 
 class TensorDesc(C.Structure):

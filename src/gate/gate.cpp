@@ -23,6 +23,7 @@
 #include "gate/nvml.h"
 #include "gate/paired.h"
 #include "gate/problem.h"
+#include "gate/python_build.h"
 #include "gate/python_kernel.h"
 #include "gate/problem_ipc.h"
 #include "gate/reference.h"
@@ -59,6 +60,7 @@ stop from_worker(const worker_result& r, const std::string& when) {
   const std::string msg = r.reply.message;
   switch (r.reply.st) {
     case wire::status::wrong_output: return {outcome::wrong_result, msg + at, {}};
+    case wire::status::forbidden: return {outcome::forbidden, msg, {}};
     case wire::status::kernel_error:
       // A Python kernel's launch raised or returned non-zero: its message says which.
       if (msg.starts_with("launch raised") || msg.starts_with("launch returned"))
@@ -118,6 +120,27 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     auto p = python_worker_options(std::move(opt), **staged);
     if (!p) return tl::unexpected(p.error());
     opt = std::move(*p);
+    // The library policy decided by what runs (python/lathe_ops.py), for the candidate only: the
+    // source screen reads names, and getattr(torch, "mm"), torch.ops.aten.mm or a fallback in a
+    // helper passed it. Torch is allowed as the screen allows it (screen.cpp).
+    if (who == "kernel" && req_.role == screen_role::candidate) {
+      std::string text;  // read from the descriptor the worker gets: what runs is what is read
+      char buf[65536];
+      for (ssize_t n; (n = pread(so.fd, buf, sizeof buf, static_cast<off_t>(text.size()))) > 0;)
+        text.append(buf, static_cast<size_t>(n));
+      const bool model_new = !t_.problem_model.empty() && defines_model_new(text);
+      const bool torch_allowed =
+          model_new || std::find(t_.allow_libraries.begin(), t_.allow_libraries.end(), "torch") !=
+                           t_.allow_libraries.end();
+      const char* policy = !torch_allowed ? "forbid"
+                           : model_new && t_.problem_format == "kernelbench" && cfg_.refuse_torch_fallback
+                               ? "fallback"
+                               : nullptr;
+      if (policy) {
+        opt.worker_args.push_back("--torch-compute");
+        opt.worker_args.push_back(policy);
+      }
+    }
     opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
   }
   auto w = worker::spawn(opt, region, so.fd);

@@ -1,7 +1,9 @@
 // The CPU's decision timing (PROTOCOL.md "Timing"; timing_arena.h says what each call reads and
 // writes, and why). The stage, in order:
 //   1. pools of fresh inputs (no references yet) and one arena per process, three processes per
-//      pair as before (candidate, baseline, baseline's copy for the A/A control);
+//      pair as before (candidate, baseline, baseline's copy for the A/A control); before each
+//      block of a process, outside the clock, the pools its last block read drawn again
+//      (pool_refresher), the baseline's as the candidate's;
 //   2. every timing worker frozen between its requests (worker.h freeze_between_requests);
 //   3. the paired series over call tables, a uniform sample of the candidate's calls kept;
 //   4. the candidate's pools checked intact, the sampled calls checked against the references
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <future>
+#include <memory>
 
 #include "gate/device_lock.h"
 #include "gate/task_file.h"
@@ -32,6 +35,8 @@ constexpr size_t sampled_calls = 4;
 struct arena_run {
   std::vector<arena_call> calls;  // the last block's
   uint32_t next_pool = 0;
+  std::unique_ptr<pool_refresher> pools;
+  std::optional<stop> failed;  // a pool the kernel wrote, or a draw that failed
 };
 
 }  // namespace
@@ -63,7 +68,27 @@ std::optional<stop> evaluator::time_all_cpu() {
     pool_data = pool_contents(a, l, data);
     return std::nullopt;
   };
+  std::vector<trial_spec> specs;  // the base draw's, per pool
+  auto base_specs = [&] {
+    specs.clear();
+    for (const trial_data& d : data) specs.push_back(d.spec);
+  };
   if (auto s = draw(7'000'000)) return s;
+  base_specs();
+  // A pool drawn again between blocks (timing_arena.h, pool_refresher): a task's as a permutation
+  // of its base draw; a problem's by its Python worker from a seed no other draw used.
+  const bool problem = ref_.problem() != nullptr;
+  uint64_t next_seed = seed_base_ + 11'000'000;
+  auto redraw = [&](uint32_t pool, uint8_t* region, std::mt19937_64& rng) -> result<trial_spec> {
+    if (!problem) {
+      permute_pool(t_, a, l, pool_data[pool], pool, region, rng);
+      return specs[pool % specs.size()];
+    }
+    auto d = make_inputs(t_, l, ref_, trial_for(t_, next_seed++, 0));
+    if (!d) return tl::unexpected(d.error());
+    write_pool(a, l, d->inputs, pool, region);
+    return d->spec;
+  };
 
   link_.reset();
   cand_worker_ = worker{};
@@ -137,16 +162,43 @@ std::optional<stop> evaluator::time_all_cpu() {
     tw.max_calls = a.entries;
     uint8_t* region = p.region.data();
     arena_run* run = &runs[next_run++];
+    run->pools = std::make_unique<pool_refresher>(a, rng_());
+    run->pools->staged(region, specs);
+    const bool cand = pair >= 0;
+    // Before every block, outside the clock (the worker is frozen): the pools the last block read
+    // drawn again, then the table. A failure ends the block, and the series, as a failed request.
+    tw.refill = [&redraw, region, run, cand]() {
+      worker_result r;
+      auto fresh = run->failed ? result<bool>(true) : run->pools->refresh(region, redraw);
+      if (!fresh)
+        run->failed = stop{outcome::crash, "lathe: drawing the timing pools again: " + fresh.error().message, {}};
+      else if (!*fresh)
+        run->failed = cand ? stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}}
+                           : stop{outcome::crash, "the baseline wrote into its inputs while timed (a task problem)", {}};
+      if (run->failed) {
+        r.reply.st = wire::status::bad_command;
+        r.detail = run->failed->message;
+      }
+      return r;
+    };
     tw.before_block = [this, &a, &l, region, run](uint64_t calls) {
       run->calls = plan_block(a, static_cast<uint32_t>(calls), run->next_pool, rng_);
+      run->pools->read(run->calls);
       write_table(a, l, run->calls, region);
       return static_cast<uint64_t>(run->calls.size());
     };
-    if (pair >= 0)
-      tw.after_block = [this, &a, &samples, region, run, pair] {
-        samples.offer(a, run->calls, static_cast<uint32_t>(pair), region, rng_);
+    if (cand)
+      tw.after_block = [this, &a, &l, &samples, region, run, pair] {
+        if (!samples.offer(a, l, run->calls, static_cast<uint32_t>(pair), region, *run->pools, rng_))
+          run->failed = stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
       };
     return tw;
+  };
+  // The stop a failed refill or sample left, if any (it outranks the failed request it caused).
+  auto pool_failure = [&]() -> std::optional<stop> {
+    for (const arena_run& r : runs)
+      if (r.failed) return r.failed;
+    return std::nullopt;
   };
   std::vector<timed_worker> A, B, B2;
   for (size_t j = 0; j < cands_.size(); ++j) A.push_back(timed(cands_[j], "candidate", static_cast<int>(j)));
@@ -154,8 +206,10 @@ std::optional<stop> evaluator::time_all_cpu() {
   for (auto& p : copies_) B2.push_back(timed(p, "baseline", -1));
   worker_result cal_fail;
   auto na = calibrate(A.front(), cfg_.policy.block_seconds, timeout, cal_fail);
+  if (auto f = pool_failure()) return f;
   if (!na) return from_worker(cal_fail, "timing");
   auto nb = calibrate(B.front(), cfg_.policy.block_seconds, timeout, cal_fail);
+  if (auto f = pool_failure()) return f;
   if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
   for (auto& tw : A) tw.calls = *na, tw.per_call = A.front().per_call;
   for (auto& tw : B) tw.calls = *nb, tw.per_call = B.front().per_call;
@@ -165,13 +219,14 @@ std::optional<stop> evaluator::time_all_cpu() {
 
   // Everything the candidate did while timed, checked while its workers are still frozen.
   auto verify = [&](const std::string& when) -> std::optional<stop> {
-    for (auto& p : cands_)
-      if (!pools_intact(a, pool_data, p.region.data()))
+    if (auto f = pool_failure()) return f;
+    for (size_t j = 0; j < cands_.size(); ++j)
+      if (!runs[j].pools->all_intact(cands_[j].region.data()))
         return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
     for (const call_sample& s : samples.samples()) {
       trial_data d;
-      d.spec = data[s.call.pool % data.size()].spec;  // a problem's tensors are shaped by its draw
-      d.inputs = call_inputs(a, l, pool_data, s.call);
+      d.spec = s.spec;  // a problem's tensors are shaped by its draw
+      d.inputs = s.inputs;
       if (auto r = compute_reference(t_, l, ref_, d); !r)
         return stop{outcome::crash, "lathe: the reference of a timed call: " + r.error().message, {}};
       std::vector<uint8_t> slot(l.slot_bytes, 0);
@@ -190,6 +245,7 @@ std::optional<stop> evaluator::time_all_cpu() {
   };
 
   series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
+  if (auto f = pool_failure()) return f;
   if (!main.ok)
     return main.failed_a ? from_worker(main.failure, "timing")
                          : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
@@ -203,13 +259,17 @@ std::optional<stop> evaluator::time_all_cpu() {
   if (floor > 0 && *e_.median_seconds > 0 && *e_.median_seconds < floor * cfg_.policy.roofline_slack) {
     progress("re-check (below the roofline floor)");
     if (auto s = draw(9'000'000)) return s;
+    base_specs();
+    size_t r = 0;
     for (auto* pool : {&cands_, &bases_, &copies_})
       for (auto& p : *pool) {
         p.w.freeze_between_requests();
         stage_pools(a, pool_data, p.region.data());
+        runs[r++].pools->staged(p.region.data(), specs);
       }
     samples = call_reservoir(sampled_calls);
     series_result again = run_paired(A, B, cfg_.policy, rng_, timeout);
+    if (auto f = pool_failure()) return f;
     if (!again.ok) return from_worker(again.failure, "re-timing");
     if (auto s = verify(", in the re-check")) return s;
     record(again.series);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "gate/check.h"
 
@@ -120,31 +121,173 @@ void poison_areas(const task& t, const arena_layout& a, const slot_layout& l, ui
   }
 }
 
-bool pools_intact(const arena_layout& a, const std::vector<std::vector<uint8_t>>& pools,
-                  const uint8_t* region) {
-  for (uint32_t p = 0; p < a.pools; ++p)
-    if (std::memcmp(region + a.pool_begin[p], pools[p].data(), pools[p].size()) != 0) return false;
-  return true;
-}
-
-std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l,
-                                 const std::vector<std::vector<uint8_t>>& pools, const arena_call& c) {
+std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region,
+                                 const arena_call& c) {
   std::vector<uint8_t> in(l.input_bytes, 0);
   for (size_t i = 0; i < l.inputs.size(); ++i)
-    std::memcpy(in.data() + l.input_offset[i],
-                pools[c.pool].data() + (a.input_at[c.pool][i] - a.pool_begin[c.pool]) + c.shift[i],
+    std::memcpy(in.data() + l.input_offset[i], region + a.input_at[c.pool][i] + c.shift[i],
                 l.inputs[i].bytes);
   return in;
 }
 
-void call_reservoir::offer(const arena_layout& a, const std::vector<arena_call>& calls, uint32_t pair,
-                           const uint8_t* region, std::mt19937_64& rng) {
-  if (calls.empty() || size_ == 0) return;
+namespace {
+
+// A permutation of [0, n) (Fisher-Yates).
+std::vector<uint32_t> shuffled(uint32_t n, std::mt19937_64& rng) {
+  std::vector<uint32_t> p(n);
+  for (uint32_t i = 0; i < n; ++i) p[i] = i;
+  for (uint32_t i = n; i > 1; --i) std::swap(p[i - 1], p[rng() % i]);
+  return p;
+}
+
+// Tensors up to this size are permuted element by element (at most 64 KiB: cheap, and a tensor
+// of a few chunks would otherwise have few arrangements); larger ones by 256-byte chunks, the
+// ABI's alignment, which costs a copy.
+constexpr uint64_t element_permutation_bytes = uint64_t{64} << 10;
+constexpr uint64_t chunk = 256;
+
+}  // namespace
+
+void write_pool(const arena_layout& a, const slot_layout& l, const std::vector<uint8_t>& inputs,
+                uint32_t pool, uint8_t* region) {
+  for (size_t i = 0; i < l.inputs.size(); ++i) {
+    uint8_t* at = region + a.input_at[pool][i];
+    std::memcpy(at, inputs.data() + l.input_offset[i], l.inputs[i].bytes);
+    std::memcpy(at + l.inputs[i].bytes, at, a.slack[i]);
+  }
+}
+
+namespace {
+
+// The centre a task's distribution is symmetric about, for the reflection x -> 2c - x: uniform
+// (about its midpoint) and normal (about its mean) are; integers and constants are left alone.
+std::optional<double> centre_of(const tensor_spec& in) {
+  if (in.type != dtype::f32 && in.type != dtype::f64) return std::nullopt;
+  switch (in.dist.kind) {
+    case distribution_kind::uniform: return (in.dist.low + in.dist.high) / 2;
+    case distribution_kind::normal: return in.dist.mean;
+    default: return std::nullopt;
+  }
+}
+
+// Element k of `n` at `at` reflected about c where bit k of the draw is set.
+template <class T>
+void reflect(uint8_t* at, uint64_t n, double c, std::mt19937_64& rng) {
+  const T twice = static_cast<T>(2 * c);
+  for (uint64_t k = 0; k < n; k += 64) {
+    const uint64_t bits = rng();
+    for (uint64_t j = 0; j < 64 && k + j < n; ++j) {
+      if (!(bits >> j & 1)) continue;
+      T v;
+      std::memcpy(&v, at + (k + j) * sizeof(T), sizeof(T));
+      v = twice - v;
+      std::memcpy(at + (k + j) * sizeof(T), &v, sizeof(T));
+    }
+  }
+}
+
+}  // namespace
+
+void permute_pool(const task& t, const arena_layout& a, const slot_layout& l,
+                  const std::vector<uint8_t>& base, uint32_t pool, uint8_t* region, std::mt19937_64& rng) {
+  for (size_t i = 0; i < l.inputs.size(); ++i) {
+    const uint64_t bytes = l.inputs[i].bytes;
+    const uint8_t* src = base.data() + (a.input_at[pool][i] - a.pool_begin[pool]);
+    uint8_t* dst = region + a.input_at[pool][i];
+    const uint64_t elements = l.inputs[i].elements;
+    if (bytes <= element_permutation_bytes && elements > 0 && bytes % elements == 0) {
+      const uint64_t size = bytes / elements;
+      const std::vector<uint32_t> p = shuffled(static_cast<uint32_t>(elements), rng);
+      for (uint64_t k = 0; k < elements; ++k) std::memcpy(dst + k * size, src + p[k] * size, size);
+    } else {
+      // Whole chunks move; a tail shorter than a chunk stays where it was.
+      const std::vector<uint32_t> p = shuffled(static_cast<uint32_t>(bytes / chunk), rng);
+      for (uint64_t k = 0; k < p.size(); ++k) std::memcpy(dst + k * chunk, src + uint64_t{p[k]} * chunk, chunk);
+      std::memcpy(dst + p.size() * chunk, src + p.size() * chunk, bytes - p.size() * chunk);
+    }
+    // Each element reflected about the distribution's centre, or not, at random: a chunk that
+    // moved is not the chunk it was (a memo keyed by two of its values, or by its address, finds
+    // other values), and a row is not a sum of chunks seen before.
+    if (const auto c = i < t.inputs.size() ? centre_of(t.inputs[i]) : std::nullopt) {
+      if (t.inputs[i].type == dtype::f32) reflect<float>(dst, elements, *c, rng);
+      else reflect<double>(dst, elements, *c, rng);
+    }
+    std::memcpy(dst + bytes, dst, a.slack[i]);  // the rotation's wrap-around
+  }
+}
+
+pool_refresher::pool_refresher(const arena_layout& a, uint64_t seed)
+    : a_(&a), rng_(seed), hash_(a.pools, 0), spec_(a.pools), read_(a.pools, 0) {
+  // The key never leaves lathe's memory: a kernel that writes its inputs cannot make the bytes
+  // it leaves hash as lathe's did.
+  std::random_device rd;
+  key_ = (uint64_t{rd()} << 32 | rd()) ^ seed;
+}
+
+uint64_t pool_refresher::hash_of(const uint8_t* region, uint32_t pool) const {
+  // Four independent lanes (xxHash64's round: a multiply, a rotation, a multiply), so that a
+  // pool hashes at several GB/s; the length and the key go into every lane.
+  constexpr uint64_t p1 = 0x9E3779B185EBCA87ull, p2 = 0xC2B2AE3D27D4EB4Full;
+  const uint8_t* p = region + a_->pool_begin[pool];
+  const uint64_t n = a_->pool_end[pool] - a_->pool_begin[pool];  // a multiple of 256
+  uint64_t h[4] = {key_ + p1, key_ ^ p2, key_ + n, key_ - p1};
+  for (uint64_t off = 0; off + 32 <= n; off += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, p + off + 8 * k, 8);
+      h[k] += w * p2;
+      h[k] = (h[k] << 31 | h[k] >> 33) * p1;
+    }
+  uint64_t out = n;
+  for (uint64_t x : h) out = (out ^ x) * p1 + p2;
+  return out ^ (out >> 29);
+}
+
+void pool_refresher::staged(const uint8_t* region, const std::vector<trial_spec>& specs) {
+  for (uint32_t p = 0; p < a_->pools; ++p) {
+    hash_[p] = hash_of(region, p);
+    spec_[p] = specs.empty() ? trial_spec{} : specs[p % specs.size()];
+    read_[p] = 0;
+  }
+}
+
+void pool_refresher::read(const std::vector<arena_call>& calls) {
+  for (const arena_call& c : calls) read_[c.pool] = 1;
+}
+
+result<bool> pool_refresher::refresh(uint8_t* region, const redraw_fn& redraw) {
+  for (uint32_t p = 0; p < a_->pools; ++p) {
+    if (!read_[p]) continue;
+    if (!intact(region, p)) return false;
+    auto spec = redraw(p, region, rng_);
+    if (!spec) return tl::unexpected(spec.error());
+    spec_[p] = *spec;
+    hash_[p] = hash_of(region, p);
+    read_[p] = 0;
+    ++draws_;
+  }
+  return true;
+}
+
+bool pool_refresher::intact(const uint8_t* region, uint32_t pool) const {
+  return hash_of(region, pool) == hash_[pool];
+}
+
+bool pool_refresher::all_intact(const uint8_t* region) const {
+  for (uint32_t p = 0; p < a_->pools; ++p)
+    if (!intact(region, p)) return false;
+  return true;
+}
+
+bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
+                           uint32_t pair, const uint8_t* region, const pool_refresher& pools,
+                           std::mt19937_64& rng) {
+  if (calls.empty() || size_ == 0) return true;
   ++blocks_;
   size_t slot = kept_.size();
   if (kept_.size() >= size_) {
     slot = rng() % blocks_;
-    if (slot >= size_) return;
+    if (slot >= size_) return true;
   }
   call_sample s;
   s.block = blocks_;
@@ -152,8 +295,14 @@ void call_reservoir::offer(const arena_layout& a, const std::vector<arena_call>&
   s.call = calls[rng() % calls.size()];
   const uint8_t* area = region + a.areas_begin + uint64_t{s.call.area} * a.area_bytes;
   s.outputs.assign(area, area + a.area_bytes);
+  // Its pool is drawn again before the next block: its inputs are copied now, and only from a
+  // pool that still holds what lathe staged.
+  if (!pools.intact(region, s.call.pool)) return false;
+  s.inputs = call_inputs(a, l, region, s.call);
+  s.spec = pools.spec(s.call.pool);
   if (slot == kept_.size()) kept_.push_back(std::move(s));
   else kept_[slot] = std::move(s);
+  return true;
 }
 
 }  // namespace lathe::gate

@@ -16,9 +16,17 @@
 // A call's tensors come from a table lathe writes into the region before the block (wire.h
 // op::run_table); a kernel that rewrites the table only moves its outputs away from where the
 // sample looks.
+//
+// Rotations alone were not enough (issue 42, item 5): the pools kept their values for the whole
+// series, so a value at an address never changed, and a kernel that memoized each row's result
+// by the row's address (tests/integration/hostile/memo_address.cpp) got `ok` at 3.9x. Now every
+// pool a block read is drawn again, outside lathe's clock, before that process's next block
+// (pool_refresher): within a block calls read rotations of the pools, as on CUDA
+// (fresh_windows.h), and no block reads what an earlier one read.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -69,13 +77,65 @@ void stage_pools(const arena_layout& a, const std::vector<std::vector<uint8_t>>&
 // Output areas [from, to) poisoned.
 void poison_areas(const task& t, const arena_layout& a, const slot_layout& l, uint32_t from,
                   uint32_t to, uint8_t* region);
-// False when the worker's pools no longer hold what lathe staged (the kernel wrote its inputs).
-bool pools_intact(const arena_layout& a, const std::vector<std::vector<uint8_t>>& pools,
-                  const uint8_t* region);
+// A call's inputs as a slot's input area, read from a region (for the reference of a sampled
+// call: the caller knows the pool is intact).
+std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region,
+                                 const arena_call& c);
 
-// A call's inputs as a slot's input area (for the reference of a sampled call).
-std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l,
-                                 const std::vector<std::vector<uint8_t>>& pools, const arena_call& c);
+// The pools of one timing process drawn again between its blocks (issue 42, item 5). A task's
+// pool is redrawn from its base draw (pool_contents), new for every block and every process, by a
+// random permutation (256-byte chunks of a tensor over 64 KiB, single elements of a smaller one)
+// and, for fp32/fp64 inputs of a uniform or normal distribution, each element reflected about the
+// distribution's centre (x -> 2c - x) or not, at random. Both keep the task's domain and
+// distribution (its elements are drawn independently from one distribution symmetric about c, so
+// the result is as likely as the draw) while every address, every window and every chunk holds
+// other values than in any earlier block: a memo by address or by a few of a chunk's values finds
+// stale entries (memo_address.cpp, memo_fingerprint.cpp). Why not a draw from new seeds: the
+// counter-based RNG (fill_tensor) measured 26 ns an element uniform and 99 ns normal on the 2-core
+// VM (16M floats, 2026-12-05), 0.4-1.6 s to redraw the 64 MiB a row_mean block reads, against
+// 20 ms blocks; the permutation is a copy. What stays: the multiset of |x - c| of each chunk, so
+// a memo of a chunk's sum of squares found by one of its values could in principle still serve a
+// norm's reduction; no hostile kernel does that yet. A problem's inputs may be structured (a
+// triangular matrix), so its pools are drawn again by its Python worker instead (the `redraw` the
+// caller gives).
+//
+// What each pool holds is known only through a hash keyed with a secret of lathe's: before a
+// pool is drawn again (and when a sampled call's inputs are copied, and after the series) its
+// bytes are hashed again, and a difference is the kernel writing its inputs.
+class pool_refresher {
+ public:
+  // Draws pool `pool` into its place in `region`; returns its trial_spec (a problem's draw).
+  using redraw_fn = std::function<result<trial_spec>(uint32_t pool, uint8_t* region, std::mt19937_64& rng)>;
+  pool_refresher(const arena_layout& a, uint64_t seed);
+  // After the pools were staged (all at once, trial specs as drawn).
+  void staged(const uint8_t* region, const std::vector<trial_spec>& specs);
+  // The pools a block's calls read: drawn again before the next block.
+  void read(const std::vector<arena_call>& calls);
+  // Before a block: every pool read since its last draw checked (false: it was written) and
+  // drawn again.
+  result<bool> refresh(uint8_t* region, const redraw_fn& redraw);
+  bool intact(const uint8_t* region, uint32_t pool) const;
+  bool all_intact(const uint8_t* region) const;
+  const trial_spec& spec(uint32_t pool) const { return spec_[pool]; }
+  uint64_t draws() const { return draws_; }
+
+ private:
+  const arena_layout* a_;
+  uint64_t key_;
+  std::mt19937_64 rng_;
+  std::vector<uint64_t> hash_;
+  std::vector<trial_spec> spec_;
+  std::vector<uint8_t> read_;
+  uint64_t draws_ = 0;
+  uint64_t hash_of(const uint8_t* region, uint32_t pool) const;
+};
+// A task's pool `pool` drawn again from `base` (pool_contents' bytes of it): permuted, and
+// reflected where the distribution allows.
+void permute_pool(const task& t, const arena_layout& a, const slot_layout& l,
+                  const std::vector<uint8_t>& base, uint32_t pool, uint8_t* region, std::mt19937_64& rng);
+// One pool's bytes (tensor, then its first slack bytes) from a draw's input area.
+void write_pool(const arena_layout& a, const slot_layout& l, const std::vector<uint8_t>& inputs,
+                uint32_t pool, uint8_t* region);
 
 // A uniform sample of `size` calls over every candidate block (reservoir sampling): each block
 // offers one of its calls at random; a kept call's outputs are copied at once.
@@ -84,13 +144,17 @@ struct call_sample {
   uint32_t pair = 0;   // the process pair that ran it
   arena_call call;
   std::vector<uint8_t> outputs;  // the call's output area, copied while the worker was frozen
+  std::vector<uint8_t> inputs;   // the inputs it read (a slot's input area), copied then too
+  trial_spec spec;               // the draw of its pool (a problem's shapes come from it)
 };
 class call_reservoir {
  public:
   explicit call_reservoir(size_t size) : size_(size) {}
-  // After the candidate's block of `calls` from process pair `pair`, on its region.
-  void offer(const arena_layout& a, const std::vector<arena_call>& calls, uint32_t pair,
-             const uint8_t* region, std::mt19937_64& rng);
+  // After the candidate's block of `calls` from process pair `pair`, on its region; a kept
+  // call's inputs are copied from the region while its pool is still what `pools` staged
+  // (false when it is not: the kernel wrote its inputs).
+  bool offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
+             uint32_t pair, const uint8_t* region, const pool_refresher& pools, std::mt19937_64& rng);
   const std::vector<call_sample>& samples() const { return kept_; }
   uint32_t blocks() const { return blocks_; }
 

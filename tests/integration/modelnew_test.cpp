@@ -85,13 +85,15 @@ TEST_P(modelnew_outcome, gets_its_own_outcome) {
     EXPECT_TRUE(said("error")) << e.diagnostics;
   }
   if (GetParam() == "linear_gelu_inline") EXPECT_TRUE(said("1 extension(s)")) << e.diagnostics;
+  if (GetParam() == "linear_gelu_writes_output") EXPECT_TRUE(said("view of lathe's own buffers")) << e.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(cpu, modelnew_outcome,
                          ::testing::Values("linear_gelu_torch", "linear_gelu_inline", "linear_gelu_broken_cpp",
                                            "linear_gelu_renamed", "linear_gelu_narrow", "linear_gelu_double",
                                            "linear_gelu_no_bias", "linear_gelu_cached", "linear_gelu_mutates",
-                                           "linear_gelu_own_weights", "scale_relu_alpha"),
+                                           "linear_gelu_own_weights", "scale_relu_alpha", "linear_gelu_helper",
+                                           "linear_gelu_suppress", "linear_gelu_writes_output"),
                          [](const auto& info) { return info.param; });
 
 // Another candidate with the same extension (the file differs, the load_inline call does not):
@@ -128,6 +130,22 @@ TEST_F(modelnew, the_torch_fallback_is_reported_and_refused_when_asked) {
   const evaluation own = check(t, kernel(candidates() / "linear_gelu_inline.py"));
   EXPECT_EQ(own.result, outcome::ok) << own.message << "\n" << own.diagnostics;
   EXPECT_EQ(own.diagnostics.find("torch fallback"), std::string::npos) << own.diagnostics;
+}
+
+// The fallback wherever it is written (issue 42, item 6): in a helper function, or after an error
+// swallowed by contextlib.suppress, the source screen saw nothing; the worker's observer sees the
+// reference's own ops (aten::addmm, aten::gelu) run in ModelNew and refuses them when asked. The
+// inline extension runs none of them and still passes.
+TEST_F(modelnew, a_torch_fallback_is_refused_wherever_it_is_written) {
+  const task t = load(problem_of("linear_gelu"));
+  cfg_.refuse_torch_fallback = true;
+  for (const char* name : {"linear_gelu_helper", "linear_gelu_suppress"}) {
+    const evaluation e = check(t, kernel(candidates() / (std::string(name) + ".py")));
+    EXPECT_EQ(e.result, outcome::forbidden) << name << ": " << e.message << "\n" << e.diagnostics;
+    EXPECT_NE(e.message.find("torch fallback: aten::"), std::string::npos) << name << ": " << e.message;
+  }
+  const evaluation own = check(t, kernel(candidates() / "linear_gelu_inline.py"));
+  EXPECT_EQ(own.result, outcome::ok) << own.message << "\n" << own.diagnostics;
 }
 
 TEST_F(modelnew, a_model_new_on_a_task_that_is_no_kernelbench_problem_is_refused_with_the_reason) {

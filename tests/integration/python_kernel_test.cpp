@@ -30,9 +30,12 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   const std::string want = expected_outcome(file, "# expect: ");
   ASSERT_FALSE(want.empty()) << file;
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
-  // torch_forbidden runs on the task that does not allow torch; the rest on the one that does.
-  task t = load(source_dir() / "tests" /
-                (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
+  // torch_forbidden runs on the task that does not allow torch, getattr_mm and aten_mm on the
+  // gemm task (no libraries either); the rest on the one that allows torch.
+  const bool gemm = GetParam() == "getattr_mm" || GetParam() == "aten_mm";
+  task t = load(gemm ? source_dir() / "tasks/gemm"
+                     : source_dir() / "tests" /
+                           (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
   evaluation e = eval(t, kernel(file), false);
   EXPECT_EQ(std::string(to_string(e.result)), want) << GetParam() << ": " << e.message << "\n"
                                                     << e.diagnostics;
@@ -47,13 +50,17 @@ TEST_P(python_kernel, gets_its_own_outcome) {
     EXPECT_NE(e.message.find("syntax error at line 4"), std::string::npos) << e.message;
   if (GetParam() == "no_launch")
     EXPECT_NE(e.message.find("defines no launch(inputs, outputs, scalars)"), std::string::npos) << e.message;
+  // Refused for what ran, not for a name in the source (python/lathe_ops.py).
+  if (gemm) {
+    EXPECT_NE(e.message.find("aten::mm ran"), std::string::npos) << e.message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(cpu, python_kernel,
                          ::testing::Values("ok", "wrong", "mutates_input", "rebinds_output", "cached",
                                            "raises", "syntax_error", "no_launch", "exits", "hangs",
                                            "socket_call", "reads_outside", "background_thread",
-                                           "torch_forbidden"),
+                                           "torch_forbidden", "getattr_mm", "aten_mm"),
                          [](const auto& info) { return info.param; });
 
 TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {

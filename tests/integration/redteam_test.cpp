@@ -3,7 +3,7 @@
 // tests/integration/hostile/ says in its header what it does, what it used to get, and what it
 // must get now:
 //   // expect: <outcome>[|<outcome>…] [no-speedup]   no-speedup: not decided faster than the baseline
-//   // task: <axpy|mm|softmax>                         the task it is evaluated on (axpy by default)
+//   // task: <axpy|mm|softmax|row_mean>                the task it is evaluated on (axpy by default)
 //   // timed                                           its trick shows only while timed
 //   // secret: yes                                     @SECRET@ is a root-only file it must not read
 //   // within: <seconds>                               the evaluation ends within this wall time
@@ -38,7 +38,7 @@ using lathe::testing::header;
 using lathe::testing::read_text;
 
 fs::path task_dir(const std::string& name) {
-  if (name == "softmax") return lathe::testing::source_dir() / "tasks/softmax";
+  if (name == "softmax" || name == "row_mean") return lathe::testing::source_dir() / "tasks" / name;
   return lathe::testing::source_dir() / "tests/integration/tasks" / (name.empty() ? "axpy" : name);
 }
 
@@ -81,6 +81,9 @@ TEST_P(redteam, gets_what_it_earned) {
   const bool no_speedup = want.no_speedup;
   const bool timed = has_line(text, "// timed");
   if (timed) cfg_.policy.aa_unstable = 1.0;  // the verdict on the kernel, not on the machine's noise
+  // row_mean's timing workers map and touch 130 MiB each, twelve at once: on the loaded 2-core VM
+  // that took more than the 3 s watchdog (`timeout` in the timing setup, whatever the kernel).
+  if (header(text, "task") == "row_mean") cfg_.call_timeout_s = 30;
   task t = load(task_dir(header(text, "task")));
   evaluation e = eval(t, kernel(file), timed);
   const std::string got(to_string(e.result));
@@ -116,7 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "dlopen_phdr", "dlopen_hidden", "include_macro", "include_digraph",
                       "include_splice", "incbin_paste", "include_secret", "include_dev_zero",
                       "softmax_no_max", "setsid_call", "pipe_resize", "pipe_hoard",
-                      "escape_message", "escape_compile", "exhaust_nproc", "clone_burner"),
+                      "escape_message", "escape_compile", "exhaust_nproc", "clone_burner",
+                      "memo_address", "memo_fingerprint"),
     [](const auto& info) { return info.param; });
 
 // The forger's copy of the reply must be lathe's, or the test proves nothing.

@@ -136,6 +136,9 @@ enum class status : int32_t {
   device_error = 9,     // CUDA reported an error (sticky or not); message has its name.
   wrong_output = 10,    // a Python ModelNew returned outputs of another count, shape or dtype
                         // than the problem's (message says which).
+  forbidden = 11,       // a Python candidate ran what its policy forbids: torch compute on a task
+                        // without libraries, the reference's ops with --refuse-torch-fallback,
+                        // a result in lathe's region (python/lathe_ops.py; message says which).
                         // The last status: gate/cpu/worker.cpp refuses anything beyond it
 };
 

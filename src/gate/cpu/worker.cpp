@@ -465,7 +465,7 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       r.reply = wire::reply{};  // not an answer: the detail tells the story
       eof = true;               // it is dying: reap it below
     } else if (r.reply.magic != wire::magic || st < 0 ||
-               st > static_cast<int32_t>(wire::status::wrong_output)) {
+               st > static_cast<int32_t>(wire::status::forbidden)) {
       r.reply = wire::reply{};
       kill_now(kill_reason::protocol, "the worker sent a malformed reply");
     } else {
