@@ -38,6 +38,29 @@ def target_of_object(obj):
     return m.group(1) if m else None
 
 
+def object_dependencies(build):
+    """(object, the text naming every file it was compiled from) for each object built so far:
+    Ninja keeps them in its log (`ninja -t deps`, paths relative to the build folder), Make
+    beside each object (*.o.d)."""
+    if (build / "build.ninja").exists():
+        out = subprocess.run(["ninja", "-C", str(build), "-t", "deps"], capture_output=True,
+                             text=True).stdout
+        obj, lines = None, []
+        for line in out.splitlines() + [""]:
+            if line and not line[0].isspace():
+                if obj:
+                    yield obj, "\n".join(lines)
+                obj, lines = line.split(":", 1)[0], []
+            elif line.strip():
+                p = line.strip()
+                lines.append(str((build / p).resolve()) if not os.path.isabs(p) else p)
+        if obj:
+            yield obj, "\n".join(lines)
+        return
+    for d in build.rglob("*.o.d"):
+        yield str(d), d.read_text(errors="replace")
+
+
 def target_graph(build):
     """{target: set(targets it depends on)} from `cmake --graphviz`, regenerated when any CMake file
     is newer than the last one."""
@@ -92,11 +115,10 @@ def main():
         else:
             named_tests[str(rel)] = a
     if headers:
-        for d in build.rglob("*.o.d"):
-            text = d.read_text(errors="replace")
+        for obj, text in object_dependencies(build):
             for s, rel in headers.items():
                 if s in text:
-                    t = target_of_object(str(d))
+                    t = target_of_object(obj)
                     if t:
                         affected.add(t)
                         why.setdefault(t, rel)
