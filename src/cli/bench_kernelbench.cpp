@@ -79,7 +79,12 @@ json kernelbench_results_json(const std::vector<kernelbench_sample_run>& runs,
                 {"speedup", row.result.speedup ? json(*row.result.speedup) : json(nullptr)},
                 {"metadata",
                  {{"outcome", row.result.outcome}, {"message", row.message}, {"task", row.result.task},
-                  {"lathe_evaluation", row.evaluation}, {"timing", "lathe paired series (decision mode)"}}}};
+                  {"lathe_evaluation", row.evaluation}, {"timing", "lathe paired series (decision mode)"},
+                  // The paired ratio's 95% interval: lathe's fast_p counts a gain only when its low
+                  // end clears p; "speedup" stays the point estimate KernelBench's tools read.
+                  {"speedup_ci", row.result.ci_low && row.result.ci_high
+                                     ? json{*row.result.ci_low, *row.result.ci_high}
+                                     : json(nullptr)}}}};
       if (row.evaluation > 0)
         if (auto ev = db.get_evaluation(row.evaluation)) {
           if (ev->median_seconds) r["runtime"] = *ev->median_seconds * 1e3;

@@ -21,6 +21,7 @@
 #include "search/evolve.h"
 #include "search/export.h"
 #include "search/optimize.h"
+#include "search/reward.h"
 #include "skills/retrieve.h"
 
 namespace fs = std::filesystem;
@@ -300,12 +301,17 @@ int run_score(const common_options& common, const score_cli& o) {
     const evaluation e = v.compare(*t, cands[i], *parent, {"human", "score", false});
     const bool correct = lineages::passed(e) || e.result == outcome::unstable;
     const auto r = lineages::ratio(e);
-    const double reward = correct && r ? *r : 0.0;
+    // An undecided ratio earns no gain (search/reward.h): `reward_basis` says which rule gave it.
+    const search::candidate_reward cr = search::reward_of(e);
+    const double reward = cr.reward;
     rewards.push_back(reward);
     // `faster`: what an elite replacement asks, the ratio clearing the gate's margin (1 + ε).
     const bool faster = lineages::passed(e) && r && *r > 1.0 + lineages::margin(e, t->plat);
     rows.push_back({{"candidate", o.candidates[i]}, {"hash", cands[i].hash}, {"outcome", to_string(e.result)},
                     {"correct", correct}, {"decided", lineages::passed(e)}, {"reward", reward},
+                    {"reward_basis", search::to_string(cr.basis)},
+                    {"ratio", r ? nlohmann::json(*r) : nlohmann::json(nullptr)},
+                    {"ratio_decided", cr.basis == search::reward_basis::decided},
                     {"faster", faster}, {"margin", lineages::margin(e, t->plat)},
                     {"ci", e.paired ? nlohmann::json{e.paired->ci_low, e.paired->ci_high} : nlohmann::json(nullptr)},
                     {"message", e.message.substr(0, e.message.find('\n'))}, {"evaluation", e.id}});
@@ -385,8 +391,9 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   sc->add_option("candidates", s->candidates, "candidate kernels (a GRPO group: 8)")->required();
   sc->add_option("--max-time", s->max_time, "longest paired timing series per candidate, seconds")->capture_default_str();
   sc->add_flag("--quick", s->quick, "half the timing effort per candidate");
-  sc->footer("Per candidate: reward = paired speedup over the parent when correct (decided or not), 0 when it\n"
-             "fails; advantage = (reward - group mean) / group std. Prints lathe.score/1.\n"
+  sc->footer("Per candidate: reward = paired speedup over the parent when correct and the gate decided it\n"
+             "(faster or slower past its margin), 1 when correct but undecided (no gain credited; reward_basis\n"
+             "says which), 0 when it fails; advantage = (reward - group mean) / group std. Prints lathe.score/1.\n"
              "Exit code 0: scored (whatever the rewards); 1: the parent fails; 2: usage.");
   sc->callback([s, &common, &exit_code] { exit_code = run_score(common, *s); });
 }

@@ -172,8 +172,14 @@ class evaluator {
   std::optional<stop> time_all_cpu();
   // After the main series, on both platforms, with the candidate's processes gone: the A/A
   // control, the baseline's times with and without the candidate alive, the decision.
+  // control.cpp; the slowed-baseline check blames the candidate only after ruling out the
+  // machine (machine_load.h).
   std::optional<stop> control_and_decide(std::vector<timed_worker>& b, std::vector<timed_worker>& b2,
                                          const paired_series& main);
+  // Meters the baseline's blocks of the main series (base_meter_); before run_paired.
+  void meter_baseline(std::vector<timed_worker>& b);
+  // The baseline's timing processes (its copies too): lathe's, not the candidate's.
+  std::vector<pid_t> lathe_pids() const;
   std::optional<stop> idle_check(const worker& w, const std::string& when);
   // A vendor library the task forbids, mapped into the candidate's worker at run time.
   std::optional<stop> mappings_check(const worker& w, const std::string& when);
@@ -188,7 +194,8 @@ class evaluator {
                                         const std::vector<std::vector<uint8_t>>& staged,
                                         std::vector<timing_proc>& pool);
   // The time below which the timing shape cannot run when a block's data is `working_set` bytes.
-  double roofline_floor(const slot_layout& l, uint64_t working_set) const;
+  // `ceilings`: the target whose ceilings to use (cfg_.tgt when null).
+  double roofline_floor(const slot_layout& l, uint64_t working_set, const target* ceilings = nullptr) const;
   // The candidate-vs-baseline series and the figures taken from it.
   void record(const paired_series& s) {
     e_.paired = s;
@@ -228,6 +235,8 @@ class evaluator {
   bool ipc_ = true;             // the oracle reads kernels' buffers through CUDA IPC
   std::optional<trial_data> last_host_trial_;  // host trials: the last check's data (bench)
   uint64_t last_seed_ = 0;
+  // The machine's CPU time over the baseline's blocks of the main series (machine_load.h).
+  load_meter base_meter_;
   // CUDA: region -> device before a call, device -> region after it (no-ops on CPU).
   std::optional<stop> upload(worker& w, uint32_t first, uint32_t count) {
     if (!cuda_) return std::nullopt;

@@ -685,52 +685,6 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
 
 std::optional<stop> evaluator::time_all() { return cuda_ ? time_all_cuda() : time_all_cpu(); }
 
-std::optional<stop> evaluator::control_and_decide(std::vector<timed_worker>& b,
-                                                  std::vector<timed_worker>& b2,
-                                                  const paired_series& main) {
-  if (!cfg_.aa_control) {
-    const decision_result d = decide(main, nullptr, cfg_.policy, decision_floor(t_.plat));
-    e_.decision = d.decision;
-    e_.epsilon = d.epsilon;
-    return std::nullopt;
-  }
-  auto t0 = clock_type::now();
-  timing_policy aa = cfg_.policy;
-  aa.max_seconds = std::max(aa.min_seconds, aa.max_seconds / 2);
-  const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
-  series_result control = run_paired(b, b2, aa, rng_, timeout);
-  if (!control.ok) return stop{outcome::crash, "the baseline failed in the A/A control", control.failure.detail};
-  control.series.a_label = "baseline";
-  control.series.b_label = "baseline (second process)";
-  e_.aa = control.series;
-  stage_done("aa_control", t0);
-  const double spread = std::max(std::fabs(e_.aa->ci_high - 1), std::fabs(1 - e_.aa->ci_low));
-  // The same baseline processes timed with the candidate's alive (the main series) and after they
-  // ended (the control): a candidate that slows its baseline shows here, whatever the means (a
-  // thread that burns the CPU, work on the GPU from another context). 25% at least: DRAM-bound
-  // baselines drift by 10-15% over a run on the 2-core VM.
-  const double with = median(main.b_seconds), without = median(e_.aa->a_seconds);
-  const double margin = std::max(0.25, 3 * (std::isfinite(spread) ? spread : 0.0));
-  if (with > 0 && without > 0 && with > without * (1 + margin)) {
-    char buf[260];
-    std::snprintf(buf, sizeof buf,
-                  "the baseline ran %.0f%% slower while the candidate's processes were alive "
-                  "(%.3g ms a call) than after they ended (%.3g ms): the candidate slowed it",
-                  100 * (with / without - 1), with * 1e3, without * 1e3);
-    return stop{outcome::suspicious_speed, buf, {}, true};
-  }
-  const decision_result d = decide(main, &*e_.aa, cfg_.policy, decision_floor(t_.plat));
-  e_.decision = d.decision;
-  e_.epsilon = d.epsilon;
-  if (d.decision == "undecided")
-    return stop{outcome::unstable,
-                "the machine is too noisy to decide: A/A interval [" + std::to_string(e_.aa->ci_low) +
-                    ", " + std::to_string(e_.aa->ci_high) + "] against the candidate's [" +
-                    std::to_string(main.ci_low) + ", " + std::to_string(main.ci_high) + "]",
-                {}};
-  return std::nullopt;
-}
-
 static wire::bench_stats bench_stats_of(std::vector<double> t) {
   wire::bench_stats b;
   if (t.empty()) return b;
@@ -877,9 +831,10 @@ std::optional<stop> evaluator::bench() {
   return std::nullopt;
 }
 
-double evaluator::roofline_floor(const slot_layout& l, uint64_t working_set) const {
+double evaluator::roofline_floor(const slot_layout& l, uint64_t working_set, const target* ceilings) const {
+  const target& tgt = ceilings ? *ceilings : cfg_.tgt;
   // Ceilings of the machine the kernel runs on: a CUDA task needs a measured GPU target.
-  if (cuda_ != (cfg_.tgt.plat == platform::cuda)) return 0;
+  if (cuda_ != (tgt.plat == platform::cuda)) return 0;
   const shape_set& ts = *l.shapes;
   auto flops = eval_cost(t_.cost.flops, ts);
   auto bytes = eval_cost(t_.cost.bytes, ts);
@@ -891,20 +846,20 @@ double evaluator::roofline_floor(const slot_layout& l, uint64_t working_set) con
   // A machine that names no LLC (a VM whose sysfs has no cache information) gets the in-cache
   // rate, the higher one: a floor must never be above what the data's level could deliver (a
   // kernel read 124% of a DRAM floor there).
-  const bool in_cache = cfg_.tgt.llc_bytes == 0 || working_set <= cfg_.tgt.llc_bytes;
-  double bw = in_cache ? std::max(cfg_.tgt.cache_bytes_per_s, cfg_.tgt.copy_bytes_per_s)
-                       : cfg_.tgt.copy_bytes_per_s;
+  const bool in_cache = tgt.llc_bytes == 0 || working_set <= tgt.llc_bytes;
+  double bw = in_cache ? std::max(tgt.cache_bytes_per_s, tgt.copy_bytes_per_s)
+                       : tgt.copy_bytes_per_s;
   // On the CPU a working set that fits one core's L2 is floored by the L2 ceiling (PROTOCOL.md:
   // the floor "for the level of memory the data lives in"), every core's summed, so a
   // single-threaded kernel is floored low, never high; where that ceiling is not measured, by
   // none (only the compute floor), as the LLC and DRAM ones would flag honest kernels.
   if (!cuda_ && working_set <= cpu_l2_bytes())
-    bw = cfg_.tgt.l2_bytes_per_s > 0 ? std::max(bw, cfg_.tgt.l2_bytes_per_s) : 0;
+    bw = tgt.l2_bytes_per_s > 0 ? std::max(bw, tgt.l2_bytes_per_s) : 0;
   // Tensor-core rate for 16-bit floating inputs (bf16/fp16 matrix products), else the FMA rate.
   bool half = false;
   for (const auto& in : t_.inputs) half = half || in.type == dtype::bf16 || in.type == dtype::f16;
-  const double rate = cuda_ && half && cfg_.tgt.tensor_flops_per_s > 0 ? cfg_.tgt.tensor_flops_per_s
-                                                                       : cfg_.tgt.flops_per_s;
+  const double rate = cuda_ && half && tgt.tensor_flops_per_s > 0 ? tgt.tensor_flops_per_s
+                                                                       : tgt.flops_per_s;
   double floor = 0;
   if (rate > 0) floor = std::max(floor, *flops / rate);
   if (bw > 0) floor = std::max(floor, *bytes / bw);

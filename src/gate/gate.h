@@ -38,6 +38,9 @@ struct gate_config {
   uint32_t bench_trials = 100;      // comparability: timed calls (kernelbench)
   bool device_trials = true;        // CUDA tasks with a gpu_reference: trials on the device
   double call_timeout_s = 20;       // watchdog for one call during checks
+  // CPU: a kernel below the roofline floor twice has the ceilings measured again before it is
+  // refused (time_cpu.cpp). Off only in tests that set ceilings on purpose.
+  bool remeasure_ceilings = true;
   // A ModelNew's calls of the reference's own torch ops (KernelBench's "torch fallback",
   // python/lathe_screen.py): refused (forbidden) when set, else reported in the diagnostics.
   bool refuse_torch_fallback = false;

@@ -30,7 +30,8 @@ struct cpu_ceilings {
   double l2_bytes_per_s = 0;
   double flops_per_s = 0;
 };
-cpu_ceilings measure_cpu_ceilings(const target& t);
+// `threads`: how many threads measure (0: the CPUs in lathe's affinity mask, what a worker gets).
+cpu_ceilings measure_cpu_ceilings(const target& t, uint32_t threads = 0);
 
 // Whether this machine has an NVIDIA device node (/dev/nvidiactl): the one test every part of
 // lathe uses before it tries to run a CUDA kernel.

@@ -20,7 +20,9 @@ worker_result run_block(timed_worker& tw, double timeout_s) {
   c.calls = tw.before_block ? tw.before_block(tw.calls) : tw.calls;
   c.graph = tw.graph ? 1 : 0;
   c.window = tw.window;
+  if (tw.meter) tw.meter->begin();
   worker_result r = tw.w->request(c, timeout_s);
+  if (tw.meter) tw.meter->end();
   if (r.ok()) {
     tw.method = !tw.cuda ? "wall" : r.reply.graph_used ? "graph" : "events";
     tw.last_calls = c.calls;

@@ -11,6 +11,7 @@
 
 #include "core/evaluation.h"
 #include "gate/cpu/worker.h"
+#include "gate/machine_load.h"
 
 namespace lathe::gate {
 
@@ -45,6 +46,9 @@ struct timed_worker {
   bool advance_windows = false;
   uint64_t last_calls = 0;
   uint32_t last_window = 0;
+  // Counts the machine's CPU time around each of this worker's requests (machine_load.h): the
+  // baseline's blocks, for the slowed-baseline check. Not the caller's table writing or refill.
+  load_meter* meter = nullptr;
 };
 
 // CUDA kernels shorter than this per call are timed by CUDA-graph replay: launch overhead

@@ -19,6 +19,7 @@ json row_json(const bench_row& r) {
           {"status", to_string(r.result.status)},
           {"outcome", r.result.outcome},
           {"speedup", r.result.speedup ? json(*r.result.speedup) : json(nullptr)},
+          {"ci", r.result.ci_low && r.result.ci_high ? json{*r.result.ci_low, *r.result.ci_high} : json(nullptr)},
           {"message", r.message},
           {"evaluation", r.evaluation},
           {"candidate", r.candidate_hash},
@@ -63,12 +64,29 @@ std::optional<bench_row> unproduced(const bench_attempt& a, bench_row row) {
 }
 
 
+// The paired series' interval, where it is finite (fewer than two rounds: none, never decided).
+void set_interval(task_result& r, const paired_series& p) {
+  if (p.ci_low > 0 && std::isfinite(p.ci_low) && std::isfinite(p.ci_high)) {
+    r.ci_low = p.ci_low;
+    r.ci_high = p.ci_high;
+  }
+}
+
+// "1.045x [0.940, 1.160]": the point estimate and, where there is one, its interval.
+std::string speedup_text(const task_result& r) {
+  if (!r.speedup) return "-";
+  std::string s = number_text("%.3fx", *r.speedup);
+  if (r.ci_low && r.ci_high) s += " [" + number_text("%.3f", *r.ci_low) + ", " + number_text("%.3f", *r.ci_high) + "]";
+  return s;
+}
+
 }  // namespace
 
 json summary_json(const bench_summary& s) {
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
   json fast = json::array();
-  for (const auto& f : s.fast) fast.push_back({{"p", f.p}, {"fraction", f.fraction}, {"count", f.count}});
+  for (const auto& f : s.fast)
+    fast.push_back({{"p", f.p}, {"fraction", f.fraction}, {"count", f.count}, {"count_point_estimate", f.count_point}});
   return {{"tasks", s.tasks},
           {"correct", s.correct},
           {"failed", s.failed},
@@ -113,6 +131,9 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
       row.result.status = row.result.outcome == "ok" || row.result.outcome == "unstable" ? task_status::correct
                                                                                         : task_status::failed;
       if (row.result.outcome == "ok") row.result.speedup = a.speedup;
+      // The producer's final paired series, read back for its interval.
+      if (row.result.speedup && a.evaluation > 0)
+        if (auto ev = db.get_evaluation(a.evaluation); ev && ev->paired) set_interval(row.result, *ev->paired);
     } else {
       evaluation ev = o.check_only ? v.check(e.t, *a.candidate, e.baseline, {"human", "bench", false})
                                    : v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
@@ -124,7 +145,10 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
       row.message = ev.message.substr(0, ev.message.find('\n'));
       const bool undecided = ev.result == outcome::unstable;
       row.result.status = lineages::passed(ev) || undecided ? task_status::correct : task_status::failed;
-      if (lineages::passed(ev) && !o.check_only) row.result.speedup = lineages::ratio(ev);
+      if (lineages::passed(ev) && !o.check_only) {
+        row.result.speedup = lineages::ratio(ev);
+        if (row.result.speedup && ev.paired) set_interval(row.result, *ev.paired);
+      }
     }
     if (auto ev = db.add_run_event(r.id, "task", row_json(row).dump()); !ev) return tl::unexpected(ev.error());
     if (o.progress) o.progress(row);
@@ -252,20 +276,20 @@ std::string bench_markdown(const bench_result& r, const bench_options& o) {
   if (o.protocol == bench_protocol::klineage) return klineage_markdown(r, o);
   std::string md = cat("# lathe bench ", o.suite, "\n\ncandidates: `", o.candidates, "`, run `", r.r.id, "`\n\n");
   const bool runs = std::any_of(r.rows.begin(), r.rows.end(), [](const bench_row& x) { return !x.run.empty(); });
-  md += runs ? "| task | status | outcome | speedup vs baseline | optimize run |\n|---|---|---|---|---|\n"
-             : "| task | status | outcome | speedup vs baseline |\n|---|---|---|---|\n";
+  md += runs ? "| task | status | outcome | speedup vs baseline [95% interval] | optimize run |\n|---|---|---|---|---|\n"
+             : "| task | status | outcome | speedup vs baseline [95% interval] |\n|---|---|---|---|\n";
   for (const auto& row : r.rows)
     md += cat("| ", row.result.task, " | ", to_string(row.result.status), " | ",
-              row.result.outcome.empty() ? "-" : row.result.outcome, " | ",
-              row.result.speedup ? number_text("%.3fx", *row.result.speedup) : std::string("-"),
+              row.result.outcome.empty() ? "-" : row.result.outcome, " | ", speedup_text(row.result),
               runs ? " | " + (row.run.empty() ? std::string("-") : row.run) : std::string(), " |\n");
   const bench_summary& s = r.summary;
   md += cat("\n| aggregate | value |\n|---|---|\n| tasks | ", std::to_string(s.tasks), " (", std::to_string(s.correct),
             " correct, ", std::to_string(s.failed), " failed, ", std::to_string(s.no_candidate), " without a candidate) |\n",
             "| correctness rate | ", number_text("%.3f", s.correctness_rate), " |\n");
   for (const auto& f : s.fast)
-    md += cat("| fast_", number_text("%.1f", f.p), " | ", number_text("%.3f", f.fraction), " (", std::to_string(f.count), " of ",
-              std::to_string(s.tasks), ") |\n");
+    md += cat("| fast_", number_text("%.1f", f.p), " (interval above p) | ", number_text("%.3f", f.fraction), " (",
+              std::to_string(f.count), " of ", std::to_string(s.tasks), "; ", std::to_string(f.count_point),
+              " by the point estimate alone) |\n");
   auto opt = [&](const std::optional<double>& x) { return x ? number_text("%.3fx", *x) : std::string("- (no correct task)"); };
   md += cat("| geometric mean speedup (correct tasks) | ", opt(s.geomean), " |\n",
             "| arithmetic mean speedup (correct tasks) | ", opt(s.mean), " |\n",

@@ -14,6 +14,10 @@ const char* to_string(task_status s) {
   return "?";
 }
 
+bool decided_faster(const task_result& r, double p) {
+  return r.status == task_status::correct && r.speedup && *r.speedup > p && r.ci_low && *r.ci_low > p;
+}
+
 bench_summary summarize(const std::vector<task_result>& results, const std::vector<double>& ps) {
   bench_summary s;
   s.tasks = static_cast<int32_t>(results.size());
@@ -37,8 +41,10 @@ bench_summary summarize(const std::vector<task_result>& results, const std::vect
   for (double p : ps) {
     fast_p f;
     f.p = p;
-    for (const auto& r : results)
-      if (r.status == task_status::correct && r.speedup && *r.speedup > p) ++f.count;
+    for (const auto& r : results) {
+      if (decided_faster(r, p)) ++f.count;
+      if (r.status == task_status::correct && r.speedup && *r.speedup > p) ++f.count_point;
+    }
     f.fraction = s.tasks > 0 ? static_cast<double>(f.count) / s.tasks : 0;
     s.fast.push_back(f);
   }

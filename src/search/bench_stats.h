@@ -23,12 +23,25 @@ struct task_result {
   task_status status = task_status::no_candidate;
   std::string outcome;            // the gate's outcome ("ok", "wrong_result", …); empty without one
   std::optional<double> speedup;  // paired ratio baseline time / candidate time (correct only)
+  // The paired ratio's 95% interval (the gate's series; none for a ratio of means).
+  std::optional<double> ci_low, ci_high;
 };
+
+// Whether a task counts as faster than `p`: correct, and the gain decided, the paired interval's
+// low end above p. A point estimate above p is not enough: a 1.045x with interval [0.94, 1.16]
+// was counted as fast_1.0 on the 2-core VM, where the same pair of identical kernels reads
+// 0.978-1.023 (PROTOCOL.md). A ratio without an interval (a ratio of means) is never decided.
+bool decided_faster(const task_result& r, double p);
 
 struct fast_p {
   double p = 1.0;
-  double fraction = 0;  // tasks correct with speedup > p, over ALL tasks (KernelBench's definition)
+  // Tasks correct whose gain over p is decided (decided_faster), over ALL tasks (KernelBench's
+  // denominator).
+  double fraction = 0;
   int32_t count = 0;
+  // Tasks whose point estimate alone is above p (KernelBench's own rule, for comparison): the
+  // difference with `count` is gains the interval leaves undecided.
+  int32_t count_point = 0;
 };
 
 struct bench_summary {
@@ -42,7 +55,8 @@ struct bench_summary {
 };
 
 // `ps`: the thresholds of fast_p (default 1.0, 1.5, 2.0). A correct result without a speedup (not
-// timed) counts as correct and never as fast; it is left out of the speedup statistics.
+// timed) counts as correct and never as fast; it is left out of the speedup statistics. The
+// speedup statistics take every correct task's point estimate, decided or not.
 bench_summary summarize(const std::vector<task_result>& results, const std::vector<double>& ps = {1.0, 1.5, 2.0});
 
 }  // namespace lathe::search

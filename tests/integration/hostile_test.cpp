@@ -134,6 +134,7 @@ TEST_F(lathe_gate_env, a_working_set_within_l2_is_floored_by_the_l2_ceiling) {
   const task in_l2 = load(small);
   const kernel_bundle naive = kernel(small / "kernels/naive.cpp");
   cfg_.policy.aa_unstable = 1.0;
+  cfg_.remeasure_ceilings = false;  // the ceilings set here are the point: not measured again
   cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;  // 1 KB/s: such a floor is seconds
   evaluation measured = eval(in_l2, naive, true);
   EXPECT_EQ(measured.result, outcome::ok) << measured.message;
@@ -147,4 +148,21 @@ TEST_F(lathe_gate_env, a_working_set_within_l2_is_floored_by_the_l2_ceiling) {
   cfg_.tgt.l2_bytes_per_s = l2_rate;
   evaluation past_l2 = eval(load(src), kernel(src / "kernels/naive.cpp"), true);
   EXPECT_EQ(past_l2.result, outcome::suspicious_speed) << past_l2.message;
+}
+
+// Issue 42: an honest two-thread row sum reading 64 MB at 75.6 GB/s was refused by a floor built
+// from ceilings of 49-54 GB/s, measured on a loaded machine. Below the floor twice, the ceilings
+// are measured again before the kernel is blamed: stored ceilings far too low (1 KB/s) no longer
+// refuse an honest kernel.
+TEST_F(lathe_gate_env, a_floor_from_ceilings_measured_too_low_is_measured_again_before_it_refuses) {
+  const fs::path src = lathe::testing::source_dir() / "tests/integration/tasks/axpy";
+  cfg_.policy.aa_unstable = 1.0;
+  cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;
+  ASSERT_TRUE(cfg_.remeasure_ceilings);
+  evaluation e = eval(load(src), kernel(src / "kernels/naive.cpp"), true);
+  // unstable: the A/A control of a loaded machine may leave the speed undecided, never refused.
+  EXPECT_TRUE(e.result == outcome::ok || e.result == outcome::unstable) << to_string(e.result) << ": " << e.message;
+  EXPECT_NE(e.diagnostics.find("above the floor of ceilings measured again"), std::string::npos) << e.diagnostics;
+  ASSERT_TRUE(e.roofline_fraction);
+  EXPECT_LE(*e.roofline_fraction, 1.0 / e.policy.roofline_slack);
 }

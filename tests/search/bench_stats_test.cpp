@@ -11,7 +11,8 @@
 namespace lathe::search {
 namespace {
 
-task_result ok(const std::string& t, double x) { return {t, task_status::correct, "ok", x}; }
+// A decided result: its paired interval 3% either side of the point estimate.
+task_result ok(const std::string& t, double x) { return {t, task_status::correct, "ok", x, 0.97 * x, 1.03 * x}; }
 
 TEST(bench_stats, five_tasks_by_hand) {
   const std::vector<task_result> rs = {
@@ -69,6 +70,49 @@ TEST(bench_stats, a_correct_untimed_candidate_counts_as_correct_only) {
   ASSERT_TRUE(s.geomean);
   EXPECT_DOUBLE_EQ(*s.geomean, 2.0);
   EXPECT_DOUBLE_EQ(s.mean_with_failures_as_zero, 1.0);
+}
+
+// Issue 42: a 1.045x whose interval is [0.94, 1.16] was counted as fast_1.0. A task is fast only
+// when its gain is decided, the interval's low end above p; the point-estimate count stays beside
+// it for comparison with KernelBench's rule.
+TEST(bench_stats, a_task_is_fast_only_when_its_interval_clears_p) {
+  const task_result undecided{"a", task_status::correct, "ok", 1.045, 0.94, 1.16};
+  const task_result decided{"b", task_status::correct, "ok", 1.2, 1.1, 1.3};
+  const task_result no_interval{"c", task_status::correct, "ok", 3.0, std::nullopt, std::nullopt};
+  EXPECT_FALSE(decided_faster(undecided, 1.0));
+  EXPECT_TRUE(decided_faster(decided, 1.0));
+  EXPECT_FALSE(decided_faster(decided, 1.15));  // above p by its estimate, not by its interval
+  EXPECT_FALSE(decided_faster(no_interval, 1.0));
+  task_result failed = decided;
+  failed.status = task_status::failed;
+  EXPECT_FALSE(decided_faster(failed, 1.0));
+  const bench_summary s = summarize({undecided, decided, no_interval}, {1.0, 1.5});
+  ASSERT_EQ(s.fast.size(), 2u);
+  EXPECT_EQ(s.fast[0].count, 1);  // b only
+  EXPECT_DOUBLE_EQ(s.fast[0].fraction, 1.0 / 3);
+  EXPECT_EQ(s.fast[0].count_point, 3);
+  EXPECT_EQ(s.fast[1].count, 0);
+  EXPECT_EQ(s.fast[1].count_point, 1);
+  // The speedup statistics keep every correct estimate, decided or not.
+  ASSERT_TRUE(s.mean);
+  EXPECT_NEAR(*s.mean, (1.045 + 1.2 + 3.0) / 3, 1e-12);
+}
+
+// bench's table shows each speedup with its interval, and fast_p says what the interval decided.
+TEST(bench_stats, the_table_shows_the_interval) {
+  bench_result r;
+  bench_row row;
+  row.result = {"silu", task_status::correct, "ok", 1.045, 0.94, 1.16};
+  r.rows.push_back(row);
+  r.summary = summarize({row.result});
+  bench_options o;
+  o.suite = "s";
+  const std::string md = bench_markdown(r, o);
+  EXPECT_NE(md.find("| silu | correct | ok | 1.045x [0.940, 1.160] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("fast_1.0 (interval above p) | 0.000 (0 of 1; 1 by the point estimate alone)"), std::string::npos) << md;
+  const nlohmann::json j = summary_json(r.summary);
+  EXPECT_EQ(j["fast_p"][0].value("count", -1), 0);
+  EXPECT_EQ(j["fast_p"][0].value("count_point_estimate", -1), 1);
 }
 
 }  // namespace
