@@ -165,7 +165,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
     const auto id = problem_of.find(e.t.name);
     for (const auto& c : kb)
       if (id != problem_of.end() && c.level == *level && c.problem == id->second)
-        if (auto got = find_task_kernel(e.t, c.file.string())) ahead.emplace_back(&e.t, std::move(*got));
+        if (auto got = load_kernelbench_sample(c)) ahead.emplace_back(&e.t, std::move(*got));
   }
   const nlohmann::json built = prebuild_suite(ctx, gs, ahead, o.json);
   std::vector<kernelbench_sample_run> runs;
@@ -173,18 +173,33 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   const std::string from = bo.candidates;
   for (int s : samples) {
     std::vector<search::bench_entry> these = entries;
+    // A sample lathe will not read (a link, not a regular file) is that problem's failure,
+    // `forbidden` with the reason, not a candidate.
+    std::map<std::string, std::string> refused;
     for (auto& e : these) {
       e.candidate.reset();
       const auto id = problem_of.find(e.t.name);
       for (const auto& c : kb)
         if (id != problem_of.end() && c.level == *level && c.problem == id->second && c.sample == s) {
-          auto got = find_task_kernel(e.t, c.file.string());
-          if (!got) return fail_with(got.error().message, 2);
+          auto got = load_kernelbench_sample(c);
+          if (!got) {
+            if (!o.json) std::fprintf(stderr, "refused: %s\n", got.error().message.c_str());
+            refused[e.t.name] = "refused: " + got.error().message;
+            continue;
+          }
           e.candidate = std::move(*got);
         }
     }
+    const search::bench_producer given = [&refused](const search::bench_entry& e, int32_t attempt) {
+      search::bench_attempt a = search::given_candidates()(e, attempt);
+      if (auto r = refused.find(e.t.name); r != refused.end()) {
+        a.failure = r->second;
+        a.outcome = "forbidden";
+      }
+      return a;
+    };
     bo.candidates = from + " (KernelBench level " + std::to_string(*level) + ", sample " + std::to_string(s) + ")";
-    auto res = search::run_bench(these, search::given_candidates(), v, *ctx.db, bo);
+    auto res = search::run_bench(these, given, v, *ctx.db, bo);
     if (!res) return fail_with(res.error().message, 1);
     md += "## Sample " + std::to_string(s) + "\n\n" + search::bench_markdown(*res, bo) + "\n";
     runs.push_back({s, std::move(*res)});

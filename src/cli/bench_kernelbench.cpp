@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <regex>
 
+#include "gate/bundle.h"
+#include "gate/safe_file.h"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -15,13 +18,28 @@ std::vector<kernelbench_candidate> kernelbench_candidates(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string f = e.path().filename().string();
-    if (!e.is_regular_file(ec) || !std::regex_match(f, m, name)) continue;
-    out.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), e.path()});
+    if (!std::regex_match(f, m, name)) continue;
+    const fs::file_type type = e.symlink_status(ec).type();
+    if (type == fs::file_type::directory) continue;
+    const std::string refused =
+        type == fs::file_type::symlink ? "a symbolic link: lathe reads no candidate through a link (it could name any "
+                                         "file on this machine); copy the file into the folder instead"
+        : type != fs::file_type::regular ? "not a regular file"
+                                         : "";
+    out.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), e.path(), refused});
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
     return std::tie(a.level, a.problem, a.sample) < std::tie(b.level, b.problem, b.sample);
   });
   return out;
+}
+
+result<kernel_bundle> load_kernelbench_sample(const kernelbench_candidate& c) {
+  if (!c.refused.empty()) return fail(errc::invalid_argument, c.file.string() + ": " + c.refused);
+  // A bundle file's cap (bundle.cpp): a sample is one source file.
+  auto text = gate::read_beneath(c.file.parent_path(), c.file.filename(), uint64_t{16} << 20);
+  if (!text) return tl::unexpected(text.error());
+  return bare_bundle(c.file, std::move(*text));
 }
 
 std::optional<int> kernelbench_problem_id(const fs::path& problem_file) {

@@ -22,10 +22,17 @@ namespace lathe::cli {
 struct kernelbench_candidate {
   int level = 0, problem = 0, sample = 0;
   std::filesystem::path file;
+  std::string refused;  // why it is not read (a link, not a regular file); empty: it is read
 };
 
-// The files of `dir` named level_<L>_problem_<P>_sample_<S>_kernel.py, sorted by (L, P, S).
+// The entries of `dir` named level_<L>_problem_<P>_sample_<S>_kernel.py, sorted by (L, P, S).
+// A samples folder is written by whatever generated the candidates: an entry that is a link (one
+// to a root-only file was read and run, issue 42) or not a regular file is listed as refused.
 std::vector<kernelbench_candidate> kernelbench_candidates(const std::filesystem::path& dir);
+
+// A sample's bundle, read beneath its folder without following a link (gate/safe_file.h); an
+// error that says why for a refused one.
+result<kernel_bundle> load_kernelbench_sample(const kernelbench_candidate& c);
 
 // KernelBench's problem number: the leading digits of the file's name (`19_ReLU.py` -> 19).
 std::optional<int> kernelbench_problem_id(const std::filesystem::path& problem_file);

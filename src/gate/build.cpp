@@ -15,6 +15,7 @@
 #include "gate/process.h"
 #include "gate/python_build.h"
 #include "gate/python_kernel.h"
+#include "gate/safe_file.h"
 #include "lathe/abi.h"
 
 namespace fs = std::filesystem;
@@ -45,6 +46,54 @@ result<void> stage_headers(const toolchain& tc, const fs::path& dir) {
     if (ec) return fail(errc::io_error, "cannot copy " + from.string() + " for the build: " + ec.message());
   }
   return {};
+}
+
+// A cached build's files into `out`, read beneath its folder (the candidate's compiler and record
+// step wrote in it before lathe renamed it into the cache): false, with why, when one of them is
+// a link, not a regular file, larger than its cap, or an object that no longer matches the hash
+// its status recorded; the entry is then built again.
+bool read_cached(const fs::path& dir, const std::string& object_name, bool cuda, build_output& out, std::string& why) {
+  auto status = read_beneath(dir, "status", status_cap);
+  if (!status) {
+    why = status.error().message;
+    return false;
+  }
+  auto log = read_beneath(dir, "build.log", log_cap);
+  if (!log) {
+    why = log.error().message;
+    return false;
+  }
+  out.log = *log;
+  out.cached = true;
+  if (status->starts_with("failed")) return true;
+  if (status->starts_with("refused ")) {
+    out.refused = first_line(status->substr(8));
+    return true;
+  }
+  auto object = status->starts_with("ok ") ? read_beneath(dir, object_name, object_cap)
+                                           : fail(errc::io_error, "its status is neither ok nor failed");
+  if (!object) {
+    why = object.error().message;
+    return false;
+  }
+  const std::string want = status->substr(3, 32);
+  if (content_hash(*object) != want) {
+    why = "cached object " + (dir / object_name).string() + " does not match its recorded hash: something wrote over it";
+    return false;
+  }
+  if (cuda) {
+    auto ptx = read_beneath(dir, "kernel.ptx", object_cap);
+    if (!ptx) {
+      why = ptx.error().message;
+      return false;
+    }
+    out.ptx = *ptx;
+  }
+  out.ok = true;
+  out.object = dir / object_name;
+  out.object_hash = want;
+  out.resources = parse_ptxas_report(out.log);
+  return true;
 }
 
 }  // namespace
@@ -148,9 +197,11 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
 result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
                            const fs::path& cache_dir, build_kind kind, const std::string& python_model) {
   const bool python = b.manifest.lang == language::python;
+  const bool cuda = b.manifest.lang == language::cuda;
   result<python_kernel_runtime> rt = python ? find_python_kernel_runtime() : python_kernel_runtime{};
   if (!rt) return tl::unexpected(rt.error());
-  const bool model_new = python && defines_model_new(b.sources.at(b.manifest.entry));
+  const std::string& entry_source = python ? b.sources.at(b.manifest.entry) : std::string();
+  const bool model_new = python && model_new_candidate(entry_source, python_model);
   hasher h;
   h.add("lathe-build/1").add(b.hash).add(isa).add(tc.cxx_version).add(tc.nvcc_version);
   h.add(std::to_string(LATHE_ABI_VERSION)).add(kind == build_kind::reference ? "ref" : "kernel");
@@ -162,41 +213,31 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   out.key = h.hex();
   const fs::path dir = cache_dir / out.key;
   // A Python kernel's "object" is its entry source, syntax-checked (python_kernel.h).
-  const fs::path object = dir / (python ? "kernel.py" : "kernel.so");
+  const std::string object_name = python ? "kernel.py" : "kernel.so";
+  const fs::path object = dir / object_name;
   std::error_code ec;
 
-  // Cached: a success with an object whose hash still matches, or a recorded failure.
-  if (fs::exists(dir / "status", ec)) {
-    const std::string status = read_file(dir / "status");
-    out.log = read_file(dir / "build.log");
-    out.cached = true;
-    if (status.starts_with("failed")) return out;
-    if (status.starts_with("ok ") && fs::exists(object, ec)) {
-      const std::string want = status.substr(3, 32);
-      if (content_hash(read_file(object)) == want) {
-        out.ok = true;
-        out.object = object;
-        out.object_hash = want;
-        out.ptx = read_file(dir / "kernel.ptx");
-        out.resources = parse_ptxas_report(out.log);
-        return out;
-      }
-      note = "[lathe] cached object " + object.string() +
-             " does not match its recorded hash: something wrote over it; rebuilt\n";
-      out.cached = false;
-      fs::remove_all(dir, ec);
-    }
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    std::string why;
+    if (read_cached(dir, object_name, cuda, out, why)) return out;
+    note = "[lathe] the cached build " + dir.string() + " is unusable (" + why + "): rebuilt\n";
+    out = build_output{};
+    out.key = h.hex();
+    (void)remove_tree(dir);
   }
 
   fs::create_directories(cache_dir, ec);
   const fs::path tmp = cache_dir / ("tmp-" + random_suffix());
-  const fs::path src = tmp / "src";
-  fs::create_directories(src, ec);
-  if (b.manifest.lang == language::cuda) fs::create_directories(tmp / "keep", ec);
-  if (ec) return fail(errc::io_error, "cannot create " + src.string() + ": " + ec.message());
+  fs::create_directories(tmp / "src", ec);
+  if (cuda) fs::create_directories(tmp / "keep", ec);
+  if (ec) return fail(errc::io_error, "cannot create " + (tmp / "src").string() + ": " + ec.message());
+  // A fresh folder, nothing of the candidate's has run in it yet; written beneath it all the
+  // same, so that a source named through a link or ".." cannot land elsewhere.
   for (const auto& [path, text] : b.sources) {
-    fs::create_directories((src / path).parent_path(), ec);
-    if (!write_file(src / path, text)) return fail(errc::io_error, "cannot write " + (src / path).string());
+    const fs::path rel = fs::path("src") / path;
+    auto w = create_dirs_beneath(tmp, rel.parent_path());
+    if (w) w = write_beneath(tmp, rel, text, write_mode::create);
+    if (!w) return fail(errc::io_error, "cannot write the bundle's " + path + ": " + w.error().message);
   }
   // The compiler is jailed (process.h): it works in `tmp`, with paths relative to it, and reads
   // nothing else but the system's trees, so the headers a kernel includes from lathe (abi.h and
@@ -208,8 +249,8 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   std::vector<std::string> cmd;
   if (python) {
     // The entry only: the worker runs one file, read through its descriptor.
-    if (!write_file(tmp / "kernel.py", b.sources.at(b.manifest.entry)))
-      return fail(errc::io_error, "cannot write " + (tmp / "kernel.py").string());
+    if (auto w = write_beneath(tmp, "kernel.py", entry_source, write_mode::create); !w)
+      return fail(errc::io_error, "cannot write kernel.py: " + w.error().message);
     cmd = {rt->interpreter.string(), "-B", "-s", "-E", "-c",
            "import sys; compile(open(sys.argv[1], 'rb').read(), sys.argv[2], 'exec')", "kernel.py",
            b.manifest.entry};
@@ -220,7 +261,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
   tool_jail jail;
   // The CUDA toolkit where it is installed (/usr/local/cuda is under /usr; /opt/cuda is not).
-  if (b.manifest.lang == language::cuda && !tc.nvcc.empty()) {
+  if (cuda && !tc.nvcc.empty()) {
     std::error_code cec;
     const fs::path nvcc = fs::canonical(tc.nvcc.find('/') == std::string::npos
                                             ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
@@ -241,37 +282,73 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   out.log = escape_untrusted(note + "$ " + line + "\n" + r.output) + "[lathe] compiler " + r.jail + "\n";
   if (r.timed_out) out.log += "\n[lathe] compiler killed after " + std::to_string(compile_timeout_s) + " s\n";
   out.ok = r.exit_code == 0 && !r.timed_out;
+  // From here on `tmp` holds what the compiler (steered by the candidate's flags and sources)
+  // left: every file is read and written beneath it, never through a link (safe_file.h).
   if (out.ok && model_new) {
-    const python_build_result pb = build_python_extensions(rt->interpreter, rt->version, python_model, tmp,
-                                                           cache_dir / "torch-ext", jail);
+    const python_build_result pb = build_python_extensions(rt->interpreter, rt->version, python_model,
+                                                           entry_source, tmp, cache_dir / "torch-ext", jail);
     out.log += pb.log;
     out.ok = pb.ok;
+    out.refused = pb.refused;
   }
-  if (out.ok) out.object_hash = content_hash(read_file(tmp / object.filename()));
-  if (b.manifest.lang == language::cuda) {
+  if (out.ok) {
+    auto built = read_beneath(tmp, object_name, object_cap);
+    if (!built) {
+      out.ok = false;
+      const auto kind = fs::symlink_status(tmp / object_name, ec).type();
+      if (kind == fs::file_type::not_found) out.log += "[lathe] the build wrote no " + object_name + "\n";
+      else out.refused = "the build left " + object_name + " unusable: " + built.error().message;
+    } else if (python && *built != entry_source) {
+      // The screen read the bundle's source; the worker would run this file.
+      out.ok = false;
+      out.refused = "kernel.py changed during its build: what would run is not what was screened";
+    } else {
+      out.object_hash = content_hash(*built);
+    }
+  }
+  if (cuda) {
     // Keep the PTX beside the object; the other intermediates are large and of no use.
-    std::error_code kec;
-    std::vector<fs::path> ptx_files;
-    for (const auto& f : fs::directory_iterator(tmp / "keep", kec))
-      if (f.path().extension() == ".ptx") ptx_files.push_back(f.path());
-    std::sort(ptx_files.begin(), ptx_files.end());
-    for (const auto& f : ptx_files) out.ptx += "// " + f.filename().string() + "\n" + read_file(f);
-    write_file(tmp / "kernel.ptx", out.ptx);
-    fs::remove_all(tmp / "keep", kec);
+    auto listed = list_beneath(tmp, "keep");
+    std::vector<std::string> ptx_files;
+    if (listed)
+      for (const auto& e : *listed)
+        if (e.kind == entry_kind::regular && fs::path(e.name).extension() == ".ptx") ptx_files.push_back(e.name);
+    for (const auto& f : ptx_files) {
+      auto text = read_beneath(tmp / "keep", f, object_cap);
+      out.ptx += "// " + f + "\n" + (text ? *text : "// [lathe] unread: " + text.error().message + "\n");
+    }
+    (void)write_beneath(tmp, "kernel.ptx", out.ptx, write_mode::replace);
+    (void)remove_beneath(tmp, "keep");
     out.resources = parse_ptxas_report(out.log);
   }
-  write_file(tmp / "build.log", out.log);
-  write_file(tmp / "status", out.ok ? "ok " + out.object_hash + "\n" : "failed\n");
-  fs::remove_all(src, ec);
+  if (!out.refused.empty()) out.log += "[lathe] refused: " + out.refused + "\n";
+  const std::string status = out.ok                  ? "ok " + out.object_hash + "\n"
+                             : !out.refused.empty() ? "refused " + out.refused + "\n"
+                                                    : "failed\n";
+  auto written = write_beneath(tmp, "build.log", out.log, write_mode::replace);
+  if (written) written = write_beneath(tmp, "status", status, write_mode::replace);
+  (void)remove_beneath(tmp, "src");
+  if (!written) {  // never cached: a later build tries again
+    (void)remove_tree(tmp);
+    out.log += "[lathe] not cached: " + written.error().message + "\n";
+    if (out.ok) out.object.clear();
+    out.ok = false;
+    return out;
+  }
   fs::rename(tmp, dir, ec);
   if (ec) {  // another process won the race: use its result
-    fs::remove_all(tmp, ec);
-    if (fs::exists(dir / "status")) {
-      out.log = read_file(dir / "build.log");
-      const std::string status = read_file(dir / "status");
-      out.ok = status.starts_with("ok ");
-      if (out.ok) out.object_hash = status.substr(3, 32);
+    (void)remove_tree(tmp);
+    build_output theirs;
+    theirs.key = out.key;
+    std::string why;
+    if (read_cached(dir, object_name, cuda, theirs, why)) {
+      theirs.cached = false;
+      theirs.seconds = out.seconds;
+      return theirs;
     }
+    out.ok = false;
+    out.log += "[lathe] another build of this kernel won the race and its result is unusable: " + why + "\n";
+    return out;
   }
   if (out.ok) out.object = object;
   return out;

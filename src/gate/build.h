@@ -33,6 +33,11 @@ struct build_output {
   bool cached = false;
   std::string ptx;                            // CUDA: the PTX of every source, concatenated
   std::vector<kernel_resources> resources;    // CUDA: parsed from ptxas -v in the log
+  // Set (with ok false) when the build caught the candidate at what the gate refuses rather
+  // than a failed compile: a record step that rewrote kernel.py (what runs would not be what was
+  // screened), a link planted where lathe reads or copies its build's files. The gate's outcome
+  // is then `forbidden` with this reason.
+  std::string refused;
 };
 
 // The ptxas resource report (`-Xptxas -v` output) of a CUDA build log, per kernel function.

@@ -265,16 +265,7 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
                       ": not a kernel bundle (a directory with kernel.toml, "
                       "or a .cpp/.cc/.cu/.py file)");
     LATHE_TRY(text, read_file(p));
-    const std::string file = p.filename().string();
-    b.name = p.stem().string();
-    b.bare = true;
-    b.manifest.lang = language_of(p);
-    b.manifest.entry = file;
-    b.manifest.files = {file};
-    b.manifest.flags = {"-O3"};
-    b.sources[file] = std::move(*text);
-    b.hash = bundle_hash(b);
-    return b;
+    return bare_bundle(p, std::move(*text));
   }
   if (!fs::is_directory(p, ec))
     return fail(errc::not_found, path.string() + ": no such kernel bundle");
@@ -303,6 +294,26 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
       return fail(errc::invalid_argument, path.string() + ": bundle larger than 64 MiB");
     b.sources[f] = std::move(*text);
   }
+  b.hash = bundle_hash(b);
+  return b;
+}
+
+result<kernel_bundle> bare_bundle(const fs::path& file, std::string text) {
+  if (!is_source(file) && file.extension() != ".py")
+    return fail(errc::invalid_argument, file.string() + ": not a .cpp/.cc/.cu/.py file");
+  if (text.size() > max_file_bytes)
+    return fail(errc::invalid_argument, file.string() + ": " + std::to_string(text.size()) +
+                                            " bytes; bundle files are sources (at most 16 MiB)");
+  kernel_bundle b;
+  b.origin = fs::absolute(file).lexically_normal();
+  const std::string name = file.filename().string();
+  b.name = file.stem().string();
+  b.bare = true;
+  b.manifest.lang = language_of(file);
+  b.manifest.entry = name;
+  b.manifest.files = {name};
+  b.manifest.flags = {"-O3"};
+  b.sources[name] = std::move(text);
   b.hash = bundle_hash(b);
   return b;
 }

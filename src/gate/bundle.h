@@ -10,6 +10,11 @@ namespace lathe {
 
 result<kernel_bundle> load_bundle(const std::filesystem::path& path);
 
+// The one-file bundle of `file` (a .cpp/.cc/.cu/.py) from its bytes, which the caller read (a
+// KernelBench sample, read beneath its folder without following a link: safe_file.h). The same
+// bundle, and hash, as load_bundle(file).
+result<kernel_bundle> bare_bundle(const std::filesystem::path& file, std::string text);
+
 // Content hash of the manifest and every file (independent of where the bundle was loaded).
 std::string bundle_hash(const kernel_bundle& b);
 

@@ -102,7 +102,9 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
                                        std::optional<stop>& failed, const std::string& who,
                                        bool share) {
   opened_object so;
-  so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NOFOLLOW: the build checked this file's hash beneath its folder; a link put there since
+  // is not followed (safe_file.h).
+  so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (so.fd < 0) return fail(errc::io_error, "cannot open " + obj.object.string());
   sandbox_options opt = cfg_.sandbox;
   if (cuda_) {
@@ -202,6 +204,7 @@ std::optional<stop> evaluator::build_all() {
   e_.diagnostics += cand_.log;
   e_.resources = cand_.resources;
   e_.ptx = cand_.ptx;
+  if (!cand_.ok && !cand_.refused.empty()) return stop{outcome::forbidden, "refused at its build: " + cand_.refused, {}};
   if (!cand_.ok) {
     // The compiler's jail (process.h) refuses every file outside the bundle and the system's trees.
     const bool outside = cand_.log.find(": Permission denied") != std::string::npos;

@@ -59,7 +59,9 @@ prebuild_outcome build_one(const prebuild_job& j) {
   }
   out.ok = b->ok;
   out.status = b->cached ? prebuild_status::cached : b->ok ? prebuild_status::built : prebuild_status::failed;
-  if (!b->ok) out.why = "does not compile (its evaluation carries the compiler's log)";
+  if (!b->ok)
+    out.why = b->refused.empty() ? "does not compile (its evaluation carries the compiler's log)"
+                                 : "refused at its build: " + b->refused;
   return out;
 }
 

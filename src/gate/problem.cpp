@@ -18,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/hash.h"
+#include "gate/safe_file.h"
 
 namespace fs = std::filesystem;
 
@@ -375,14 +376,15 @@ result<task> import_problem(const fs::path& file, platform p) {
 std::optional<kernel_bundle> eager_baseline(const task& t) {
   // CPU tasks only: the Python worker does not run on CUDA tasks yet (docs/python-kernels.md).
   if (t.problem_format != "kernelbench" || t.problem_model.empty() || t.plat != platform::cpu) return std::nullopt;
-  std::ifstream in(t.problem, std::ios::binary);
-  if (!in) return std::nullopt;
+  // A bundle file's cap (bundle.cpp): the problem becomes the baseline's source.
+  auto text = read_named(t.problem, uint64_t{16} << 20);
+  if (!text) return std::nullopt;
   kernel_bundle b;
   b.name = "eager";
   b.manifest.lang = language::python;
   b.manifest.entry = "eager.py";
   b.manifest.files = {b.manifest.entry};
-  b.sources[b.manifest.entry] = std::string(std::istreambuf_iterator<char>(in), {}) +
+  b.sources[b.manifest.entry] = *text +
                                 "\n\n# lathe: the problem's own Model, timed as the eager baseline\n"
                                 "class ModelNew(Model):\n    pass\n";
   b.hash = content_hash("eager\n" + b.sources[b.manifest.entry]);

@@ -330,7 +330,7 @@ result<void> profile_run(const profile_run_config& cfg) {
     for (const auto& kv : sandbox::worker_environment(opt.env_allow, opt.threads))
       note("worker: env " + kv);
 
-  const int object_fd = open(objects->kernel.object.c_str(), O_RDONLY | O_CLOEXEC);
+  const int object_fd = open(objects->kernel.object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (object_fd < 0) return fail(errc::io_error, "cannot open " + objects->kernel.object.string());
   auto w = worker::spawn(opt, *region, object_fd);
   close(object_fd);

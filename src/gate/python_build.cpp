@@ -2,19 +2,20 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <future>
 #include <nlohmann/json.hpp>
-#include <random>
+#include <optional>
 #include <regex>
-#include <sstream>
 #include <vector>
 
 #include "core/hash.h"
 #include "core/text.h"
 #include "gate/files.h"
 #include "gate/python_kernel.h"
+#include "gate/safe_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -38,7 +39,26 @@ struct compiled {
   bool ok = false;
   bool built = false;  // false: found in the cache
   std::string log;
+  std::string refused;
 };
+
+// A private folder of the temporary directory for a step that runs a candidate's code: torch's
+// build gives the compiler absolute paths, and the jailed user may not walk the cache's folders
+// (lathe's own, private).
+std::optional<fs::path> scratch_folder(const char* what) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-" + what + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return std::nullopt;
+  return fs::path(tmpl);
+}
+
+// lathe's script beside the candidate's files (a new file: the folder is fresh).
+result<void> place_script(const fs::path& folder) {
+  const fs::path script = ext_script();
+  auto text = read_beneath(script.parent_path(), script.filename(), record_cap);  // lathe's own tree
+  if (!text) return tl::unexpected(text.error());
+  return write_beneath(folder, "lathe_ext.py", *text, write_mode::create);
+}
 
 // One request into ext_root/key: cached when its status says ok, else compiled in a private
 // folder that is renamed into place (the first of two racing builds wins, as for kernels).
@@ -47,88 +67,190 @@ compiled compile_one(const fs::path& interpreter, const json& request, const fs:
   compiled c;
   const fs::path dir = ext_root / key;
   std::error_code ec;
-  if (fs::exists(dir / "status", ec)) {
-    c.ok = read_file(dir / "status").starts_with("ok");
-    c.log = c.ok ? "" : read_file(dir / "build.log");
-    if (c.ok || !c.log.empty()) return c;
+  std::string note;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    // Read beneath the entry (an earlier build renamed it from a folder a candidate's import ran
+    // in): a build.log linked to /proc/self/environ put lathe's environment in the diagnostics.
+    auto status = read_beneath(dir, "status", status_cap);
+    c.ok = status && status->starts_with("ok");
+    auto log = c.ok || !status ? result<std::string>{} : read_beneath(dir, "build.log", log_cap);
+    if (c.ok || (log && !log->empty())) {
+      c.log = c.ok ? "" : *log;
+      if (status->starts_with("refused ")) c.refused = status->substr(8, status->find('\n') - 8);
+      return c;
+    }
+    note = "[lathe] the cached extension " + dir.string() + " is unusable (" +
+           (!status ? status.error().message : log ? std::string("an empty log") : log.error().message) + "): rebuilt\n";
+    c.ok = false;
+    (void)remove_tree(dir);
   }
-  // torch's build gives the compiler absolute paths, and the jailed user may not walk the cache's
-  // folders (lathe's own, private): it builds in a fresh folder of the temporary directory, and
-  // what the worker loads is copied into the cache.
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmpl = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-ext-build-XXXXXX";
-  if (!mkdtemp(tmpl.data())) {
-    c.log = "[lathe] cannot create " + tmpl + "\n";
+  const auto work = scratch_folder("ext-build");
+  if (!work) {
+    c.log = "[lathe] cannot create a build folder in TMPDIR: " + std::string(std::strerror(errno)) + "\n";
     return c;
   }
-  const fs::path work = tmpl;
   const fs::path tmp = ext_root / ("tmp-" + random_suffix());
   fs::create_directories(tmp / "out", ec);
-  if (ec || !write_file(work / "request.json", request.dump()) ||
-      !fs::copy_file(ext_script(), work / "lathe_ext.py", ec)) {
-    c.log = "[lathe] cannot prepare " + work.string() + "\n";
-    fs::remove_all(work, ec);
+  auto placed = ec ? fail(errc::io_error, ec.message()) : write_beneath(*work, "request.json", request.dump(), write_mode::create);
+  if (placed) placed = place_script(*work);
+  if (!placed) {
+    c.log = "[lathe] cannot prepare " + work->string() + ": " + placed.error().message + "\n";
+    (void)remove_tree(*work);
+    (void)remove_tree(tmp);
     return c;
   }
   const std::vector<std::string> cmd = {interpreter.string(), "-B", "-s", "-E", "-c", run_script,
                                         "compile", "request.json", "out"};
-  tool_result r = run_tool(cmd, extension_timeout_s, work, &jail);
-  own_again(work);
+  tool_result r = run_tool(cmd, extension_timeout_s, *work, &jail);
+  own_again(*work);
   c.built = true;
-  c.ok = r.exit_code == 0 && !r.timed_out && fs::exists(work / "out/lathe-ext.json", ec);
-  c.log = "$ load_inline(name=" + request.value("name", std::string("?")) + ") [" + key + "]\n" +
+  c.ok = r.exit_code == 0 && !r.timed_out;
+  c.log = note + "$ load_inline(name=" + request.value("name", std::string("?")) + ") [" + key + "]\n" +
           r.output + (r.timed_out ? "\n[lathe] killed after " + std::to_string(extension_timeout_s) + " s\n" : "");
-  // Only what the worker loads is kept: the module and its record (the objects are large).
-  if (c.ok)
-    for (const auto& e : fs::directory_iterator(work / "out", ec))
-      if (e.path().extension() == ".so" || e.path().filename() == "lathe-ext.json")
-        if (!fs::copy_file(e.path(), tmp / "out" / e.path().filename(), ec)) c.ok = false;
-  fs::remove_all(work, ec);
-  write_file(tmp / "build.log", c.log);
-  write_file(tmp / "status", c.ok ? "ok\n" : "failed\n");
+  // The extension's own code ran at its import in `work`: its output is copied without
+  // following a link it left there (one to a root-only file came back in the diagnostics).
+  if (c.ok) {
+    auto copied = copy_tree_beneath(*work, "out", tmp, "out", object_cap,
+                                    [](const fs::path& rel, entry_kind) { return extension_output(rel); });
+    if (!copied) {
+      c.ok = false;
+      c.refused = "the extension's build left what lathe does not copy: " + copied.error().message;
+      c.log += "[lathe] refused: " + c.refused + "\n";
+    } else if (!fs::is_regular_file(fs::symlink_status(tmp / "out/lathe-ext.json", ec))) {
+      c.ok = false;
+      c.log += "[lathe] the extension's build wrote no out/lathe-ext.json\n";
+    }
+  }
+  (void)remove_tree(*work);
+  auto written = write_beneath(tmp, "build.log", c.log, write_mode::create);
+  const std::string status = c.ok ? "ok\n" : !c.refused.empty() ? "refused " + c.refused + "\n" : "failed\n";
+  if (written) written = write_beneath(tmp, "status", status, write_mode::create);
+  if (!written) {
+    (void)remove_tree(tmp);
+    return c;
+  }
   fs::rename(tmp, dir, ec);
-  if (ec) fs::remove_all(tmp, ec);  // another build won the race: its result stands
+  if (ec) (void)remove_tree(tmp);  // another build won the race: its result stands
   return c;
 }
 
+// The links beneath `root` (a folder a candidate's code ran in), as paths relative to it; at most
+// `depth` folders down.
+std::vector<std::string> links_beneath(const fs::path& root, const fs::path& rel, int depth) {
+  std::vector<std::string> out;
+  auto entries = list_beneath(root, rel);
+  if (!entries) return out;
+  for (const auto& e : *entries) {
+    if (e.kind == entry_kind::link) out.push_back((rel / e.name).generic_string());
+    if (e.kind == entry_kind::directory && depth > 0)
+      for (auto& l : links_beneath(root, rel / e.name, depth - 1)) out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// The record step's outcome: the requests it recorded, or why there are none.
+struct recorded {
+  json requests = json::array();
+  bool ok = false;
+  std::string refused;
+};
+
+// lathe_ext.py record, run in a scratch folder on a copy of the candidate: the build folder's
+// kernel.py (hashed, and what the worker runs) is out of its reach, and its copy is compared
+// with the screened source afterwards.
+recorded record_extensions(const fs::path& interpreter, const std::string& model_spec, const std::string& source,
+                           const tool_jail& jail, std::string& log) {
+  recorded out;
+  const auto scratch = scratch_folder("record");
+  if (!scratch) {
+    log += "[lathe] cannot create a folder for the record step in TMPDIR: " + std::string(std::strerror(errno)) + "\n";
+    return out;
+  }
+  auto placed = write_beneath(*scratch, "kernel.py", source, write_mode::create);
+  if (placed && !model_spec.empty()) placed = write_beneath(*scratch, "model.json", model_spec, write_mode::create);
+  if (placed) placed = place_script(*scratch);
+  if (!placed) {
+    log += "[lathe] cannot prepare the record step: " + placed.error().message + "\n";
+    (void)remove_tree(*scratch);
+    return out;
+  }
+  const std::vector<std::string> cmd = {interpreter.string(), "-B", "-s", "-E", "-c", run_script,
+                                        "record", "kernel.py", model_spec.empty() ? "-" : "model.json",
+                                        "requests.json"};
+  tool_result r = run_tool(cmd, record_timeout_s, *scratch, &jail);
+  own_again(*scratch);
+  log += "$ lathe_ext.py record kernel.py\n" + escape_untrusted(r.output);
+  auto after = read_beneath(*scratch, "kernel.py", record_cap);
+  auto requests = read_beneath(*scratch, "requests.json", record_cap);
+  // Nothing lathe's record step does makes a link: one here was planted where lathe reads and
+  // writes build files (build.log, status, extensions.json to a root-only file or to lathe.db).
+  const std::vector<std::string> links = links_beneath(*scratch, "", 8);
+  (void)remove_tree(*scratch);
+  if (!after || *after != source) {
+    out.refused = "the record step rewrote kernel.py (what would run is not what was screened)";
+    return out;
+  }
+  if (!links.empty()) {
+    std::string names;
+    for (size_t i = 0; i < links.size() && i < 4; ++i) names += (i ? ", " : "") + links[i];
+    out.refused = "the record step planted links in its folder (" + names + "): lathe follows none";
+    return out;
+  }
+  if (r.exit_code != 0 || r.timed_out) return out;
+  if (!requests) {
+    // A link or a fifo where lathe reads its record is the candidate's doing, not a failure.
+    if (requests.error().message.find("no such file") == std::string::npos)
+      out.refused = "the record step left requests.json unreadable: " + requests.error().message;
+    return out;
+  }
+  const json parsed = json::parse(*requests, nullptr, false);
+  if (!parsed.is_object()) return out;
+  out.requests = parsed.value("requests", json::array());
+  out.ok = out.requests.is_array();
+  return out;
+}
+
 }  // namespace
+
+bool extension_output(const fs::path& rel) {
+  return rel.has_filename() && rel.parent_path().empty() &&
+         (rel.extension() == ".so" || rel.filename() == "lathe-ext.json");
+}
 
 bool defines_model_new(const std::string& source) {
   static const std::regex cls(R"((^|\n)class\s+ModelNew\b)");
   return std::regex_search(source, cls);
 }
 
+bool defines_launch(const std::string& source) {
+  static const std::regex launch(
+      R"((^|\n)(def\s+launch\b|launch\s*[:=]|from\s+\S+\s+import\s+[^\n]*\blaunch\b|import\s+[^\n]*\bas\s+launch\b))");
+  return std::regex_search(source, launch);
+}
+
+bool model_new_candidate(const std::string& source, const std::string& problem_model) {
+  return !problem_model.empty() && defines_model_new(source) && !defines_launch(source);
+}
+
 python_build_result build_python_extensions(const fs::path& interpreter, const std::string& runtime,
-                                            const std::string& model_spec, const fs::path& dir,
-                                            const fs::path& ext_root, const tool_jail& build_jail) {
+                                            const std::string& model_spec, const std::string& source,
+                                            const fs::path& dir, const fs::path& ext_root, const tool_jail& build_jail) {
   // The record step runs the candidate's Python; an extension's build imports its C++: both only
   // in the sandbox, never in a weaker jail (process.h).
   tool_jail jail = build_jail;
   jail.candidate_code = true;
   python_build_result out;
   std::error_code ec;
-  if (!model_spec.empty() && !write_file(dir / "model.json", model_spec)) {
-    out.log = "[lathe] cannot write model.json\n";
+  std::string log;
+  const recorded rec = record_extensions(interpreter, model_spec, source, jail, log);
+  out.log = log;
+  out.refused = rec.refused;
+  if (!rec.ok) {
+    out.log += rec.refused.empty() ? "[lathe] recording the candidate's extensions failed\n"
+                                   : "[lathe] refused: " + rec.refused + "\n";
     return out;
   }
-  if (!fs::copy_file(ext_script(), dir / "lathe_ext.py", fs::copy_options::overwrite_existing, ec)) {
-    out.log = "[lathe] cannot copy " + ext_script().string() + ": " + ec.message() + "\n";
-    return out;
-  }
-  const std::vector<std::string> cmd = {interpreter.string(), "-B", "-s", "-E", "-c", run_script,
-                                        "record", "kernel.py", model_spec.empty() ? "-" : "model.json",
-                                        "requests.json"};
-  tool_result r = run_tool(cmd, record_timeout_s, dir, &jail);
-  own_again(dir);
-  fs::remove(dir / "lathe_ext.py", ec);
-  out.log = "$ lathe_ext.py record kernel.py\n" + escape_untrusted(r.output);
-  const json recorded = json::parse(read_file(dir / "requests.json"), nullptr, false);
-  fs::remove(dir / "requests.json", ec);
-  if (r.exit_code != 0 || r.timed_out || !recorded.is_object()) {
-    out.log += "[lathe] recording the candidate's extensions failed\n";
-    return out;
-  }
-  const json& requests = recorded.value("requests", json::array());
+  const json& requests = rec.requests;
   fs::create_directories(ext_root, ec);
   std::vector<std::string> keys;
   std::vector<std::future<compiled>> jobs;
@@ -147,14 +269,21 @@ python_build_result build_python_extensions(const fs::path& interpreter, const s
     out.ok &= c.ok;
     out.compiled += c.built ? 1 : 0;
     out.log += escape_untrusted(c.log);
+    if (out.refused.empty()) out.refused = c.refused;
     listed.push_back({{"request", requests[i]}, {"dir", (ext_root / keys[i]).string()}});
   }
   out.extensions = static_cast<int>(jobs.size());
   out.log += "[lathe] " + std::to_string(out.extensions) + " extension(s), " + std::to_string(out.compiled) +
              " compiled now, the others from " + ext_root.string() + "\n";
-  if (out.ok && !write_file(dir / "extensions.json", listed.dump())) {
-    out.ok = false;
-    out.log += "[lathe] cannot write extensions.json\n";
+  // The build folder held the candidate's compile step: written beneath it, replacing whatever
+  // has these names (a planted link to lathe.db was written through).
+  for (const auto& [name, text] : {std::pair<const char*, std::string>{"model.json", model_spec},
+                                   {"extensions.json", listed.dump()}}) {
+    if (!out.ok || (text.empty() && std::string(name) == "model.json")) continue;
+    if (auto w = write_beneath(dir, name, text, write_mode::replace); !w) {
+      out.ok = false;
+      out.log += "[lathe] cannot write " + std::string(name) + ": " + w.error().message + "\n";
+    }
   }
   return out;
 }

@@ -5,12 +5,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "gate/problem.h"
 #include "gate/process.h"
+#include "gate/python_build.h"
+#include "gate/safe_file.h"
 
 namespace lathe::gate {
 
@@ -59,43 +60,50 @@ python_stage::~python_stage() {
 
 result<std::shared_ptr<python_stage>> stage_python_build(const fs::path& object) {
   auto stage = std::make_shared<python_stage>();
+  // The build's folder (renamed into the cache) held the candidate's compile step: its files are
+  // read beneath it, never through a link (safe_file.h).
   const fs::path from = object.parent_path();
   std::error_code ec;
-  if (!fs::exists(from / "model.json", ec) && !fs::exists(from / "extensions.json", ec)) return stage;
+  const auto absent = [&](const char* name) {
+    return fs::symlink_status(from / name, ec).type() == fs::file_type::not_found;
+  };
+  if (absent("model.json") && absent("extensions.json")) return stage;
   const char* tmp = std::getenv("TMPDIR");
   std::string tmpl = (tmp && *tmp ? std::string(tmp) : std::string("/tmp")) + "/lathe-python-stage-XXXXXX";
   if (!mkdtemp(tmpl.data())) return fail(errc::io_error, "cannot create " + tmpl + ": " + std::strerror(errno));
   stage->dir = tmpl;
   // Readable to the worker's user (another than lathe's when lathe is root); Landlock confines
   // the worker to these folders, and nothing in them is a secret.
-  fs::permissions(stage->dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                  fs::perms::others_read | fs::perms::others_exec, ec);
-  const auto copy = [&](const fs::path& a, const fs::path& b) {
-    fs::copy_file(a, b, fs::copy_options::overwrite_existing, ec);
-    if (!ec) fs::permissions(b, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read, ec);
-    return !ec;
-  };
-  if (fs::exists(from / "model.json") && !copy(from / "model.json", stage->dir / "model.json"))
-    return fail(errc::io_error, "cannot stage model.json: " + ec.message());
-  if (fs::exists(from / "extensions.json")) {
-    std::ifstream in(from / "extensions.json");
-    nlohmann::json list = nlohmann::json::parse(in, nullptr, false);
+  const auto readable = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec;
+  const auto read_only = fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read;
+  fs::permissions(stage->dir, readable, ec);
+  if (!absent("model.json")) {
+    auto staged = copy_beneath(from, "model.json", stage->dir, "model.json", record_cap, 0444);
+    if (!staged) return fail(errc::io_error, "cannot stage model.json: " + staged.error().message);
+  }
+  if (!absent("extensions.json")) {
+    auto text = read_beneath(from, "extensions.json", record_cap);
+    if (!text) return fail(errc::io_error, "cannot stage extensions.json: " + text.error().message);
+    nlohmann::json list = nlohmann::json::parse(*text, nullptr, false);
     if (!list.is_array()) return fail(errc::io_error, "extensions.json does not parse: rebuild");
+    // Only the extension cache beside this build (CACHE/torch-ext/<key>) is staged from.
+    const fs::path ext_root = (from.parent_path() / "torch-ext").lexically_normal();
     for (size_t i = 0; i < list.size(); ++i) {
-      const fs::path src = list[i].value("dir", std::string());
-      const fs::path dst = stage->dir / ("ext" + std::to_string(i));
-      fs::create_directory(dst, ec);
-      fs::permissions(dst, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec |
-                               fs::perms::group_read | fs::perms::group_exec, ec);
-      for (const auto& f : fs::directory_iterator(src / "out", ec))
-        if (f.path().extension() == ".so" || f.path().filename() == "lathe-ext.json")
-          if (!copy(f.path(), dst / f.path().filename()))
-            return fail(errc::io_error, "cannot stage " + f.path().string() + ": " + ec.message());
-      list[i]["dir"] = dst.string();
+      const fs::path src = fs::path(list[i].value("dir", std::string())).lexically_normal();
+      if (src.parent_path() != ext_root || src.filename().empty() || src.filename() == "..")
+        return fail(errc::io_error, "extensions.json names " + src.string() + ", outside " + ext_root.string());
+      const std::string dst = "ext" + std::to_string(i);
+      auto copied = copy_tree_beneath(src, "out", stage->dir, dst, object_cap,
+                                      [](const fs::path& rel, entry_kind) { return extension_output(rel); });
+      if (!copied) return fail(errc::io_error, "cannot stage an extension: " + copied.error().message);
+      // Only lathe wrote in the stage, and it copied no link: permissions by path are safe here.
+      fs::permissions(stage->dir / dst, readable, ec);
+      for (const auto& f : fs::directory_iterator(stage->dir / dst, ec)) fs::permissions(f.path(), read_only, ec);
+      list[i]["dir"] = (stage->dir / dst).string();
     }
-    std::ofstream(stage->dir / "extensions.json") << list.dump();
-    fs::permissions(stage->dir / "extensions.json", fs::perms::owner_read | fs::perms::owner_write |
-                                                        fs::perms::group_read | fs::perms::others_read, ec);
+    if (auto w = write_beneath(stage->dir, "extensions.json", list.dump(), write_mode::create, 0644); !w)
+      return fail(errc::io_error, "cannot stage extensions.json: " + w.error().message);
   }
   return stage;
 }

@@ -448,11 +448,11 @@ std::vector<finding> screen_python_binding(const std::string& name, const std::s
                                 tmpl};
   // A ModelNew on a KernelBench problem may call PyTorch, as KernelBench's candidates may.
   const bool torch_allowed =
-      role == screen_role::baseline || (!t.problem_model.empty() && defines_model_new(text)) ||
+      role == screen_role::baseline || model_new_candidate(text, t.problem_model) ||
       std::find(t.allow_libraries.begin(), t.allow_libraries.end(), "torch") != t.allow_libraries.end();
   if (torch_allowed) argv.push_back("--allow-torch-ops");
   // A ModelNew's calls of the reference's own ops (KernelBench's torch fallback).
-  if (!t.problem_model.empty() && t.problem_format == "kernelbench" && defines_model_new(text) &&
+  if (t.problem_format == "kernelbench" && model_new_candidate(text, t.problem_model) &&
       role == screen_role::candidate) {
     argv.push_back("--reference");
     argv.push_back(t.problem.string());
