@@ -183,7 +183,9 @@ def main():
             if any(k and k in src for k in keys):
                 chosen.setdefault(name, rel)
 
-    targets = sorted({tests[n]["exe"] for n in chosen if tests[n]["exe"]} |
+    # Only what CMake builds: a test run by python3 (python_api_test) names no target.
+    known = set(graph) | {d for ds in graph.values() for d in ds}
+    targets = sorted({tests[n]["exe"] for n in chosen if tests[n]["exe"] in known} |
                      {t for t in affected if t in ("lathe", "lathe-worker", "lathe-worker-cuda", "lathe-confine")})
     print(json.dumps({"all": everything, "targets": targets,
                       "tests": sorted(chosen), "why": chosen,
