@@ -150,7 +150,13 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
   }
   // The CPU topology (OpenMP's and torch's thread counts read it); nothing else of /sys.
   a.insert(a.end(), {"--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"});
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"});
+  // A /dev of two devices, as lathe's older jail allowed: /dev/null and /dev/urandom (bound as
+  // devices: a read-only bind is also nodev, and torch could not open it).
+  // Not bubblewrap's --dev, whose /dev/zero let `#include </dev/zero>` (through a macro) grow a
+  // compiler to its memory limit (32 s, against a refusal in milliseconds).
+  a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null",
+                     "--dev-bind", "/dev/urandom", "/dev/urandom", "--symlink", "/proc/self/fd", "/dev/fd",
+                     "--tmpfs", "/tmp"});
   a.insert(a.end(), {"--bind", spec.work.string(), spec.work.string(), "--chdir", spec.work.string()});
   a.push_back("--clearenv");
   for (const auto& [k, v] : spec.env) a.insert(a.end(), {"--setenv", k, v});
