@@ -18,10 +18,12 @@
 #include <thread>
 
 #include "gate/bubblewrap.h"
+#include "proc_scan.h"
 #include "gate/process.h"
 
 namespace fs = std::filesystem;
 using namespace lathe::gate;
+using lathe::testing::processes_with;
 
 namespace {
 
@@ -45,26 +47,6 @@ class sandbox_tool : public ::testing::Test {
   fs::path dir_, work_;
   tool_jail jail_;
 };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Processes whose command line holds `marker`, anywhere on the machine.
-int processes_with(const std::string& marker) {
-  int n = 0;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::string cmd = slurp(e.path() / "cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find(marker) != std::string::npos) ++n;
-  }
-  return n;
-}
 
 }  // namespace
 

@@ -18,32 +18,13 @@
 
 #include "core/outcome.h"
 #include "gate/bubblewrap.h"
+#include "proc_scan.h"
 #include "gate_fixture.h"
 
 namespace fs = std::filesystem;
 
 namespace lathe::testing {
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-int processes_with(const std::string& marker) {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string name = e.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::string cmd = slurp(e.path() / "cmdline");
-    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-    if (cmd.find(marker) != std::string::npos) ++n;
-  }
-  return n;
-}
 
 // A correct ModelNew whose import first runs `prelude` where the record step runs it (its build
 // folder holds lathe's lathe_ext.py); not in the worker, whose seccomp filter would end it.
