@@ -136,6 +136,12 @@ TEST_F(lathe_gate_env, a_working_set_within_l2_is_floored_by_the_l2_ceiling) {
   cfg_.policy.aa_unstable = 1.0;
   cfg_.remeasure_ceilings = false;  // the ceilings set here are the point: not measured again
   cfg_.tgt.copy_bytes_per_s = cfg_.tgt.cache_bytes_per_s = 1e3;  // 1 KB/s: such a floor is seconds
+  // A block's working set is its pools and the output areas of its calls (time_cpu.cpp), sized to
+  // pass twice the LLC: with the LLC named as L2 and blocks of about 20 us (some 20 calls of
+  // 1 us), one pool and 20 areas of 16 KiB fit this VM's 1 MiB L2. With the defaults (16 pools,
+  // 2,048 areas, 32 MiB) no working set fits any L2, and CI of 665407a failed here.
+  cfg_.tgt.llc_bytes = l2;
+  cfg_.policy.block_seconds = 2e-5;
   evaluation measured = eval(in_l2, naive, true);
   EXPECT_EQ(measured.result, outcome::ok) << measured.message;
   const double l2_rate = cfg_.tgt.l2_bytes_per_s;
