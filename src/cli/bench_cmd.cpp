@@ -98,15 +98,15 @@ search::bench_producer optimizer(context& ctx, const bench_cli& o, search::strat
     a.candidate = res->best;
     if (res->steps.empty()) {
       a.speedup = 1.0;  // nothing accepted: the best found is the baseline itself
-      a.outcome = "ok";
+      a.outcome = outcome::ok;
       a.message = std::string("no step accepted (") + search::to_string(res->stop) + "): the best is the baseline";
     } else if (res->best_vs_start) {
       a.speedup = res->best_vs_start;
-      a.outcome = "ok";
+      a.outcome = outcome::ok;
       a.message = std::to_string(res->steps.size()) + " step(s) accepted, re-measured against the baseline";
     } else {
-      a.outcome = res->final_best_outcome.empty() ? "unstable" : res->final_best_outcome;
-      a.message = "the final series against the baseline did not decide (" + a.outcome + ")";
+      a.outcome = res->final_best_outcome.value_or(outcome::unstable);
+      a.message = cat("the final series against the baseline did not decide (", to_string(*a.outcome), ")");
     }
     if (!res->final_evaluations.empty()) a.evaluation = res->final_evaluations.front();
     return a;
@@ -130,7 +130,7 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
     evaluation e = gate::evaluate(cfg, req);
     search::bench_timing out;
     if (auto id = store_evaluation(ctx, k, e)) out.evaluation = *id;
-    out.outcome = std::string(to_string(e.result));
+    out.outcome = e.result;
     out.message = e.message;
     if (e.result == outcome::ok && e.comparability && e.comparability->mean_seconds > 0)
       out.mean_seconds = e.comparability->mean_seconds;
@@ -194,7 +194,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
       search::bench_attempt a = search::given_candidates()(e, attempt);
       if (auto r = refused.find(e.t.name); r != refused.end()) {
         a.failure = r->second;
-        a.outcome = "forbidden";
+        a.outcome = outcome::forbidden;
       }
       return a;
     };

@@ -90,7 +90,9 @@ json kernelbench_results_json(const std::vector<kernelbench_sample_run>& runs,
     for (const auto& row : run.result.rows) {
       const auto p = problem_of.find(row.result.task);
       if (p == problem_of.end() || row.result.status == search::task_status::no_candidate) continue;
-      json r = {{"compiled", row.result.outcome != "compile_error" && row.result.outcome != "forbidden"},
+      // row.result.outcome is the gate's outcome by name (or a producer's "error": not built).
+      const std::optional<outcome> gated = parse_outcome(row.result.outcome);
+      json r = {{"compiled", gated && built(*gated)},
                 {"correctness", row.result.status == search::task_status::correct},
                 {"runtime", -1.0},
                 {"ref_runtime", -1.0},

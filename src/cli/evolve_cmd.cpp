@@ -299,7 +299,7 @@ int run_score(const common_options& common, const score_cli& o) {
   std::vector<double> rewards;
   for (size_t i = 0; i < cands.size(); ++i) {
     const evaluation e = v.compare(*t, cands[i], *parent, {"human", "score", false});
-    const bool correct = lineages::passed(e) || e.result == outcome::unstable;
+    const bool correct = lathe::correct(e.result);
     const auto r = lineages::ratio(e);
     // An undecided ratio earns no gain (search/reward.h): `reward_basis` says which rule gave it.
     const search::candidate_reward cr = search::reward_of(e);

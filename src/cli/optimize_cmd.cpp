@@ -120,8 +120,9 @@ void print_result(const search::optimize_result& r, const task& t, const std::st
               r.best_dir.empty() ? "" : ("  written to " + r.best_dir).c_str());
   std::printf("measured  best vs start %s%s", r.best_vs_start ? ratio_text(r.best_vs_start).c_str() : "-",
               r.steps.empty()                     ? " (no step accepted: the start kernel is the best)"
-              : !r.final_best_outcome.empty()     ? (" (the fresh paired series did not decide: " + r.final_best_outcome +
-                                                 "; each accepted step was re-measured)").c_str()
+              : r.final_best_outcome              ? cat(" (the fresh paired series did not decide: ",
+                                                        to_string(*r.final_best_outcome),
+                                                        "; each accepted step was re-measured)").c_str()
                                                   : " (fresh paired series)");
   if (r.expert_vs_start) std::printf("; expert vs start %s", ratio_text(r.expert_vs_start).c_str());
   if (r.gap_recovered) std::printf("; gap recovered %.0f%% (log space)", 100 * *r.gap_recovered);

@@ -39,7 +39,8 @@ struct row {
   rules::rule_invocation inv;
   std::string locus, feature;
   std::vector<std::string> removes, adds, assumed;
-  std::string note, outcome, message;
+  std::string note, message;
+  std::optional<lathe::outcome> outcome;  // the gate's; none: the rule declined the site
   std::optional<paired_series> paired;
   int64_t evaluation_id = 0;
 };
@@ -81,6 +82,9 @@ std::string site_text(const rules::rule_invocation& inv) {
   return s;
 }
 
+// The outcome as the table and the JSON show it: the gate's, or not_applied.
+std::string_view outcome_shown(const row& r) { return r.outcome ? to_string(*r.outcome) : "not_applied"; }
+
 std::string ratio_text(const row& r) {
   if (!r.paired) return "-";
   char b[96];
@@ -93,14 +97,14 @@ void print_table(const std::vector<row>& rows) {
   for (const auto& r : rows) {
     wr = std::max(wr, r.inv.rule.size());
     wa = std::max(wa, site_text(r.inv).size());
-    wo = std::max(wo, r.outcome.size());
+    wo = std::max(wo, outcome_shown(r).size());
   }
   std::printf("%-*s  %-*s  %-*s  %s\n", int(wr), "rule", int(wa), "anchor", int(wo), "outcome",
               "ratio [95% CI]");
   for (const auto& r : rows) {
     std::printf("%-*s  %-*s  %-*s  %s\n", int(wr), r.inv.rule.c_str(), int(wa), site_text(r.inv).c_str(),
-                int(wo), r.outcome.c_str(), ratio_text(r).c_str());
-    if (r.outcome != "ok" && !r.message.empty())
+                int(wo), std::string(outcome_shown(r)).c_str(), ratio_text(r).c_str());
+    if (r.outcome != outcome::ok && !r.message.empty())
       std::printf("%*s  %s\n", int(wr), "", r.message.substr(0, 200).c_str());
   }
 }
@@ -110,7 +114,7 @@ json row_json(const row& r) {
          {"feature", r.feature},        {"carrier", r.inv},         {"removes", r.removes},
          {"adds", r.adds},              {"assumed", r.assumed},     {"note", r.note},
          {"provenance", to_string(provenance{"rules", r.inv.rule, true})},
-         {"outcome", r.outcome},        {"message", r.message},
+         {"outcome", outcome_shown(r)}, {"message", r.message},
          {"evaluation", r.evaluation_id ? json(r.evaluation_id) : json(nullptr)}};
   j["ratio"] = r.paired ? json(r.paired->ratio) : json(nullptr);
   j["ci"] = r.paired ? json::array({r.paired->ci_low, r.paired->ci_high}) : json(nullptr);
@@ -187,7 +191,6 @@ int run_apply(const common_options& common, const apply_options& o) {
     auto res = s.what->apply(*k, s.invocation);
     if (!res) {
       // The site is listed but the rule declined it on a closer look: no kernel to gate.
-      r.outcome = "not_applied";
       r.message = res.error().message;
       rows.push_back(std::move(r));
       continue;
@@ -203,7 +206,7 @@ int run_apply(const common_options& common, const apply_options& o) {
     req.baseline = *k;  // the original: the paired ratio is this step's effect
     req.prov = {"rules", r.inv.rule, true};
     evaluation e = gate::evaluate(cfg, req);
-    r.outcome = std::string(to_string(e.result));
+    r.outcome = e.result;
     r.message = e.message;
     r.paired = e.paired;
     if (auto id = store_evaluation(*ctx, res->kernel, e)) r.evaluation_id = *id;
@@ -214,7 +217,7 @@ int run_apply(const common_options& common, const apply_options& o) {
   // What the engine could not touch: the kernel's detected features that no gated result moved.
   std::set<std::string> touched;
   for (const auto& r : rows)
-    if (r.outcome == "ok" || r.outcome == "unstable") {  // correct; only the timing undecided
+    if (r.outcome && correct(*r.outcome)) {  // unstable too: correct, only the timing undecided
       touched.insert(r.removes.begin(), r.removes.end());
       touched.insert(r.adds.begin(), r.adds.end());
     }

@@ -62,4 +62,8 @@ void from_json(const json& j, comparability_result& c);
 void to_json(json& j, const evaluation& e);  // the body of lathe.eval/1 (without "schema")
 void from_json(const json& j, evaluation& e);
 
+// An outcome field of a run record (outcome_text writes it): a missing key or "" is none; a name
+// that is no outcome throws json's type_error 302, as every closed set's reader does.
+std::optional<outcome> outcome_field(const json& j, const char* key);
+
 }  // namespace lathe

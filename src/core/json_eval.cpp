@@ -218,4 +218,14 @@ void from_json(const json& j, evaluation& e) {
   }
 }
 
+std::optional<outcome> outcome_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) return std::nullopt;
+  const auto name = it->get<std::string>();
+  if (name.empty()) return std::nullopt;
+  auto o = parse_outcome(name);
+  if (!o) bad_value(j, key, "unknown outcome '" + name + "'");
+  return o;
+}
+
 }  // namespace lathe

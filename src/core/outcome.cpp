@@ -50,4 +50,34 @@ std::optional<outcome> parse_outcome(std::string_view name) {
   return parse_enum(name, outcome::infra_error);
 }
 
+bool built(outcome o) {
+  switch (o) {
+    case outcome::forbidden:
+    case outcome::compile_error:
+    case outcome::load_error:
+    case outcome::edit_not_applied:
+      return false;
+    case outcome::ok:
+    case outcome::unsupported_target:
+    case outcome::launch_error:
+    case outcome::crash:
+    case outcome::timeout:
+    case outcome::resource_limit:
+    case outcome::wrong_result:
+    case outcome::nan_or_inf:
+    case outcome::input_mutated:
+    case outcome::unwritten_output:
+    case outcome::cached_output:
+    case outcome::suspicious_speed:
+    case outcome::unstable:
+    case outcome::infra_error:
+      return true;
+  }
+  return false;
+}
+
+bool correct(outcome o) { return o == outcome::ok || o == outcome::unstable; }
+
+std::string_view outcome_text(const std::optional<outcome>& o) { return o ? to_string(*o) : std::string_view(); }
+
 }  // namespace lathe

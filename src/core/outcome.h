@@ -32,4 +32,22 @@ enum class outcome : uint8_t {
 std::string_view to_string(outcome o);
 std::optional<outcome> parse_outcome(std::string_view name);
 
+// The two sets that summaries count (evolve's score, bench, KernelBench's JSON, rules, export),
+// defined once here instead of re-derived from names at each site (issue 43).
+//
+// built: the kernel got past its build, compiled and loaded. Not built: forbidden (refused by the
+// screen or a blocked call, never counted as a working build), compile_error, load_error (dlopen
+// failed or no lathe_launch: the object is not a usable kernel), edit_not_applied (no kernel was
+// made). unsupported_target and infra_error stay built, as evolve and KernelBench's JSON counted
+// them before: the gate also answers unsupported_target after a CUDA kernel built on a machine
+// without a device, and infra_error is lathe failing to start a worker after the build.
+bool built(outcome o);
+// correct: the kernel's outputs passed every check: ok, or unstable (correct; only its speed was
+// left open by the machine's noise).
+bool correct(outcome o);
+
+// An outcome field as run records store it: its name, "" for none (a child whose proposer failed,
+// a series that decided).
+std::string_view outcome_text(const std::optional<outcome>& o);
+
 }  // namespace lathe

@@ -133,7 +133,7 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     timed = c.v.compare(c.t, k, succ, r.prov);
     if (timed.id) r.evaluations.push_back(timed.id);
     r.ratio = ratio(timed);
-    if (!r.ratio || (timed.result != outcome::ok && timed.result != outcome::unstable)) return std::nullopt;
+    if (!r.ratio || !correct(timed.result)) return std::nullopt;
     return forward_timing{*r.ratio, margin(timed, c.t.plat)};
   });
   if (!speed) {

@@ -187,7 +187,7 @@ result<expert_check> init_expert(const task& t, const kernel_bundle& expert, ver
     if (naive) {
       const evaluation lib = v.compare(t, expert, *base, prov);
       if (lib.id) c.evaluations.push_back(lib.id);
-      if (lib.result != outcome::unstable && !passed(lib)) return finish(false, gate_refusal(lib, " against " + base->name));
+      if (!correct(lib.result)) return finish(false, gate_refusal(lib, " against " + base->name));
       c.library_ratio = ratio(lib);
       library_note = cat("; against ", base->name, " (a vendor library, recorded, no bar): ",
                          c.library_ratio ? "ratio " + fixed(*c.library_ratio) : std::string("no ratio (") + std::string(to_string(lib.result)) + ")");
@@ -199,14 +199,14 @@ result<expert_check> init_expert(const task& t, const kernel_bundle& expert, ver
     const evaluation first = measure(v, t, expert, *bar, prov, o.unstable_retries, c.evaluations, verdict, why);
     c.target = first.tgt.arch;
     c.ratio = ratio(first);
-    if (first.result != outcome::unstable && !passed(first)) return finish(false, gate_refusal(first, ""));
+    if (!correct(first.result)) return finish(false, gate_refusal(first, ""));
     if (verdict == speed::noisy) return finish(false, "the machine is too noisy to confirm its speed: " + why);
     if (verdict == speed::slow) return finish(false, "not an expert's speed: " + why);
     std::string why_again;
     const evaluation again =
         measure(v, t, expert, *bar, prov, o.unstable_retries, c.evaluations, verdict, why_again);
     c.remeasured_ratio = ratio(again);
-    if (again.result != outcome::unstable && !passed(again)) return finish(false, gate_refusal(again, " on the re-measure"));
+    if (!correct(again.result)) return finish(false, gate_refusal(again, " on the re-measure"));
     if (verdict == speed::noisy)
       return finish(false, "the re-measure could not confirm its speed (too noisy): " + why_again);
     if (verdict == speed::slow)

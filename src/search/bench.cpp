@@ -51,7 +51,7 @@ result<void> open_run(run& r, store& db, const bench_options& o) {
 std::optional<bench_row> unproduced(const bench_attempt& a, bench_row row) {
   if (!a.failure.empty()) {
     row.result.status = task_status::failed;
-    row.result.outcome = a.outcome.empty() ? "error" : a.outcome;
+    row.result.outcome = a.outcome ? std::string(to_string(*a.outcome)) : "error";
     row.message = a.failure.substr(0, a.failure.find('\n'));
     return row;
   }
@@ -122,15 +122,15 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
     row.run = a.run;
     if (auto early = unproduced(a, row)) {
       row = *early;
-    } else if (a.speedup || !a.outcome.empty()) {
+    } else if (a.speedup || a.outcome) {
       // Measured by its producer (optimize's final paired series against the start = baseline).
       row.candidate_hash = a.candidate->hash;
-      row.result.outcome = a.outcome.empty() ? "ok" : a.outcome;
+      const outcome got = a.outcome.value_or(outcome::ok);
+      row.result.outcome = to_string(got);
       row.message = a.message;
       row.evaluation = a.evaluation;
-      row.result.status = row.result.outcome == "ok" || row.result.outcome == "unstable" ? task_status::correct
-                                                                                        : task_status::failed;
-      if (row.result.outcome == "ok") row.result.speedup = a.speedup;
+      row.result.status = correct(got) ? task_status::correct : task_status::failed;
+      if (got == outcome::ok) row.result.speedup = a.speedup;
       // The producer's final paired series, read back for its interval.
       if (row.result.speedup && a.evaluation > 0)
         if (auto ev = db.get_evaluation(a.evaluation); ev && ev->paired) set_interval(row.result, *ev->paired);
@@ -143,8 +143,7 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
       row.candidate_hash = a.candidate->hash;
       row.result.outcome = std::string(to_string(ev.result));
       row.message = ev.message.substr(0, ev.message.find('\n'));
-      const bool undecided = ev.result == outcome::unstable;
-      row.result.status = lineages::passed(ev) || undecided ? task_status::correct : task_status::failed;
+      row.result.status = correct(ev.result) ? task_status::correct : task_status::failed;
       if (lineages::passed(ev) && !o.check_only) {
         row.result.speedup = lineages::ratio(ev);
         if (row.result.speedup && ev.paired) set_interval(row.result, *ev.paired);
@@ -217,7 +216,7 @@ result<bench_result> run_bench_klineage(const std::vector<bench_entry>& entries,
         row.candidate_hash = a.candidate->hash;
         const bench_timing c = time(e.t, *a.candidate, false);
         row.evaluation = c.evaluation;
-        row.result.outcome = c.outcome;
+        row.result.outcome = outcome_text(c.outcome);
         row.message = c.message.substr(0, c.message.find('\n'));
         if (!c.mean_seconds) {
           row.result.status = task_status::failed;
@@ -225,7 +224,7 @@ result<bench_result> run_bench_klineage(const std::vector<bench_entry>& entries,
           const bench_timing b = time(e.t, e.baseline, true);
           if (!b.mean_seconds || *c.mean_seconds <= 0) {
             row.result.status = task_status::failed;
-            row.result.outcome = "baseline_" + b.outcome;
+            row.result.outcome = cat("baseline_", outcome_text(b.outcome));
             row.message = "the baseline failed: " + b.message.substr(0, b.message.find('\n'));
           } else {
             row.result.status = task_status::correct;

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/outcome.h"
 #include "core/task.h"
 #include "lineage/verifier.h"
 #include "search/bench_stats.h"
@@ -44,7 +45,8 @@ struct bench_attempt {
   // Set when the producer measured it already (optimize: the final paired best vs start, start
   // being the task's baseline); the lathe protocol then takes it instead of timing again.
   std::optional<double> speedup;
-  std::string outcome, message;
+  std::optional<lathe::outcome> outcome;  // the producer's measure's, or its failure's (forbidden)
+  std::string message;
   int64_t evaluation = 0;
 };
 using bench_producer = std::function<bench_attempt(const bench_entry&, int32_t attempt)>;
@@ -55,7 +57,8 @@ bench_producer given_candidates();
 // A do_bench-style measure of one kernel on a task (gate mode do_bench, 3 seeds checked first).
 struct bench_timing {
   std::optional<double> mean_seconds;  // none: the kernel failed (outcome says how)
-  std::string outcome, message;
+  std::optional<lathe::outcome> outcome;
+  std::string message;
   int64_t evaluation = 0;
 };
 // `is_baseline`: the kernel is the task's own baseline, trusted (never screened as a candidate:

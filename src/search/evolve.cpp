@@ -28,7 +28,8 @@ std::string line1(const std::string& s) { return s.substr(0, s.find('\n')); }
 // What the gate said about a kernel against the baseline, kept for the scores and the feedback.
 struct measured {
   verdict_summary v;
-  std::string outcome, message, diagnostics;
+  std::optional<lathe::outcome> outcome;  // none: a migrant's, never gated here
+  std::string message, diagnostics;
   std::string inspection;       // median, roofline position, ptxas resources
   int64_t id = 0;
   std::optional<double> ratio;  // the paired ratio whatever the outcome (a contest reads it)
@@ -37,7 +38,7 @@ struct measured {
 
 json measured_json(const measured& m) {
   return {{"compiles", m.v.compiles}, {"correct", m.v.correct},
-          {"speedup", m.v.speedup ? json(*m.v.speedup) : json(nullptr)}, {"outcome", m.outcome},
+          {"speedup", m.v.speedup ? json(*m.v.speedup) : json(nullptr)}, {"outcome", outcome_text(m.outcome)},
           {"message", m.message}, {"diagnostics", m.diagnostics}, {"inspection", m.inspection}, {"id", m.id}};
 }
 
@@ -46,7 +47,7 @@ measured measured_from(const json& j) {
   m.v.compiles = j.value("compiles", false);
   m.v.correct = j.value("correct", false);
   if (j.contains("speedup") && j["speedup"].is_number()) m.v.speedup = j["speedup"].get<double>();
-  m.outcome = j.value("outcome", std::string());
+  m.outcome = outcome_field(j, "outcome");
   m.message = j.value("message", std::string());
   m.diagnostics = j.value("diagnostics", std::string());
   m.inspection = j.value("inspection", std::string());
@@ -56,24 +57,23 @@ measured measured_from(const json& j) {
 
 measured summarize(const evaluation& e) {
   measured m;
-  m.outcome = std::string(to_string(e.result));
+  m.outcome = e.result;
   m.message = line1(e.message);
   m.diagnostics = head(e.diagnostics, 1500);
   m.inspection = detail::inspection_of(e);
   m.id = e.id;
-  m.v.compiles = e.result != outcome::compile_error && e.result != outcome::forbidden &&
-                 e.result != outcome::load_error;
-  m.v.correct = lineages::passed(e) || e.result == outcome::unstable;
+  m.v.compiles = built(e.result);
+  m.v.correct = correct(e.result);
   if (lineages::passed(e)) m.v.speedup = lineages::ratio(e);
   return m;
 }
 
 // The execution feedback of a kernel's last evaluation, as the proposer reads it.
 std::string feedback_text(const measured& m) {
-  std::string s = "outcome " + m.outcome + ": " + m.message;
+  std::string s = cat("outcome ", outcome_text(m.outcome), ": ", m.message);
   if (m.v.speedup) s += cat("\nspeedup over the task's baseline: ", std::to_string(*m.v.speedup), "x (paired)");
   if (!m.inspection.empty()) s += "\ntiming and resources: " + m.inspection;
-  if (!m.diagnostics.empty() && m.outcome != "ok") s += "\ndiagnostics:\n" + head(m.diagnostics, 1200);
+  if (!m.diagnostics.empty() && m.outcome != outcome::ok) s += "\ndiagnostics:\n" + head(m.diagnostics, 1200);
   return s;
 }
 
@@ -229,9 +229,9 @@ class runner {
       if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + stop_detail_);
       m = *got;
       if (!m.v.correct)
-        return fail(errc::invalid_argument, "the start kernel fails the gate (" + m.outcome + "): " + m.message);
+        return fail(errc::invalid_argument, cat("the start kernel fails the gate (", outcome_text(m.outcome), "): ", m.message));
     }
-    if (!m.v.correct) return fail(errc::invalid_argument, "the start kernel fails the gate (" + m.outcome + ")");
+    if (!m.v.correct) return fail(errc::invalid_argument, cat("the start kernel fails the gate (", outcome_text(m.outcome), ")"));
     start_elite_.hash = start.hash;
     start_elite_.verdict = m.v;
     start_elite_.score = composite_score(m.v);
@@ -241,7 +241,8 @@ class runner {
     gated_[start.hash] = m;
     for (int32_t i = 0; i < o_.islands; ++i) arch_.put(i, start_elite_);
     return emit("start", "start", {{"kernel", start.hash}, {"verdict", measured_json(m)}},
-                "start " + start.hash.substr(0, 12) + ": " + m.outcome + ", score " + std::to_string(start_elite_.score));
+                cat("start ", start.hash.substr(0, 12), ": ", outcome_text(m.outcome), ", score ",
+                    std::to_string(start_elite_.score)));
   }
 
   std::string direction(const elite& parent, const std::vector<const elite*>& insp,
@@ -300,7 +301,7 @@ class runner {
         if (!again) return {};
         c.evaluations.push_back(again->id);
         c.contest_ratio = again->ratio;
-        c.placed = again->outcome == "ok" && again->ratio && *again->ratio > 1.0 + again->margin;
+        c.placed = again->outcome == outcome::ok && again->ratio && *again->ratio > 1.0 + again->margin;
         if (!c.placed) contests_lost_[pair] = again->ratio;
       }
     }
@@ -510,7 +511,7 @@ class runner {
     body["feedback"] = c.kernel.empty() ? "" : feedback_[c.kernel];
     return emit("child", key, std::move(body),
                 what + (c.kernel.empty() ? "proposer failed (" + c.failure + ")"
-                                         : cat(c.action, " -> ", c.outcome, c.duplicate ? " (gated before)" : "",
+                                         : cat(c.action, " -> ", outcome_text(c.outcome), c.duplicate ? " (gated before)" : "",
                                                ", score ", std::to_string(c.score), ", ", placement_text(c))));
   }
 
@@ -558,8 +559,8 @@ class runner {
       if (c.kind != "migrant" && !gated_.count(c.kernel)) {
         measured m;
         m.outcome = c.outcome;
-        m.v.compiles = c.outcome != "compile_error" && c.outcome != "forbidden" && c.outcome != "load_error";
-        m.v.correct = c.outcome == "ok" || c.outcome == "unstable";
+        m.v.compiles = c.outcome && built(*c.outcome);
+        m.v.correct = c.outcome && correct(*c.outcome);
         m.v.speedup = c.speedup;
         m.id = c.evaluations.empty() ? 0 : c.evaluations.front();
         gated_[c.kernel] = m;
@@ -595,7 +596,7 @@ class runner {
       }
       child_record c;
       c.generation = g, c.island = to, c.kind = "migrant", c.parent = m.parent, c.kernel = m.hash;
-      c.outcome = "ok", c.speedup = m.verdict.speedup, c.score = m.score;
+      c.outcome = outcome::ok, c.speedup = m.verdict.speedup, c.score = m.score;
       measured mm;
       mm.v = m.verdict;
       mm.id = m.evaluation;
@@ -655,7 +656,7 @@ json child_json(const child_record& c) {
   return {{"generation", c.generation}, {"island", c.island}, {"index", c.index}, {"kind", c.kind},
           {"parent", c.parent}, {"inspirations", c.inspirations}, {"cards", c.cards}, {"kernel", c.kernel},
           {"action", c.action}, {"edits", c.edits}, {"rationale", c.rationale}, {"provenance", c.prov},
-          {"failure", c.failure}, {"outcome", c.outcome}, {"speedup", opt(c.speedup)},
+          {"failure", c.failure}, {"outcome", outcome_text(c.outcome)}, {"speedup", opt(c.speedup)},
           {"parent_speedup", opt(c.parent_speedup)}, {"score", c.score}, {"placement", c.placement},
           {"contest_ratio", opt(c.contest_ratio)}, {"placed", c.placed}, {"duplicate", c.duplicate},
           {"evaluations", c.evaluations},
@@ -681,7 +682,7 @@ child_record child_from(const json& j) {
   c.rationale = j.value("rationale", std::string());
   if (j.contains("provenance")) c.prov = j.at("provenance").get<provenance>();
   c.failure = j.value("failure", std::string());
-  c.outcome = j.value("outcome", std::string());
+  c.outcome = outcome_field(j, "outcome");
   c.speedup = opt("speedup");
   c.parent_speedup = opt("parent_speedup");
   c.score = j.value("score", 0.0);
@@ -742,7 +743,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
     if (c.placement != "failed") continue;
     ++failed;
     const std::string why = c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
-                                             : "gate:" + c.outcome;
+                                             : cat("gate:", outcome_text(c.outcome));
     failures[why] = failures.value(why, 0) + 1;
   }
   json elites = json::array();

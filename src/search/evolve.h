@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/outcome.h"
 #include "core/task.h"
 #include "lineage/verifier.h"
 #include "llm/budget.h"
@@ -85,7 +86,9 @@ struct child_record {
   std::string action, edits, rationale;
   provenance prov;
   std::string failure;          // the proposer's failure, if any
-  std::string outcome;          // the gate's outcome of the child against the baseline
+  // The gate's outcome of the child against the baseline; none when the proposer failed (stored
+  // as "", outcome_text).
+  std::optional<lathe::outcome> outcome;
   std::optional<double> speedup;         // over the baseline (correct, decided)
   std::optional<double> parent_speedup;  // the parent's, when known
   double score = 0;

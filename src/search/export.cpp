@@ -85,7 +85,7 @@ bool training_grade(const std::string& label) {
 std::optional<drop_reason> judge(const step_source& s, const export_options& o) {
   const child_record& c = s.child;
   if (c.kind == "migrant") return drop_reason::migrant;
-  if (!s.kernel || c.outcome != "ok") return drop_reason::failed;
+  if (!s.kernel || c.outcome != outcome::ok) return drop_reason::failed;
   const bool translation = c.kind == "translation";
   if (!translation) {
     const auto sp = step_speedup(c);

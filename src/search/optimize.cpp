@@ -18,6 +18,7 @@
 #include "search/journal.h"
 #include "search/plan.h"
 #include "search/progress.h"
+#include "search/verdict.h"
 
 namespace lathe::search {
 
@@ -114,43 +115,9 @@ llm::amounts minus(const llm::amounts& a, const llm::amounts& b) {
   return d;
 }
 
-// What one evaluation decided, as the loop reads it (live or from the journal).
-struct verdict {
-  int64_t id = 0;
-  std::string outcome, message, diagnostics, inspection;
-  std::optional<double> ratio;
-  std::optional<double> seconds, against_seconds, floor;  // medians and the roofline floor
-  double margin = 0;
-  bool passed = false;
-  bool faster() const { return passed && ratio && *ratio >= 1.0 + margin; }
-};
-
-// The inspection an evaluation gives of its kernel: roofline position and resource report.
-json verdict_json(const verdict& v) {
-  json j{{"id", v.id},           {"outcome", v.outcome}, {"message", v.message},
-         {"diagnostics", v.diagnostics}, {"margin", v.margin},   {"passed", v.passed},
-         {"inspection", v.inspection}};
-  j["ratio"] = v.ratio ? json(*v.ratio) : json(nullptr);
-  if (v.seconds) j["seconds"] = *v.seconds;
-  if (v.against_seconds) j["against_seconds"] = *v.against_seconds;
-  if (v.floor) j["floor"] = *v.floor;
-  return j;
-}
-
-verdict verdict_from(const json& j) {
-  verdict v;
-  v.id = j.value("id", int64_t{0});
-  v.outcome = j.value("outcome", std::string());
-  v.message = j.value("message", std::string());
-  v.diagnostics = j.value("diagnostics", std::string());
-  v.inspection = j.value("inspection", std::string());
-  v.margin = j.value("margin", 0.0);
-  v.passed = j.value("passed", false);
-  if (j.contains("ratio") && j.at("ratio").is_number()) v.ratio = j.at("ratio").get<double>();
-  for (auto [key, to] : {std::pair{"seconds", &v.seconds}, {"against_seconds", &v.against_seconds}, {"floor", &v.floor}})
-    if (j.contains(key) && j.at(key).is_number()) *to = j.at(key).get<double>();
-  return v;
-}
+using detail::verdict;
+using detail::verdict_from;
+using detail::verdict_json;
 
 struct proposed {
   std::optional<agent::proposal> ok;
@@ -350,7 +317,7 @@ struct runner {
     ++out.evaluations;
     verdict vd;
     vd.id = e.id;
-    vd.outcome = std::string(to_string(e.result));
+    vd.outcome = e.result;
     vd.message = e.message;
     vd.diagnostics = e.diagnostics.substr(0, 4000);
     vd.ratio = lineages::ratio(e);
@@ -366,7 +333,7 @@ struct runner {
     body["against"] = against.hash;
     body["used"] = amounts_json({0, 1, 0, 0, 0, 0});
     const std::string message =
-        cat(purpose, " ", short_hash(k.hash), ": ", vd.outcome,
+        cat(purpose, " ", short_hash(k.hash), ": ", outcome_text(vd.outcome),
             vd.ratio ? cat(", ", ratio_text(*vd.ratio), " vs ", short_hash(against.hash)) : std::string());
     if (auto w = emit("evaluation", key, std::move(body), current_step, message); !w) return tl::unexpected(w.error());
     return std::optional<verdict>(vd);
@@ -378,7 +345,7 @@ struct runner {
                                          const kernel_bundle& against, const provenance& prov) {
     auto vd = evaluate(key, purpose, k, against, true, prov);
     for (int32_t again = 1; again <= o.unstable_retries; ++again) {
-      if (!vd || !*vd || (*vd)->outcome != "unstable") break;
+      if (!vd || !*vd || (*vd)->outcome != outcome::unstable) break;
       vd = evaluate(cat(key, "/u", std::to_string(again)), purpose, k, against, true, prov);
     }
     if (vd && *vd && (*vd)->passed)
@@ -452,10 +419,10 @@ struct runner {
             got = cand;
             break;
           }
-          why = cat("the seed failed the gate (", (*vd)->outcome, "): ", first_line((*vd)->message));
+          why = cat("the seed failed the gate (", outcome_text((*vd)->outcome), "): ", first_line((*vd)->message));
           if (round >= o.max_repairs) break;
           agent::repair_request rr{&t, cand, "a first kernel for the task from its reference",
-                                   parse_outcome((*vd)->outcome).value_or(outcome::wrong_result),
+                                   (*vd)->outcome.value_or(outcome::wrong_result),
                                    (*vd)->diagnostics.empty() ? (*vd)->message : (*vd)->diagnostics, o.target_text};
           auto fixed = propose(cat("p/seed/0/", std::to_string(round + 1)), "repair", "seed", {},
                                [&] { return p.repair(rr); });
@@ -483,7 +450,7 @@ struct runner {
       if (!vd) return tl::unexpected(vd.error());
       if (!*vd) return fail(errc::invalid_argument, "the budget refused checking the start kernel: " + stop_detail);
       if (!(*vd)->passed)
-        return fail(errc::invalid_argument, cat("the start kernel ", start.name, " fails the gate (", (*vd)->outcome,
+        return fail(errc::invalid_argument, cat("the start kernel ", start.name, " fails the gate (", outcome_text((*vd)->outcome),
                                                 "): ", first_line((*vd)->message)));
     }
     out.start = start;
@@ -557,10 +524,10 @@ struct runner {
       if (!vd) return tl::unexpected(vd.error());
       if (!*vd) return reject(n, 0, "budget", cand.kernel.hash, cat(first_line(cand.rationale), ": not gated: ", stop_detail));
       first = **vd;
-      gated[cand.kernel.hash] = cat(first->outcome, first->ratio ? " " + ratio_text(*first->ratio) : std::string());
-      if (first->passed || first->outcome == "unstable" || round >= o.max_repairs) break;
+      gated[cand.kernel.hash] = cat(outcome_text(first->outcome), first->ratio ? " " + ratio_text(*first->ratio) : std::string());
+      if (first->passed || first->outcome == outcome::unstable || round >= o.max_repairs) break;
       agent::repair_request rr{&t, cand.kernel, cand.action + ": " + first_line(cand.rationale),
-                               parse_outcome(first->outcome).value_or(outcome::wrong_result),
+                               first->outcome.value_or(outcome::wrong_result),
                                first->diagnostics.empty() ? first->message : first->diagnostics, proposer_target()};
       auto fixed = propose(cat("p/", std::to_string(n), "/0/", std::to_string(round + 1)), "repair", req.source,
                            req.card_ids, [&] { return p.repair(rr); });
@@ -581,7 +548,7 @@ struct runner {
       if (cand.action.empty()) cand.action = action;
       if (gated.count(cand.kernel.hash)) break;
     }
-    if (first->outcome == "unstable") {
+    if (first->outcome == outcome::unstable) {
       // Correct, and its speed left open by the machine's noise: said as such, so that a proposer
       // does not take a possibly faster kernel for a refused one (issue 22).
       ++stall;
@@ -592,7 +559,7 @@ struct runner {
     if (!first->passed) {
       ++stall;
       return reject(n, 0, "gate", cand.kernel.hash,
-                    cat(first_line(cand.rationale), ": gate ", first->outcome, ": ", first_line(first->message)));
+                    cat(first_line(cand.rationale), ": gate ", outcome_text(first->outcome), ": ", first_line(first->message)));
     }
     if (!first->faster()) {
       ++stall;
@@ -607,7 +574,8 @@ struct runner {
     const verdict second = **again;
     if (!second.faster()) {
       ++stall;
-      const std::string reread = second.ratio ? speed_reading(*second.ratio, second.margin) : second.outcome;
+      const std::string reread = second.ratio ? speed_reading(*second.ratio, second.margin)
+                                               : std::string(outcome_text(second.outcome));
       gated[cand.kernel.hash] = cat("did not hold on re-measure: ", reread);
       return reject(n, 0, "remeasure", cand.kernel.hash,
                     cat(first_line(cand.rationale), ": faster at first (", ratio_text(*first->ratio),
@@ -706,7 +674,7 @@ json summary_json(const optimize_result& r, const task& t, const optimize_option
           {"stop", to_string(r.stop)},
           {"stop_detail", r.stop_detail},
           {"best_vs_start", opt(r.best_vs_start)},
-          {"final_best_outcome", r.final_best_outcome},
+          {"final_best_outcome", outcome_text(r.final_best_outcome)},
           {"expert_vs_start", opt(r.expert_vs_start)},
           {"gap_recovered", opt(r.gap_recovered)},
           {"final_evaluations", r.final_evaluations},

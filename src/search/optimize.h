@@ -31,6 +31,7 @@
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/outcome.h"
 #include "core/target.h"
 #include "core/task.h"
 #include "lineage/verifier.h"
@@ -115,7 +116,7 @@ struct optimize_result {
   // The final measurements (fresh paired series, taken after the loop).
   std::optional<double> best_vs_start;    // none when no step was accepted, or the final series
                                           // did not decide (final_best_outcome says why)
-  std::string final_best_outcome;         // that series' outcome when it was not ok ("unstable")
+  std::optional<lathe::outcome> final_best_outcome;  // that series' outcome when it was not ok (unstable)
   std::optional<double> expert_vs_start;  // when the task has an expert and it was measured
   std::optional<double> gap_recovered;    // log(best_vs_start) / log(expert_vs_start)
   std::vector<int64_t> final_evaluations;

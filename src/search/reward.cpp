@@ -14,7 +14,7 @@ const char* to_string(reward_basis b) {
 candidate_reward reward_of(const evaluation& e) {
   candidate_reward r;
   // Correct: passed, or checked and only the timing undecided (unstable).
-  if (e.result != outcome::ok && e.result != outcome::unstable) return r;
+  if (!correct(e.result)) return r;
   r.basis = reward_basis::undecided;
   r.reward = 1.0;
   const bool ratio = e.paired && e.paired->ratio > 0;

@@ -189,7 +189,7 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
   for (const auto& c : res->children)
     if (c.placement == "failed")
       ++reasons[c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
-                                 : "gate:" + c.outcome];
+                                 : "gate:" + std::string(outcome_text(c.outcome))];
   using counts = std::map<std::string, int>;
   EXPECT_EQ(summary["failures"].get<counts>(), reasons);
   int counted = 0;
@@ -597,7 +597,7 @@ step_source step(const kernel_bundle* parent, const kernel_bundle* child, std::o
   s.parent = parent;
   s.kernel = child;
   s.child.kind = "child";
-  s.child.outcome = "ok";
+  s.child.outcome = outcome::ok;
   s.child.kernel = child ? child->hash : "";
   s.child.speedup = sp;
   s.child.parent_speedup = parent_sp;
@@ -622,7 +622,7 @@ TEST(training_export, each_filter_on_a_constructed_case) {
   kept.child.contest_ratio.reset();
   // Failed children and migrations are no samples.
   auto bad = step(&parent, &child, std::nullopt, 1.2);
-  bad.child.outcome = "wrong_result";
+  bad.child.outcome = outcome::wrong_result;
   EXPECT_EQ(judge(bad, o), drop_reason::failed);
   auto mig = kept;
   mig.child.kind = "migrant";

@@ -256,7 +256,7 @@ TEST_F(optimize_env, a_final_series_that_does_not_decide_leaves_the_figure_empty
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->steps.size(), 1u);
   EXPECT_FALSE(r->best_vs_start);
-  EXPECT_EQ(r->final_best_outcome, "unstable");
+  EXPECT_EQ(r->final_best_outcome, outcome::unstable);
   EXPECT_EQ(r->final_evaluations.size(), 1u);  // the last of the two tries
   EXPECT_EQ(v.timed_calls(), 4);                // first series, re-measure, final asked twice
   auto stored = db.get_run(r->r.id);

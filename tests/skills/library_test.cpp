@@ -20,15 +20,15 @@ using lathe::testing::skills_env;
 
 namespace {
 
-struct built {
+struct built_library {
   std::vector<lineage> lineages;
   induction result;
 };
 
 // Built once per process: gemm without OpenMP, then without __restrict__; conv2d without OpenMP.
-const built& library() {
-  static const built b = [] {
-    built x;
+const built_library& library() {
+  static const built_library b = [] {
+    built_library x;
     skills_env& env = skills_env::get();
     x.lineages.push_back(lathe::testing::rule_lineage("gemm", {"omp_parallel", "restrict"}, "run-gemm"));
     x.lineages.push_back(lathe::testing::rule_lineage("conv2d", {"omp_parallel"}, "run-conv2d"));
@@ -81,7 +81,7 @@ std::set<std::string> names(const std::vector<feature>& fs) {
 }  // namespace
 
 TEST(skills_induce, rule_steps_of_cpu_experts_give_cards_with_every_field) {
-  const built& b = library();
+  const built_library& b = library();
   ASSERT_EQ(b.lineages.size(), 2u);
   ASSERT_EQ(b.lineages[0].steps.size(), 2u);
   ASSERT_FALSE(b.result.cards.empty());

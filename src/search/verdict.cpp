@@ -1,0 +1,38 @@
+#include "search/verdict.h"
+
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "core/json.h"
+
+namespace lathe::search::detail {
+
+using nlohmann::json;
+
+json verdict_json(const verdict& v) {
+  json j{{"id", v.id},           {"outcome", outcome_text(v.outcome)}, {"message", v.message},
+         {"diagnostics", v.diagnostics}, {"margin", v.margin},   {"passed", v.passed},
+         {"inspection", v.inspection}};
+  j["ratio"] = v.ratio ? json(*v.ratio) : json(nullptr);
+  if (v.seconds) j["seconds"] = *v.seconds;
+  if (v.against_seconds) j["against_seconds"] = *v.against_seconds;
+  if (v.floor) j["floor"] = *v.floor;
+  return j;
+}
+
+verdict verdict_from(const json& j) {
+  verdict v;
+  v.id = j.value("id", int64_t{0});
+  v.outcome = outcome_field(j, "outcome");
+  v.message = j.value("message", std::string());
+  v.diagnostics = j.value("diagnostics", std::string());
+  v.inspection = j.value("inspection", std::string());
+  v.margin = j.value("margin", 0.0);
+  v.passed = j.value("passed", false);
+  if (j.contains("ratio") && j.at("ratio").is_number()) v.ratio = j.at("ratio").get<double>();
+  for (auto [key, to] : {std::pair{"seconds", &v.seconds}, {"against_seconds", &v.against_seconds}, {"floor", &v.floor}})
+    if (j.contains(key) && j.at(key).is_number()) *to = j.at(key).get<double>();
+  return v;
+}
+
+}  // namespace lathe::search::detail
