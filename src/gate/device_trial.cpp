@@ -84,6 +84,7 @@ result<oracle> oracle::start(const sandbox_options& opt, const build_output& ref
   so.address_space_bytes = 0;  // CUDA reserves a huge virtual address space (PROTOCOL.md)
   so.seccomp = false;          // trusted code; it opens the kernels' IPC handles
   so.open_files = cuda_open_files;
+  so.own_namespaces = false;   // the kernels' IPC handles are opened here (worker.h)
   auto w = worker::spawn(so, o.region_, fd);
   close(fd);
   if (!w) return tl::unexpected(w.error());

@@ -113,6 +113,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     opt.worker_exe = opt.worker_exe.parent_path() / "lathe-worker-cuda";
     opt.address_space_bytes = 0;
     opt.open_files = cuda_open_files;
+    opt.own_namespaces = false;  // CUDA IPC with the oracle's worker (worker.h)
   }
   const bool python = obj.object.extension() == ".py";
   if (python) {

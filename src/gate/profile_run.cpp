@@ -312,6 +312,7 @@ result<void> profile_run(const profile_run_config& cfg) {
   opt.seccomp = false;
   opt.open_files = cuda_open_files;
   opt.private_proc = false;  // ncu's launcher and its injected library find each other there
+  opt.own_namespaces = false;
   opt.rss_limit_bytes = std::max<uint64_t>(opt.rss_limit_bytes, uint64_t{16} << 30);
   for (const auto& name : passed) opt.env_allow.push_back(name);
   if (cfg.trust_kernel) opt.drop_privileges = false;

@@ -1,8 +1,12 @@
 // The sandbox with real hostile kernels (PROTOCOL.md, trust boundary): environment and secrets,
 // privilege drop, seccomp, memory limits, threads left running.
 #include <cstdint>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -372,6 +376,61 @@ TEST_F(worker_test, under_a_profiler_files_descriptors_and_its_environment_reach
   EXPECT_TRUE(env.count("NV_TEST_PROFILER=token"));
   EXPECT_TRUE(env.count("PATH=/usr/bin:/bin"));  // not allowed: the sandbox's own
   EXPECT_TRUE(env.count("OMP_NUM_THREADS=2"));
+}
+
+// The worker's own network, IPC and UTS namespaces (issue 42: one sandbox for everything a
+// candidate controls): without the seccomp filter, which kills any socket call, a kernel still
+// cannot reach a listener on the host's loopback; with own_namespaces off it does, which shows
+// that the listener and the kernel work.
+struct loopback_listener {
+  int fd = -1;
+  uint16_t port = 0;
+  loopback_listener() {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 4) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0)
+      return;
+    port = ntohs(a.sin_port);
+  }
+  ~loopback_listener() { if (fd >= 0) close(fd); }
+  bool reached() const {  // a connection came within 200 ms
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, 200) == 1;
+  }
+};
+
+TEST_F(worker_test, a_worker_without_its_filter_still_reaches_no_network) {
+  if (geteuid() != 0) GTEST_SKIP() << "namespaces of its own come with the privilege drop (root)";
+  auto loopback_attempt = [](bool own_namespaces, std::string& net_ns) -> int64_t {
+    loopback_listener l;
+    EXPECT_NE(l.port, 0) << "no listener on 127.0.0.1";
+    setenv("LATHE_TEST_PORT", std::to_string(l.port).c_str(), 1);
+    gate::sandbox_options o = options();
+    o.env_allow = {"LATHE_TEST_PORT"};
+    o.seccomp = false;
+    o.own_namespaces = own_namespaces;
+    layout lay = make_layout({}, {{1, 8, 64}}, {}, 1);
+    running r = start("loopback_send", o, lay.region_bytes());
+    std::error_code ec;
+    net_ns = std::filesystem::read_symlink("/proc/" + std::to_string(r.w.pid()) + "/ns/net", ec).string();
+    gate::worker_result res = run_once(r, lay);
+    EXPECT_TRUE(res.ok()) << gate::to_string(res.end) << " " << res.detail;
+    const int64_t sent = *reinterpret_cast<const int64_t*>(r.region.data() + lay.offsets[0]);
+    EXPECT_EQ(l.reached(), sent == 0) << "the listener's view and the kernel's disagree";
+    return sent;
+  };
+  const std::string ours = std::filesystem::read_symlink("/proc/self/ns/net").string();
+  std::string theirs;
+  const int64_t isolated = loopback_attempt(true, theirs);
+  EXPECT_NE(isolated, 0) << "the kernel sent a line to the host's loopback";
+  EXPECT_NE(theirs, ours) << "the worker shares lathe's network namespace";
+  const int64_t shared = loopback_attempt(false, theirs);
+  EXPECT_EQ(shared, 0) << "control: with the host's network the line should arrive (" << shared << ")";
+  EXPECT_EQ(theirs, ours);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ std::map<std::string, kernel_build> catalogue() {
   for (const char* name :
        {"double", "env_spy", "malloc_null", "touch_memory", "new_until_bad_alloc", "write_file",
         "oob_write", "hang", "abort", "no_launch", "no_tag", "abi_v2", "kernel_error", "init_fail",
-        "garbage_reply", "escape", "constructor_fork", "fork_burner"})
+        "garbage_reply", "escape", "constructor_fork", "fork_burner", "loopback_send"})
     add(name, std::string(name) + ".cpp", "");
   add("spin_thread", "spin_thread.cpp", "-pthread");
   add("late_abort", "late_abort.cpp", "-pthread");

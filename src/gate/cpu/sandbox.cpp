@@ -157,7 +157,10 @@ void exec_child(const child_plan& p) {
   if (p.drop) {
     // A /proc of its own, where other users' processes do not show. Best effort: a container
     // may refuse the mount namespace even to root, and the worker is still a user of its own.
-    if (p.private_proc && syscall(SYS_unshare, CLONE_NEWNS) == 0) {
+    // Network, IPC and UTS with it where the kernel allows (a container may refuse them): the
+    // mount namespace and /proc still come when they do not (worker::namespaces_isolated says).
+    const long ns = CLONE_NEWNS | (p.own_namespaces ? CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS : 0);
+    if (p.private_proc && (syscall(SYS_unshare, ns) == 0 || syscall(SYS_unshare, CLONE_NEWNS) == 0)) {
       if (syscall(SYS_mount, "none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0)
         syscall(SYS_mount, "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
     }

@@ -45,6 +45,12 @@ struct child_plan {
   // hidepid=2, so that it sees no process of another user: not lathe, not the baseline's
   // workers, whose /proc/<pid>/stat told a kernel when the baseline ran.
   bool private_proc = false;
+  // With private_proc: also a network, IPC and UTS namespace of its own (a loopback that is down,
+  // no SysV or POSIX IPC object of another process, its own host name): what bubblewrap gives a
+  // sandboxed tool (bubblewrap.h), under the seccomp filter that blocks sockets and SysV IPC
+  // while kernel code runs, so that a worker run without that filter (a profile, a trusted
+  // oracle) or a gap in it still reaches nothing.
+  bool own_namespaces = false;
   pid_t parent = 0;  // lathe's pid: the child checks it is still its parent after PDEATHSIG
   rlim_t address_space = RLIM_INFINITY;
   rlim_t cpu_seconds = RLIM_INFINITY;

@@ -177,6 +177,7 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   plan.parent = getpid();
   plan.open_files = opt.open_files;
   plan.private_proc = opt.private_proc;
+  plan.own_namespaces = opt.own_namespaces;
   if (plan.drop && opt.user.empty()) {
     plan.own_uid = true;
     plan.uid = sandbox::own_uid_base;

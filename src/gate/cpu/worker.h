@@ -45,6 +45,10 @@ struct sandbox_options {
   bool drop_privileges = true;        // when root: run as a user of its own, or as `user`
   std::string user;                   // empty: a uid of its own per worker (sandbox.h own_uid)
   bool private_proc = true;           // when dropping: a /proc without other users' processes
+  // With private_proc: network, IPC and UTS namespaces of its own (sandbox.h child_plan). Off for
+  // CUDA workers: CUDA IPC between a kernel's worker and the trusted oracle needs one IPC
+  // namespace, until the H200 shows otherwise.
+  bool own_namespaces = true;
   uint64_t open_files = 64;           // RLIMIT_NOFILE (CUDA workers: more, for the driver)
   uint32_t threads = 0;               // OMP/OpenBLAS threads; 0 = all cores
   uint64_t address_space_bytes = uint64_t{8} << 30;  // RLIMIT_AS (CPU workers only)
