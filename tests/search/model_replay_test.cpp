@@ -6,10 +6,14 @@
 // One changed reply character must break that, and a cassette recorded for another prompt than
 // the one the shipped template renders must say it is stale (record again), never pass silently.
 //
-// Three parts, each its own ctest test so that none runs for minutes (it took 411 s as one): the
-// decompose makes a workspace under the build folder (ctest fixture model_replay_ws) that the
-// optimize and the changed-reply parts use, so the expert's init and the gate's builds are paid
-// once. Run alone, a later part says which part to run first.
+// Four parts, each its own ctest test so that none runs for minutes (it took 411 s as one, and
+// the decompose with its init 224 s in CI of 665407a): the init makes a workspace under the build
+// folder (ctest fixture model_replay_init_ws) in which the decompose finds the expert accepted;
+// the decompose's workspace (fixture model_replay_ws) is the one the optimize and the
+// changed-reply parts use, so the expert's init and the gate's builds are paid once. The init is
+// the recording's own first call (the decompose ran it inside; here `lathe init` asks the same
+// audit prompt of the same cassettes), and the decompose must say that it did not run it again.
+// Run alone, a later part says which part to run first.
 #include <gtest/gtest.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,12 +99,13 @@ class model_replay : public ::testing::Test {
     fs::create_directories(dir_);
     setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
   }
-  // The workspace the decompose part left, or a failure that says to run that part first.
-  fs::path made_workspace() {
+  // The workspace an earlier part left, or a failure that says to run that part first: the init
+  // (fixture model_replay_init_ws) for the decompose, the decompose (model_replay_ws) for the rest.
+  fs::path made_workspace(const std::string& by = "decompose", const std::string& fixture = "model_replay_ws") {
     const fs::path ws = dir_ / "ws";
     if (!fs::exists(ws / ".lathe/lathe.db"))
-      ADD_FAILURE() << "no replayed decompose in " << ws
-                    << ": run model_replay.decompose first (ctest runs it as the fixture model_replay_ws)";
+      ADD_FAILURE() << "no replayed " << by << " in " << ws << ": run model_replay." << by
+                    << " first (ctest runs it as the fixture " << fixture << ")";
     return ws;
   }
   // A workspace answering from a copy of the cassettes (provider "replay"; lathe.toml pins the
@@ -171,10 +176,26 @@ std::vector<fs::path> cassettes_of(const fs::path& dir, const std::string& templ
   return out;
 }
 
-// 1. The recording, replayed through the real gate: the recorded verdicts.
+// 1. The recording, replayed through the real gate: the expert accepted (the gate, the re-measure,
+// and the recorded audit of the features no detector decides), in a fresh workspace. The
+// decompose's own options for the gate (--quick, the default --max-time), as it ran init inside.
+TEST_F(model_replay, init) {
+  const fs::path ws = workspace("ws");
+  const run_result i = run(ws, "init softmax expert --quick");
+  ASSERT_EQ(i.code, 0) << "the expert was not accepted: " << i.out.substr(0, 3000) << i.err.substr(0, 3000);
+  ASSERT_EQ(i.err.find("stale cassette"), std::string::npos)
+      << "a prompt template changed: record tests/data/model_run again (its README)\n" << i.err;
+  EXPECT_FALSE(unanswered(i)) << i.err.substr(0, 3000);
+  const json ij = lathe::testing::parse_json(i);
+  EXPECT_TRUE(ij.value("check", json::object()).value("accepted", false)) << ij.dump().substr(0, 3000);
+  EXPECT_NE(ij.value("proposer", "").find("model results"), std::string::npos) << ij.value("proposer", "");
+}
+
+// 2. The decompose on the init's workspace: the recorded verdicts, the init not run again.
 TEST_F(model_replay, decompose) {
   const json want = expected();
-  const fs::path ws = workspace("ws");
+  const fs::path ws = made_workspace("init", "model_replay_init_ws");
+  ASSERT_FALSE(HasFailure());
   const std::string decompose = want.at("decompose_args").get<std::string>();
   const run_result d = run(ws, decompose);
   ASSERT_EQ(d.code, 0) << d.err.substr(0, 3000);
@@ -182,6 +203,7 @@ TEST_F(model_replay, decompose) {
       << "a prompt template changed: record tests/data/model_run again (its README)\n" << d.err;
   EXPECT_FALSE(unanswered(d)) << d.err.substr(0, 3000);
   const json dj = lathe::testing::parse_json(d);
+  EXPECT_FALSE(dj.value("ran_init", true)) << "the decompose ran init again: the init part's check was not found";
   EXPECT_EQ(decompose_differs(dj, want.at("decompose")), "");
   EXPECT_NE(dj.value("proposer", "").find("model results"), std::string::npos) << dj.value("proposer", "");
 }
@@ -220,7 +242,7 @@ TEST_F(model_replay, a_changed_reply_or_prompt_does_not_replay) {
   const fs::path tape = ws / ".lathe/cassettes";
   const std::string decompose = want.at("decompose_args").get<std::string>();
 
-  // 2. One character of the first backward step's reply changed, inside the code it writes (a
+  // 3. One character of the first backward step's reply changed, inside the code it writes (a
   // loop bound): the lineage is no longer the recorded one (a kernel of another hash that the
   // gate refuses, then a call the cassettes never saw), and the replay says so.
   const auto backward = cassettes_of(tape, "propose_backward");
@@ -242,7 +264,7 @@ TEST_F(model_replay, a_changed_reply_or_prompt_does_not_replay) {
   EXPECT_NE(why, "") << "a changed reply replayed as if it were the recorded one";
   write(backward.front(), original);
 
-  // 3. A cassette recorded for another prompt (what a template's text changed without a new
+  // 4. A cassette recorded for another prompt (what a template's text changed without a new
   // version gives) is refused as stale, naming the file, and the run says so even where the
   // failed call only counts as a rejected attempt.
   for (const fs::path& f : backward) {
