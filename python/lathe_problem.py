@@ -1,6 +1,6 @@
 """lathe's problem worker: a PyTorch problem file as a task's oracle (docs/problems.md).
 
-Runs in its own process, started by the gate (src/gate/problem.cpp). It imports one problem file
+Runs in its own process, started by the gate (src/spec/problem.cpp). It imports one problem file
 and answers JSON requests, one per line on stdin, one reply per line on the descriptor the gate
 reads. Tensors never travel through the pipe or the filesystem: the gate passes a shared-memory
 file (a memfd) as descriptor 3; inputs are written there in their own dtype and the reference's

@@ -9,7 +9,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::agent {
 namespace {

@@ -33,7 +33,7 @@ inline constexpr std::string_view marker_search = "<<<<<<< SEARCH";
 inline constexpr std::string_view marker_divider = "=======";
 inline constexpr std::string_view marker_replace = ">>>>>>> REPLACE";
 
-// The size caps of a bundle (gate/bundle.cpp's loader: sources, not data), so that an edited
+// The size caps of a bundle (spec/bundle.cpp's loader: sources, not data), so that an edited
 // bundle always loads again after write_bundle.
 inline constexpr uint64_t max_file_bytes = uint64_t{16} << 20;
 inline constexpr uint64_t max_bundle_bytes = uint64_t{64} << 20;

@@ -5,7 +5,7 @@
 #include "agent/kernel_text.h"
 #include "agent/situation_text.h"
 #include "core/feature_registry.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::agent {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "core/dtype.h"
 #include "core/text.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace lathe::agent {
 namespace {

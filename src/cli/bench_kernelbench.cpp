@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <regex>
 
-#include "gate/bundle.h"
-#include "gate/safe_file.h"
+#include "spec/bundle.h"
+#include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

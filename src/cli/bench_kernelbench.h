@@ -30,7 +30,7 @@ struct kernelbench_candidate {
 // to a root-only file was read and run, issue 42) or not a regular file is listed as refused.
 std::vector<kernelbench_candidate> kernelbench_candidates(const std::filesystem::path& dir);
 
-// A sample's bundle, read beneath its folder without following a link (gate/safe_file.h); an
+// A sample's bundle, read beneath its folder without following a link (spec/safe_file.h); an
 // error that says why for a refused one.
 result<kernel_bundle> load_kernelbench_sample(const kernelbench_candidate& c);
 

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/json.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gpu_target.h"
 #include "gate/host_target.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 

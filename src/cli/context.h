@@ -93,7 +93,7 @@ result<kernel_bundle> find_task_kernel(const task& t, const std::string& arg);
 // A task argument: a directory, a task.toml, or the name of a shipped task.
 result<std::filesystem::path> find_task_path(const std::string& arg, const paths& where);
 
-// find_task_path, then the task file read (gate/task_file.h): what every verb taking TASK does.
+// find_task_path, then the task file read (spec/task_file.h): what every verb taking TASK does.
 // A PyTorch problem file is imported on `problem_platform` (problem_platform_of a kernel).
 result<task> find_task(const std::string& arg, const paths& where,
                        std::optional<platform> problem_platform = std::nullopt);

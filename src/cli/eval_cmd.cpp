@@ -11,11 +11,11 @@
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gate.h"
 #include "gate/paired.h"
-#include "gate/problem.h"
-#include "gate/task_file.h"
+#include "spec/problem.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 

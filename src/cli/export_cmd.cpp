@@ -9,7 +9,7 @@
 #include "agent/kernel_text.h"
 #include "cli/context.h"
 #include "cli/verbs.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "search/export.h"
 
 namespace fs = std::filesystem;

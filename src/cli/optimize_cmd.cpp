@@ -11,14 +11,14 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
-#include "gate/bundle.h"
-#include "gate/task_file.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "search/optimize.h"
 
 namespace fs = std::filesystem;
@@ -76,7 +76,7 @@ result<json> fill_from_run(context& ctx, optimize_cli& o) {
   return a;
 }
 
-// The task's kernels/<name> when it has one (gate/task_file.h find_kernel) and it loads.
+// The task's kernels/<name> when it has one (spec/task_file.h find_kernel) and it loads.
 std::optional<kernel_bundle> optional_kernel(const task& t, const std::string& name) {
   auto p = find_kernel(t, name);
   if (!p) return std::nullopt;

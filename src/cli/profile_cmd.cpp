@@ -13,12 +13,12 @@
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/device_lock.h"
 #include "gate/host_target.h"
 #include "gate/process.h"
 #include "gate/profile.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 

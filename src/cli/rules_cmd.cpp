@@ -14,7 +14,7 @@
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "core/text.h"
 
 namespace fs = std::filesystem;

@@ -8,9 +8,9 @@
 
 #include "cli/context.h"
 #include "cli/verbs.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/screen.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 

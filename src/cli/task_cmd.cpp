@@ -11,7 +11,7 @@
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/dtype.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace lathe::cli {
 namespace {

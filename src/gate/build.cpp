@@ -15,7 +15,7 @@
 #include "gate/process.h"
 #include "gate/python_build.h"
 #include "gate/python_kernel.h"
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 #include "lathe/abi.h"
 
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // The private folders' random names (build.cpp, python_build.cpp). Files in those folders are
-// read and written with gate/safe_file.h: a candidate's steps ran in them.
+// read and written with spec/safe_file.h: a candidate's steps ran in them.
 #pragma once
 
 #include <random>

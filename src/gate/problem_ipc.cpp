@@ -9,7 +9,7 @@
 
 #include "core/dtype.h"
 #include "gate/check.h"
-#include "gate/problem.h"
+#include "spec/problem.h"
 
 namespace lathe::gate {
 namespace {

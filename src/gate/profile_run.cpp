@@ -26,7 +26,7 @@
 #include "gate/host_target.h"
 #include "gate/profile.h"
 #include "gate/reference.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "gate/trial.h"
 
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include "core/text.h"
 #include "gate/files.h"
 #include "gate/python_kernel.h"
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

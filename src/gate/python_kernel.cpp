@@ -8,10 +8,10 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "gate/problem.h"
+#include "spec/problem.h"
 #include "gate/process.h"
 #include "gate/python_build.h"
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 
 namespace lathe::gate {
 

@@ -19,7 +19,7 @@ struct python_kernel_runtime {
   std::string version;                // "torch 1.13.0a0 (python 3.11.2)"
 };
 
-// The first of python_interpreters() (gate/problem.h) that imports torch; looked for once per process. An error
+// The first of python_interpreters() (spec/problem.h) that imports torch; looked for once per process. An error
 // says what was tried and what to install.
 result<python_kernel_runtime> find_python_kernel_runtime();
 

@@ -1,6 +1,6 @@
 #include "gate/reference.h"
 
-#include "gate/problem.h"
+#include "spec/problem.h"
 
 #include <dlfcn.h>
 

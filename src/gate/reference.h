@@ -15,7 +15,7 @@ class problem_oracle;
 class reference {
  public:
   static result<reference> load(const std::filesystem::path& object);
-  // A PyTorch problem's reference: its Python worker draws the inputs too (gate/problem.h).
+  // A PyTorch problem's reference: its Python worker draws the inputs too (spec/problem.h).
   static reference of_problem(std::shared_ptr<problem_oracle> oracle);
   reference() = default;
   problem_oracle* problem() const { return problem_.get(); }

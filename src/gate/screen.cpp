@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "gate/problem.h"
+#include "spec/problem.h"
 #include "gate/process.h"
 
 #include <unistd.h>

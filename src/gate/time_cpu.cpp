@@ -16,7 +16,7 @@
 #include <memory>
 
 #include "gate/device_lock.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "gate/evaluator.h"
 #include "gate/host_target.h"
 #include "gate/machine_load.h"

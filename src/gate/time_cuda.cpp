@@ -16,7 +16,7 @@
 #include "gate/device_lock.h"
 #include "gate/evaluator.h"
 #include "gate/fresh_windows.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace lathe::gate::detail {
 namespace {

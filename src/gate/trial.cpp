@@ -6,8 +6,8 @@
 
 #include "core/rng.h"
 #include "gate/check.h"
-#include "gate/problem.h"
-#include "gate/task_file.h"
+#include "spec/problem.h"
+#include "spec/task_file.h"
 
 namespace lathe::gate {
 namespace {

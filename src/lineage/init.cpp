@@ -5,8 +5,8 @@
 #include "agent/rules/rules_proposer.h"
 #include "core/feature_registry.h"
 #include "core/text.h"
-#include "gate/bundle.h"
-#include "gate/task_file.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 #include "lineage/feature_audit.h"
 #include "lineage/screening.h"
 

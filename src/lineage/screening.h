@@ -28,7 +28,7 @@ struct screening {
 // `nm -D --undefined-only` (imported symbols), `nm -C` (symbols defined in the object: a library
 // linked statically shows its own names there) and `ldd` (shared libraries it loads, transitively)
 // of `object`, each through gate::run_tool. A finding is allowed when the task lists its library
-// in `allow_libraries` (core/task.h; gate/task_file.cpp reads it from task.toml).
+// in `allow_libraries` (core/task.h; spec/task_file.cpp reads it from task.toml).
 screening screen_delegation(const std::filesystem::path& object, const task& t);
 
 // The library a symbol or a shared object name betrays ("openblas", "cublas", "torch"…), or

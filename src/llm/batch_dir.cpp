@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "llm/cassette.h"
 #include "llm/rerun.h"
 

@@ -25,7 +25,7 @@
 #include <thread>
 #include <utility>
 
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::llm {
 namespace {
@@ -40,7 +40,7 @@ constexpr std::string_view whole_marker = "@@@ WHOLE ";
 constexpr std::string_view delete_marker = "@@@ DELETE ";
 constexpr std::string_view invalid_marker = "@@@ INVALID ";
 constexpr std::string_view end_marker = "@@@ END";
-// A bundle file's cap (gate/bundle.cpp's loader, agent/edit.h): larger files are not read.
+// A bundle file's cap (spec/bundle.cpp's loader, agent/edit.h): larger files are not read.
 constexpr uint64_t max_file_bytes = uint64_t{16} << 20;
 // An agent that leaves more entries than this in a kernel's directory is not editing a kernel.
 constexpr size_t max_entries = 10000;

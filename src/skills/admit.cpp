@@ -8,8 +8,8 @@
 
 #include "agent/kernel_text.h"
 #include "core/text.h"
-#include "gate/bundle.h"
-#include "gate/task_file.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 #include "skills/constraints.h"
 #include "skills/retrieve.h"
 

@@ -12,7 +12,7 @@
 #include <set>
 
 #include "core/json.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::skills {
 

@@ -12,8 +12,8 @@
 
 #include "agent/llm_proposer.h"
 #include "agent/prompt.h"
-#include "gate/bundle.h"
-#include "gate/task_file.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 #include "llm/command.h"
 
 namespace lathe::agent::test {

@@ -1,5 +1,5 @@
 // Kernel bundles: defaults, manifest errors, identity by content (not by location), writing.
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 #include <gtest/gtest.h>
 

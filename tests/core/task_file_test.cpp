@@ -1,6 +1,6 @@
 // task.toml: a valid task loads completely; every error names the file, the line and the field.
 #include <cstdint>
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 
 #include "core/hash.h"
 #include "gate/build.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/device_lock.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The trusted-file module (gate/safe_file.h): in a folder a candidate could have written, no
+// The trusted-file module (spec/safe_file.h): in a folder a candidate could have written, no
 // link is followed (at the leaf, in the middle, absolute or relative, /proc's magic ones), ".."
 // and absolute paths are refused, only regular files are read, reads are capped, writes never
 // go through a planted name, and tree copies and removals leave what links point at alone. The
@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 using namespace lathe;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "gate/build.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace fs = std::filesystem;
 using namespace lathe;

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/profile.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/profile.h"
 #include "store/store.h"
 

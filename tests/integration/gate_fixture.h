@@ -10,10 +10,10 @@
 #include <fstream>
 #include <string>
 
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gate.h"
 #include "gate/host_target.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace lathe::testing {
 

@@ -1,4 +1,4 @@
-// PyTorch problem files as tasks (gate/problem.h), on CPU PyTorch: KernelBench and KLineage
+// PyTorch problem files as tasks (spec/problem.h), on CPU PyTorch: KernelBench and KLineage
 // formats and a KLineage definition imported, their trials drawn by the Python worker through
 // shared memory, and hand-written candidates (correct and wrong) gated against them.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <set>
 
-#include "gate/problem.h"
+#include "spec/problem.h"
 #include "gate/trial.h"
 #include "gate_fixture.h"
 #include "lathe_cli_json.h"

@@ -14,7 +14,7 @@
 #include "agent/rules/rules_proposer.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "integration/gate_fixture.h"
 #include "lineage/decompose.h"
 #include "lineage/feature_audit.h"

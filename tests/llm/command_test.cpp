@@ -15,7 +15,7 @@
 
 #include "agent/edit.h"
 #include "core/test_util.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "llm/cassette.h"
 
 namespace lathe::llm {

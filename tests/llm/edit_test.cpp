@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/test_util.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::agent {
 namespace {

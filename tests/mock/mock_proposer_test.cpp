@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/llm_proposer.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "mock_run.h"
 
 namespace lathe::mock_test {

@@ -19,7 +19,7 @@
 
 #include "agent/ask.h"
 #include "core/test_util.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "llm/command.h"
 
 namespace lathe::mock_test {

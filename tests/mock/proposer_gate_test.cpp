@@ -10,7 +10,7 @@
 #include "agent/scripted.h"
 #include "gate/gate.h"
 #include "gate/host_target.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "llm/call_log.h"
 #include "llm/metered.h"
 #include "mock_run.h"

@@ -19,7 +19,7 @@
 
 #include "agent/rules/detect.h"
 #include "gate/build.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace fs = std::filesystem;
 using namespace lathe;

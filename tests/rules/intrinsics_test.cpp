@@ -16,11 +16,11 @@
 #include "agent/rules/catalog_intrinsics.h"
 #include "agent/rules/detect.h"
 #include "gate/build.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gate.h"
 #include "gate/host_target.h"
 #include "gate/process.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "intrinsics_shim_program.h"
 
 namespace fs = std::filesystem;

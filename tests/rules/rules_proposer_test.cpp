@@ -14,10 +14,10 @@
 
 #include "agent/audit.h"
 #include "cli/proposer_choice.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gate.h"
 #include "gate/host_target.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 using namespace lathe;

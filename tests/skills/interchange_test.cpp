@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/json.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "skills/interchange.h"
 #include "store/raw_db.h"
 #include "store/sample_data.h"

@@ -19,9 +19,9 @@
 #include <vector>
 
 #include "agent/rules/rules_proposer.h"
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 #include "gate/gate.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 #include "integration/gate_fixture.h"
 #include "lineage/verifier.h"
 #include "store/store.h"

@@ -2,7 +2,7 @@
 
 #include <fstream>
 
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 namespace lathe::mock {
 namespace {

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "core/expr.h"
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
 namespace lathe {
 

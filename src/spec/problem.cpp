@@ -1,4 +1,4 @@
-#include "gate/problem.h"
+#include "spec/problem.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/hash.h"
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 

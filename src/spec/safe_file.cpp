@@ -1,4 +1,4 @@
-#include "gate/safe_file.h"
+#include "spec/safe_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>

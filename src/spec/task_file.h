@@ -13,7 +13,7 @@ namespace lathe {
 // `path` is a task directory (holding task.toml) or the task.toml itself. Errors name the file,
 // the line and the field.
 // A PyTorch problem file (*.py; *.json KLineage definitions) is imported as a task
-// (gate/problem.h) on `problem_platform` (default: cpu); a task.toml may wrap one with
+// (spec/problem.h) on `problem_platform` (default: cpu); a task.toml may wrap one with
 // `problem = "file.py"` to give it a name, platform, role, baseline kernels and perturbations.
 result<task> load_task(const std::filesystem::path& path,
                        std::optional<platform> problem_platform = std::nullopt);

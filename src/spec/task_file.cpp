@@ -2,9 +2,9 @@
 // allocated is an error naming the file, the line and the field, because a typo that passes
 // silently becomes a task that checks something else than its author meant.
 #include <cstdint>
-#include "gate/task_file.h"
+#include "spec/task_file.h"
 
-#include "gate/problem.h"
+#include "spec/problem.h"
 
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>

@@ -2,7 +2,7 @@
 // .cpp/.cc/.cu file. A bundle's identity is the hash of its canonical manifest and its files,
 // never of where it lies, so the same kernel found in two places is one kernel.
 #include <cstdint>
-#include "gate/bundle.h"
+#include "spec/bundle.h"
 
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>
