@@ -280,17 +280,13 @@ std::optional<stop> evaluator::mappings_check(const worker& w, const std::string
 
 std::optional<stop> evaluator::idle_check(const worker& w, const std::string& when) {
   // A thread left running after a call would slow the alternating baseline (PROTOCOL.md).
-  // Counted as time running or waiting to run (worker::idle_demand_seconds), which a loaded
-  // machine does not shrink; CPU time where the kernel keeps no schedstat.
   const double window = 0.05;
-  const double demand = w.idle_demand_seconds(window);
-  const bool wanted = demand >= 0;
-  const double used = wanted ? demand : w.idle_cpu_seconds(window);
+  const double used = w.idle_cpu_seconds(window);
   if (used > window * 0.3)
     return stop{outcome::resource_limit,
                 "left threads running after a call (" + when + "): " +
-                    std::to_string(static_cast<int>(used / window * 100)) + "% of a core " +
-                    (wanted ? "wanted (running or waiting to run)" : "used") + " while idle",
+                    std::to_string(static_cast<int>(used / window * 100)) +
+                    "% of a core used while idle",
                 {}};
   return std::nullopt;
 }

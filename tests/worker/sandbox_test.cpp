@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -281,31 +280,6 @@ TEST_F(worker_test, spinning_background_thread_shows_in_idle_cpu) {
   EXPECT_GE(best, 0.5 * window);
 }
 
-// Issue 42 (load never decides a verdict): under a load of 9 on two cores a spinning thread got
-// 22 % of a core and passed the gate's 30 % idle check (hostile background_thread read `ok`).
-// Counted as time running or waiting to run it shows its whole window, here beside burners that
-// keep every core busy four times over.
-TEST_F(worker_test, a_spinning_thread_wants_its_whole_window_on_a_loaded_machine) {
-  layout l = vector_layout();
-  running r = start("spin_thread", options(), l.region_bytes());
-  ASSERT_TRUE(run_once(r, l).ok());
-  if (r.w.idle_demand_seconds(0.01) < 0) GTEST_SKIP() << "this kernel keeps no schedstat";
-  std::vector<pid_t> burners;
-  for (uint32_t i = 0; i < 4 * sandbox::online_cpus(); ++i) {
-    const pid_t pid = fork();
-    if (pid == 0)
-      for (;;) {
-      }
-    burners.push_back(pid);
-  }
-  const double window = 0.3;
-  const double wanted = r.w.idle_demand_seconds(window);
-  const double used = r.w.idle_cpu_seconds(window);
-  for (pid_t pid : burners) kill(pid, SIGKILL);
-  for (pid_t pid : burners) waitpid(pid, nullptr, 0);
-  EXPECT_GE(wanted, 0.8 * window) << "CPU time in the next window: " << used << " s";
-}
-
 TEST_F(worker_test, honest_kernels_leave_the_cpu_idle) {
   layout l = vector_layout();
   for (const char* kernel : {"double", "openmp"}) {
@@ -315,7 +289,6 @@ TEST_F(worker_test, honest_kernels_leave_the_cpu_idle) {
     res = r.w.run(0, 1, 20, 5);
     ASSERT_TRUE(res.ok()) << kernel << ": " << gate::to_string(res.end) << " " << res.detail;
     EXPECT_LT(r.w.idle_cpu_seconds(0.3), 0.05) << kernel;
-    EXPECT_LT(r.w.idle_demand_seconds(0.3), 0.05) << kernel;
     if (std::string(kernel) == "openmp")
       EXPECT_EQ(r.w.thread_count(), 2);  // main + one
     else

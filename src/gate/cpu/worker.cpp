@@ -530,21 +530,6 @@ double worker::idle_cpu_seconds(double window_s) const {
   return static_cast<double>(after - before) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-double worker::idle_demand_seconds(double window_s) const {
-  if (!alive()) return 0;
-  const auto before = thread_demand_ns(pid_);
-  if (before.empty()) return -1;
-  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
-  unsigned long long total = 0;
-  for (const auto& [tid, ns] : thread_demand_ns(pid_)) {
-    unsigned long long was = 0;  // a thread started during the window counts from nothing
-    for (const auto& [t, b] : before)
-      if (t == tid) was = b;
-    if (ns > was) total += ns - was;
-  }
-  return static_cast<double>(total) * 1e-9;
-}
-
 std::vector<std::string> worker::mapped_files(bool& readable) const {
   std::vector<std::string> out;
   readable = false;

@@ -104,12 +104,6 @@ class worker {
   // CPU seconds the worker used (all threads) while idle over `window_s` after a request:
   // a kernel that leaves threads spinning shows here (PROTOCOL.md: resource_limit).
   double idle_cpu_seconds(double window_s) const;
-  // The same window, counted as the seconds the worker's threads ran *or waited to run*
-  // (schedstat): a thread left spinning counts its whole window however loaded the machine is,
-  // where its CPU time shrinks with its share of a core (under a load of 9 on two cores a
-  // spinning thread used 22 % of one and passed a 30 % threshold). Negative where the kernel
-  // keeps no schedstat.
-  double idle_demand_seconds(double window_s) const;
   // Threads alive in the worker now (from /proc/<pid>/task).
   int thread_count() const;
   // The files mapped into the worker now (/proc/<pid>/maps), each once; empty with `readable`

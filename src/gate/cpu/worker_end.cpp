@@ -1,7 +1,6 @@
 #include <cstdint>
 #include "gate/cpu/worker_end.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,30 +165,6 @@ void classify(const death& d, uint64_t rss_limit, uint64_t address_space, double
     r.end = worker_end::crashed;
     r.detail = "the worker died of " + signal_name(sig);
   }
-}
-
-std::vector<std::pair<pid_t, unsigned long long>> thread_demand_ns(pid_t pid) {
-  std::vector<std::pair<pid_t, unsigned long long>> out;
-  char path[96];
-  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
-  DIR* d = opendir(path);
-  if (!d) return out;
-  while (const dirent* e = readdir(d)) {
-    const long tid = std::strtol(e->d_name, nullptr, 10);
-    if (tid <= 0) continue;
-    std::snprintf(path, sizeof path, "/proc/%d/task/%ld/schedstat", static_cast<int>(pid), tid);
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;  // the thread ended meanwhile
-    char buf[128];
-    const ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) continue;
-    buf[n] = 0;
-    unsigned long long run = 0, wait = 0;
-    if (std::sscanf(buf, "%llu %llu", &run, &wait) == 2) out.emplace_back(static_cast<pid_t>(tid), run + wait);
-  }
-  closedir(d);
-  return out;
 }
 
 }  // namespace detail

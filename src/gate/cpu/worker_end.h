@@ -7,8 +7,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "gate/cpu/worker.h"
 
@@ -28,9 +26,6 @@ mem_sample sample_memory(pid_t pid);
 
 // utime + stime of the whole thread group, in clock ticks; -1 when the process is gone.
 long long cpu_ticks(pid_t pid);
-// Per thread of `pid` (tid -> nanoseconds), the time it ran plus the time it waited to run
-// (/proc/<pid>/task/<tid>/schedstat, fields 1 and 2); empty where the kernel keeps no schedstat.
-std::vector<std::pair<pid_t, unsigned long long>> thread_demand_ns(pid_t pid);
 
 enum class kill_reason { none, timeout, memory, protocol };
 
