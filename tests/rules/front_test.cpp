@@ -1,4 +1,4 @@
-// The rule engine's front end (agent/rules/token.h, anchor.h) on hostile source: code-looking
+// The rule engine's front end (source/token.h, anchor.h) on hostile source: code-looking
 // text in comments, strings and raw strings, macros, nested templates, lambdas, #if branches,
 // CUDA launches; and on every kernel shipped in tasks/.
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/rules/anchor.h"
-#include "agent/rules/token.h"
+#include "source/anchor.h"
+#include "source/token.h"
 
 namespace {
 

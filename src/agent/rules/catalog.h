@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/rules/token.h"
+#include "source/token.h"
 #include "core/error.h"
 #include "core/kernel.h"
 

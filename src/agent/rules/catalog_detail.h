@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/rules/anchor.h"
+#include "source/anchor.h"
 #include "agent/rules/catalog.h"
 
 namespace lathe::agent::rules::detail {

@@ -7,10 +7,10 @@
 #include <map>
 #include <set>
 
-#include "agent/rules/anchor.h"
+#include "source/anchor.h"
 #include "agent/rules/detect.h"
 #include "agent/rules/detect_util.h"
-#include "agent/rules/token.h"
+#include "source/token.h"
 
 namespace lathe::agent::rules {
 namespace {

@@ -1,5 +1,5 @@
 // Character classes and line splices shared by the lexer (token.cpp), the `#if` evaluator
-// (pp_expr.cpp) and the directive readers (directive.cpp). Internal to agent/rules.
+// (pp_expr.cpp) and the directive readers (directive.cpp). Internal to src/source.
 #pragma once
 
 #include <cstddef>

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/rules/token.h"
+#include "source/token.h"
 
 namespace lathe::agent::rules {
 

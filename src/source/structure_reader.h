@@ -1,6 +1,6 @@
 // The structure reader behind `analyze` (structure.h): one pass over the code positions of
 // code_view.h. Declarations are read in structure.cpp, statements (loops, calls, launches) in
-// statements.cpp. Internal to agent/rules.
+// statements.cpp. Internal to src/source.
 #pragma once
 
 #include <cstddef>
@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/rules/code_view.h"
-#include "agent/rules/structure.h"
-#include "agent/rules/token.h"
+#include "source/code_view.h"
+#include "source/structure.h"
+#include "source/token.h"
 
 namespace lathe::agent::rules::detail {
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/rules/structure.h"
-#include "agent/rules/token.h"
+#include "source/structure.h"
+#include "source/token.h"
 #include "core/error.h"
 
 namespace lathe::agent::rules {

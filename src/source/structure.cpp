@@ -1,15 +1,15 @@
 // Structure (structure.h): the declarations of a file — namespaces, extern "C" blocks, classes,
 // functions and their parameters — and the names (loci, anchors) of what was read. Function
 // bodies are read by statements.cpp.
-#include "agent/rules/structure.h"
+#include "source/structure.h"
 
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
 
-#include "agent/rules/code_view.h"
-#include "agent/rules/structure_reader.h"
+#include "source/code_view.h"
+#include "source/structure_reader.h"
 #include "core/text.h"
 
 namespace lathe::agent::rules {

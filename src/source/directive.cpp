@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <string>
 
-#include "agent/rules/lex_chars.h"
-#include "agent/rules/token.h"
+#include "source/lex_chars.h"
+#include "source/token.h"
 
 namespace lathe::agent::rules {
 

@@ -1,7 +1,7 @@
 // A token list seen as "code positions": the tokens that are neither comments nor preprocessor
 // lines, so that a `#pragma unroll` between a loop header and its body, or a comment inside a
 // parameter list, never breaks a pattern. The structure reader (structure_reader.h) works on
-// these positions. Internal to agent/rules.
+// these positions. Internal to src/source.
 #pragma once
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/rules/structure.h"
-#include "agent/rules/token.h"
+#include "source/structure.h"
+#include "source/token.h"
 
 namespace lathe::agent::rules::detail {
 

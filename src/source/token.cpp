@@ -1,15 +1,15 @@
 // The tokenizer of token.h. One forward pass over the bytes; conditional groups and bracket
 // matching are tracked in the same pass so that a bracket opened in one `#if` branch and closed
 // after the `#endif` pairs the way the compiler would see it.
-#include "agent/rules/token.h"
+#include "source/token.h"
 
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <optional>
 
-#include "agent/rules/lex_chars.h"
-#include "agent/rules/pp_expr.h"
+#include "source/lex_chars.h"
+#include "source/pp_expr.h"
 #include "core/text.h"
 
 namespace lathe::agent::rules {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <set>
 
-#include "agent/rules/code_view.h"
-#include "agent/rules/structure_reader.h"
+#include "source/code_view.h"
+#include "source/structure_reader.h"
 
 namespace lathe::agent::rules::detail {
 

@@ -1,6 +1,6 @@
 // The `#if` condition evaluator of pp_expr.h: a small lexer and a recursive-descent parser over
 // integers, `true`/`false` and the C operators.
-#include "agent/rules/pp_expr.h"
+#include "source/pp_expr.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/rules/lex_chars.h"
+#include "source/lex_chars.h"
 
 namespace lathe::agent::rules::detail {
 

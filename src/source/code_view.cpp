@@ -1,5 +1,5 @@
 // The code-position view of code_view.h.
-#include "agent/rules/code_view.h"
+#include "source/code_view.h"
 
 namespace lathe::agent::rules::detail {
 

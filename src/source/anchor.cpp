@@ -1,6 +1,6 @@
 // Anchors (anchor.h): parsing an anchor string and resolving it against the structure of
 // structure.h.
-#include "agent/rules/anchor.h"
+#include "source/anchor.h"
 #include "core/text.h"
 
 #include <algorithm>

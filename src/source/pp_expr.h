@@ -1,5 +1,5 @@
 // The `#if`/`#elif` condition evaluator used by the lexer (token.cpp) to decide which branch a
-// token lies in. Internal to agent/rules.
+// token lies in. Internal to src/source.
 #pragma once
 
 #include <cstdint>
