@@ -225,7 +225,7 @@ std::optional<stop> evaluator::time_all_cpu() {
     for (size_t j = 0; j < cands_.size(); ++j)
       if (!runs[j].pools->all_intact(cands_[j].region.data()))
         return stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}};
-    for (const call_sample& s : samples.samples()) {
+    for (const call_sample& s : samples.samples(rng_)) {
       trial_data d;
       d.spec = s.spec;  // a problem's tensors are shaped by its draw
       d.inputs = s.inputs;

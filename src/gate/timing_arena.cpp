@@ -284,9 +284,12 @@ bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const st
                            std::mt19937_64& rng) {
   if (calls.empty() || size_ == 0) return true;
   ++blocks_;
-  size_t slot = kept_.size();
-  if (kept_.size() >= size_) {
-    slot = rng() % blocks_;
+  if (pair_blocks_.size() <= pair) pair_blocks_.resize(pair + 1, 0);
+  stratum& st = pair_blocks_[pair]++ == 0 ? first_ : later_;
+  ++st.blocks;
+  size_t slot = st.kept.size();
+  if (st.kept.size() >= size_) {
+    slot = rng() % st.blocks;
     if (slot >= size_) return true;
   }
   call_sample s;
@@ -300,9 +303,25 @@ bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const st
   if (!pools.intact(region, s.call.pool)) return false;
   s.inputs = call_inputs(a, l, region, s.call);
   s.spec = pools.spec(s.call.pool);
-  if (slot == kept_.size()) kept_.push_back(std::move(s));
-  else kept_[slot] = std::move(s);
+  if (slot == st.kept.size()) st.kept.push_back(std::move(s));
+  else st.kept[slot] = std::move(s);
   return true;
+}
+
+std::vector<call_sample> call_reservoir::samples(std::mt19937_64& rng) const {
+  // A uniform pick of `n` of a stratum's kept calls: a uniform sample of a uniform sample.
+  auto pick = [&rng](const stratum& st, size_t n, std::vector<call_sample>& out) {
+    std::vector<size_t> order(st.kept.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (size_t i = 0; i < n && i < order.size(); ++i) out.push_back(st.kept[order[i]]);
+  };
+  const size_t from_first = first_.kept.empty() ? 0 : 1;
+  const size_t from_later = std::min(later_.kept.size(), size_ - std::min(size_, from_first));
+  std::vector<call_sample> out;
+  pick(later_, from_later, out);
+  pick(first_, size_ - out.size(), out);
+  return out;
 }
 
 }  // namespace lathe::gate

@@ -137,8 +137,15 @@ void permute_pool(const task& t, const arena_layout& a, const slot_layout& l,
 void write_pool(const arena_layout& a, const slot_layout& l, const std::vector<uint8_t>& inputs,
                 uint32_t pool, uint8_t* region);
 
-// A uniform sample of `size` calls over every candidate block (reservoir sampling): each block
-// offers one of its calls at random; a kept call's outputs are copied at once.
+// A sample of `size` calls over the candidate's blocks, each block offering one of its calls at
+// random (a kept call's outputs are copied at once), stratified by what a process can remember:
+// one call from the blocks that were their process's first, the rest from later blocks (topped
+// up from first blocks where too few later ones ran), each stratum uniform (reservoir sampling).
+// Why: a kernel that remembers results by address across blocks is right in a process's first
+// block and stale in its later ones (the pools are drawn again between them). On a loaded VM a
+// process ran two or three blocks, so a uniform sample of four held first blocks only often
+// enough that redteam's memo_address read `ok` at 3.3x; a kernel that is wrong in first blocks
+// only is still checked by the one call from them.
 struct call_sample {
   uint32_t block = 0;  // the candidate's block it came from, counted from 1
   uint32_t pair = 0;   // the process pair that ran it
@@ -155,13 +162,19 @@ class call_reservoir {
   // (false when it is not: the kernel wrote its inputs).
   bool offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
              uint32_t pair, const uint8_t* region, const pool_refresher& pools, std::mt19937_64& rng);
-  const std::vector<call_sample>& samples() const { return kept_; }
+  // The calls to check, chosen from both strata as above.
+  std::vector<call_sample> samples(std::mt19937_64& rng) const;
   uint32_t blocks() const { return blocks_; }
 
  private:
+  struct stratum {
+    uint32_t blocks = 0;
+    std::vector<call_sample> kept;  // a uniform sample of up to size_ of its blocks' calls
+  };
   size_t size_;
   uint32_t blocks_ = 0;
-  std::vector<call_sample> kept_;
+  std::vector<uint32_t> pair_blocks_;  // blocks offered per process pair
+  stratum first_, later_;
 };
 
 }  // namespace lathe::gate

@@ -159,15 +159,18 @@ TEST_F(lathe_gate_env, a_working_set_within_l2_is_floored_by_the_l2_ceiling) {
   // 2,048 areas, 32 MiB) no working set fits any L2, and CI of 665407a failed here.
   cfg_.tgt.llc_bytes = l2;
   cfg_.policy.block_seconds = 2e-5;
+  // The naive kernel against itself: above every floor, so `ok`, or `unstable` where the loaded
+  // machine leaves the A/A control too wide to decide (seen at a load of 7): never refused.
+  auto above_the_floor = [](outcome o) { return o == outcome::ok || o == outcome::unstable; };
   evaluation measured = eval(in_l2, naive, true);
-  EXPECT_EQ(measured.result, outcome::ok) << measured.message;
+  EXPECT_PRED1(above_the_floor, measured.result) << measured.message;
   const double l2_rate = cfg_.tgt.l2_bytes_per_s;
   cfg_.tgt.l2_bytes_per_s = 1e3;
   evaluation slow_l2 = eval(in_l2, naive, true);
   EXPECT_EQ(slow_l2.result, outcome::suspicious_speed) << slow_l2.message;
   cfg_.tgt.l2_bytes_per_s = 0;
   evaluation unmeasured = eval(in_l2, naive, true);
-  EXPECT_EQ(unmeasured.result, outcome::ok) << unmeasured.message;
+  EXPECT_PRED1(above_the_floor, unmeasured.result) << unmeasured.message;
   cfg_.tgt.l2_bytes_per_s = l2_rate;
   evaluation past_l2 = eval(load(src), kernel(src / "kernels/naive.cpp"), true);
   EXPECT_EQ(past_l2.result, outcome::suspicious_speed) << past_l2.message;

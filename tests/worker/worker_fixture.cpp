@@ -2,6 +2,8 @@
 #include "worker/worker_fixture.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,7 +40,8 @@ std::map<std::string, kernel_build> catalogue() {
   for (const char* name :
        {"double", "env_spy", "malloc_null", "touch_memory", "new_until_bad_alloc", "write_file",
         "oob_write", "hang", "abort", "no_launch", "no_tag", "abi_v2", "kernel_error", "init_fail",
-        "garbage_reply", "escape", "constructor_fork", "fork_burner", "loopback_send"})
+        "garbage_reply", "escape", "constructor_fork", "fork_burner", "loopback_send", "cpu_work",
+        "sleep_call"})
     add(name, std::string(name) + ".cpp", "");
   add("spin_thread", "spin_thread.cpp", "-pthread");
   add("late_abort", "late_abort.cpp", "-pthread");
@@ -166,6 +169,22 @@ layout make_layout(const std::vector<tensor_spec>& inputs, const std::vector<ten
   l.cmd.slot_stride = at;
   l.cmd.workspace_limit = 1 << 20;
   return l;
+}
+
+cpu_burners::cpu_burners(uint32_t per_cpu) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long i = 0; i < per_cpu * std::max(1L, cpus); ++i) {
+    const pid_t pid = fork();
+    if (pid == 0)
+      for (;;) {
+      }
+    if (pid > 0) pids_.push_back(pid);
+  }
+}
+
+cpu_burners::~cpu_burners() {
+  for (int pid : pids_) kill(pid, SIGKILL);
+  for (int pid : pids_) waitpid(pid, nullptr, 0);
 }
 
 }  // namespace lathe::test

@@ -30,6 +30,18 @@ struct layout {
 layout make_layout(const std::vector<tensor_spec>& inputs, const std::vector<tensor_spec>& outputs,
                    const std::vector<double>& scalars, uint32_t slots);
 
+// Processes that spin on every CPU `per_cpu` times over while they live (a loaded machine).
+class cpu_burners {
+ public:
+  explicit cpu_burners(uint32_t per_cpu);
+  ~cpu_burners();
+  cpu_burners(const cpu_burners&) = delete;
+  cpu_burners& operator=(const cpu_burners&) = delete;
+
+ private:
+  std::vector<int> pids_;
+};
+
 struct running {
   gate::shared_region region;
   gate::worker w;

@@ -391,8 +391,20 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
     stopped_ = false;
   }
   const auto t0 = clock_type::now();
-  const auto deadline = t0 + std::chrono::duration_cast<clock_type::duration>(
-                                 std::chrono::duration<double>(timeout_s));
+  auto after = [&](double seconds) {
+    return t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+  };
+  // The watchdog counts the kernel's time, not the machine's: time a thread of the worker spent
+  // waiting in a run queue is added to its deadline (beside builds at a load of 12 on two cores
+  // an honest OpenMP kernel's timing setup ran past 3 s and read `timeout`), up to
+  // `watchdog_stretch` times the timeout, so that a kernel that never answers still ends. The
+  // waits are read from the first poll that waits in vain (~10 ms in), never before the command:
+  // a /proc read there would add its time to a quick reply's.
+  auto deadline = after(timeout_s);
+  const auto last_deadline = after(timeout_s * watchdog_stretch);
+  std::vector<thread_sched> waits_before;
+  bool waits_read = false;
+  double waited_s = 0;
   death d;
   bool eof = false;
   auto kill_now = [&](kill_reason why, std::string text) {
@@ -426,9 +438,17 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
   size_t got = 0;
   while (d.killed == kill_reason::none && !eof && got < sizeof buf) {
     const auto now = clock_type::now();
+    if (now >= deadline && waits_read && now < last_deadline) {
+      waited_s = static_cast<double>(most_waited_ns(waits_before, thread_schedstat(pid_))) * 1e-9;
+      deadline = std::min(last_deadline, after(timeout_s + waited_s));
+    }
     if (now >= deadline) {
       kill_now(kill_reason::timeout,
-               "no reply within " + seconds_text(timeout_s) + " (wall-clock watchdog)");
+               "no reply within " + seconds_text(timeout_s) + " (wall-clock watchdog" +
+                   (waited_s > 0 ? "; " + seconds_text(std::chrono::duration<double>(now - t0).count()) +
+                                       " on the clock, " + seconds_text(waited_s) + " of them waiting for a CPU"
+                                 : std::string()) +
+                   ")");
       break;
     }
     // Memory is sampled each time poll has waited ~10 ms in vain, never between the command and
@@ -441,6 +461,10 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
       break;
     }
     if (pr == 0) {
+      if (!waits_read) {
+        waits_before = thread_schedstat(pid_);
+        waits_read = true;
+      }
       mem_sample s = sample();
       if (s.ok && rss_limit_ && s.rss > rss_limit_) {
         kill_now(kill_reason::memory, "resident memory " + mib(s.rss) + " over the limit of " +
@@ -528,6 +552,21 @@ double worker::idle_cpu_seconds(double window_s) const {
   long long after = cpu_ticks(pid_);
   if (before < 0 || after < before) return 0;
   return static_cast<double>(after - before) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+double worker::idle_demand_seconds(double window_s) const {
+  if (!alive()) return 0;
+  const auto before = thread_schedstat(pid_);
+  if (before.empty()) return -1;
+  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
+  unsigned long long total = 0;
+  for (const thread_sched& t : thread_schedstat(pid_)) {
+    unsigned long long was = 0;  // a thread started during the window counts from nothing
+    for (const thread_sched& b : before)
+      if (b.tid == t.tid) was = b.run_ns + b.wait_ns;
+    if (t.run_ns + t.wait_ns > was) total += t.run_ns + t.wait_ns - was;
+  }
+  return static_cast<double>(total) * 1e-9;
 }
 
 std::vector<std::string> worker::mapped_files(bool& readable) const {

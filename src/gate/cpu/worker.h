@@ -83,6 +83,11 @@ struct worker_result {
   bool ok() const { return end == worker_end::replied && reply.st == wire::status::ok; }
 };
 
+// A request's wall-clock watchdog fires after its timeout plus the longest time one of the
+// worker's threads waited for a CPU meanwhile (a loaded machine's time, not the kernel's), and
+// after this many timeouts whatever the waits were.
+constexpr double watchdog_stretch = 8;
+
 class worker {
  public:
   // Starts lathe-worker with the region and the object fd; de-privileged when lathe is root.
@@ -104,6 +109,12 @@ class worker {
   // CPU seconds the worker used (all threads) while idle over `window_s` after a request:
   // a kernel that leaves threads spinning shows here (PROTOCOL.md: resource_limit).
   double idle_cpu_seconds(double window_s) const;
+  // The same window, counted as the seconds the worker's threads ran *or waited to run*
+  // (schedstat): a thread left spinning counts its whole window however loaded the machine is,
+  // where its CPU time shrinks with its share of a core (under a load of 9 on two cores a
+  // spinning thread used 22 % of one and passed a 30 % threshold). Negative where the kernel
+  // keeps no schedstat.
+  double idle_demand_seconds(double window_s) const;
   // Threads alive in the worker now (from /proc/<pid>/task).
   int thread_count() const;
   // The files mapped into the worker now (/proc/<pid>/maps), each once; empty with `readable`

@@ -1,6 +1,7 @@
 #include <cstdint>
 #include "gate/cpu/worker_end.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,41 @@ void classify(const death& d, uint64_t rss_limit, uint64_t address_space, double
     r.end = worker_end::crashed;
     r.detail = "the worker died of " + signal_name(sig);
   }
+}
+
+std::vector<thread_sched> thread_schedstat(pid_t pid) {
+  std::vector<thread_sched> out;
+  char path[96];
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* d = opendir(path);
+  if (!d) return out;
+  while (const dirent* e = readdir(d)) {
+    const long tid = std::strtol(e->d_name, nullptr, 10);
+    if (tid <= 0) continue;
+    std::snprintf(path, sizeof path, "/proc/%d/task/%ld/schedstat", static_cast<int>(pid), tid);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // the thread ended meanwhile
+    char buf[128];
+    const ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) continue;
+    buf[n] = 0;
+    unsigned long long run = 0, wait = 0;
+    if (std::sscanf(buf, "%llu %llu", &run, &wait) == 2) out.push_back({static_cast<pid_t>(tid), run, wait});
+  }
+  closedir(d);
+  return out;
+}
+
+unsigned long long most_waited_ns(const std::vector<thread_sched>& before, const std::vector<thread_sched>& now) {
+  unsigned long long most = 0;
+  for (const thread_sched& t : now) {
+    unsigned long long was = 0;
+    for (const thread_sched& b : before)
+      if (b.tid == t.tid) was = b.wait_ns;
+    if (t.wait_ns > was) most = std::max(most, t.wait_ns - was);
+  }
+  return most;
 }
 
 }  // namespace detail

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gate/cpu/worker.h"
 
@@ -26,6 +28,17 @@ mem_sample sample_memory(pid_t pid);
 
 // utime + stime of the whole thread group, in clock ticks; -1 when the process is gone.
 long long cpu_ticks(pid_t pid);
+// Per thread of `pid`, the nanoseconds it ran and the nanoseconds it waited to run, in a run
+// queue (/proc/<pid>/task/<tid>/schedstat, fields 1 and 2); empty where the kernel keeps no
+// schedstat.
+struct thread_sched {
+  pid_t tid = 0;
+  unsigned long long run_ns = 0, wait_ns = 0;
+};
+std::vector<thread_sched> thread_schedstat(pid_t pid);
+// The most nanoseconds one thread of `pid` waited to run since `before` was read (a thread started
+// since counts from nothing).
+unsigned long long most_waited_ns(const std::vector<thread_sched>& before, const std::vector<thread_sched>& now);
 
 enum class kill_reason { none, timeout, memory, protocol };
 

@@ -1,10 +1,13 @@
 // expect: forbidden
 // timed
-// From its 50th call in a process (the timing blocks: the checks' worker is not the one timed)
-// it clone()s a process that burns the CPU, meant to run on while the worker is frozen between
-// its requests and the baseline is timed: SIGSTOP reaches the worker's threads, not a process it
-// started. clone is not a name the text screen refuses (fork, vfork and posix_spawn are); the
-// seccomp filter kills the worker at any clone without CLONE_THREAD, before the child runs.
+// From its 10th call in a process it clone()s a process that burns the CPU, meant to run on
+// while the worker is frozen between its requests and the baseline is timed: SIGSTOP reaches the
+// worker's threads, not a process it started. The 10th call is a timing block's: the checks'
+// worker makes fewer than 8 calls of axpy (a kernel returning an error from its 8th call failed
+// while timed), and a 50th call was reached by no timing process on the loaded 2-core VM, where
+// this kernel read `ok`. clone is not a name the text screen refuses (fork, vfork and posix_spawn
+// are); the seccomp filter kills the worker at any clone without CLONE_THREAD, before the child
+// runs.
 #include <lathe/abi.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,7 +23,7 @@ int burn(void*) {
 }
 }  // namespace
 extern "C" int lathe_launch(const lathe_args* a) {
-  if (++calls == 50) clone(burn, stack + sizeof stack, SIGCHLD, nullptr);
+  if (++calls == 10) clone(burn, stack + sizeof stack, SIGCHLD, nullptr);
   const float* x = static_cast<const float*>(a->inputs[0].data);
   const float* y = static_cast<const float*>(a->inputs[1].data);
   float* z = static_cast<float*>(a->outputs[0].data);
