@@ -92,6 +92,18 @@ std::optional<stop> evaluator::time_all_cpu() {
     return d->spec;
   };
 
+  // Where the stage's time goes, for the diagnostics (its cost is most of an evaluation's).
+  std::string laps;
+  auto lap_t = t0;
+  auto lap = [&](const char* what) {
+    const auto now = clock_type::now();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s %.2f s", laps.empty() ? "" : ", ", what,
+                  std::chrono::duration<double>(now - lap_t).count());
+    laps += buf;
+    lap_t = now;
+  };
+  lap("inputs drawn");
   link_.reset();
   cand_worker_ = worker{};
   wire::command setup = setup_command(t_, l, 1);
@@ -125,6 +137,7 @@ std::optional<stop> evaluator::time_all_cpu() {
         return stop{outcome::crash, "the baseline failed to start (a task problem)", s->message};
       }
     }
+  lap("workers started");
   // Every arena staged and every worker set up (its pages mapped and touched: kernel_host.cpp),
   // all processes at once: the pages are most of the stage's cost on the 2-core VM.
   {
@@ -135,6 +148,7 @@ std::optional<stop> evaluator::time_all_cpu() {
     std::vector<std::future<worker_result>> jobs;
     for (auto& [p, cand] : all)
       jobs.push_back(std::async(std::launch::async, [&, p = p] {
+        p->region.populate();
         stage_pools(a, pool_data, p->region.data());
         poison_areas(t_, a, l, 0, a.entries, p->region.data());
         return p->w.setup(setup, cfg_.call_timeout_s);
@@ -150,6 +164,7 @@ std::optional<stop> evaluator::time_all_cpu() {
     for (auto& [p, cand] : all) p->w.freeze_between_requests();
   }
 
+  lap("arenas staged and set up");
   auto lock = device_lock::acquire("cpu", device_lock::mode::exclusive);
   if (!lock) return stop{outcome::unstable, lock.error().message, {}};
   const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
@@ -246,14 +261,17 @@ std::optional<stop> evaluator::time_all_cpu() {
     return std::nullopt;
   };
 
+  lap("calibrated");
   meter_baseline(B);
   series_result main = run_paired(A, B, cfg_.policy, rng_, timeout);
   if (auto f = pool_failure()) return f;
   if (!main.ok)
     return main.failed_a ? from_worker(main.failure, "timing")
                          : stop{outcome::crash, "the baseline failed while timed", main.failure.detail};
+  lap("series");
   if (auto s = verify("")) return s;
   record(main.series);
+  lap("timed calls checked");
 
   // Roofline floor for the level of memory a block's data lives in. Below it the result is not
   // trusted: fresh pools and the series again, checked again, and refused if it stays below.
@@ -315,6 +333,8 @@ std::optional<stop> evaluator::time_all_cpu() {
       e_.diagnostics += buf;
     }
   }
+  lap("floor");
+  e_.diagnostics += "time stage: " + laps + "\n";
   stage_done("time", t0);
   const paired_series measured = *e_.paired;
   cands_.clear();  // the candidate's processes end: none of its work runs during the control

@@ -130,6 +130,13 @@ result<shared_region> shared_region::create(uint64_t bytes) {
   return r;
 }
 
+void shared_region::populate() const {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+  if (data_ && size_) madvise(data_, size_ / 4096 * 4096, MADV_POPULATE_WRITE);  // best effort
+}
+
 shared_region::shared_region(shared_region&& o) noexcept
     : fd_(std::exchange(o.fd_, -1)),
       data_(std::exchange(o.data_, nullptr)),

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Where a CPU evaluation's time stage goes, for two lathe binaries run in turn (issue 41: the
+gate's own cost per timed evaluation). Not a test: it prints a table for the closing note.
+
+Each round runs `lathe eval TASK KERNEL --json` once with each binary, in alternating order (A B,
+then B A, ...), and reads the stage's laps from the evaluation's diagnostics ("time stage: inputs
+drawn 0.01 s, workers started 0.23 s, arenas staged and set up 1.82 s, ..."), and the stages'
+seconds. The ratio of each lap is paired by round: B's over A's in the same round, so that the
+machine's load, which wanders by tens of percent here, weighs on both sides of a ratio alike.
+The machine's load average is printed before and after.
+
+Usage: bench/gate/time_stage.py --a OLD_LATHE --b NEW_LATHE [--rounds 5] [--max-time 0.5]
+                                [--out FILE.json] TASK KERNEL
+"""
+import argparse, json, math, os, re, statistics, subprocess, sys, tempfile
+
+
+def laps(diagnostics):
+    for line in diagnostics.splitlines():
+        if line.startswith("time stage: "):
+            return {m.group(1): float(m.group(2))
+                    for m in re.finditer(r"([a-z][a-z ]*?) ([0-9.]+) s", line[len("time stage: "):])}
+    return {}
+
+
+def run(lathe, ws, task, kernel, max_time):
+    out = subprocess.run([lathe, "--workspace", ws, "eval", task, kernel, "--json", "--max-time",
+                          str(max_time)], capture_output=True, text=True)
+    try:
+        e = json.loads(out.stdout)
+    except json.JSONDecodeError:
+        sys.exit(f"{lathe}: no JSON (exit {out.returncode}): {out.stderr[-400:]}")
+    row = laps(e.get("diagnostics", ""))
+    for s in e.get("stage_seconds", []):
+        row["stage " + s["stage"]] = s["seconds"]
+    row["wall"] = e.get("wall_seconds", 0)
+    row["outcome"] = e.get("outcome")
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--a", required=True, help="the lathe binary before")
+    p.add_argument("--b", required=True, help="the lathe binary after")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--max-time", type=float, default=0.5)
+    p.add_argument("--out")
+    p.add_argument("task")
+    p.add_argument("kernel")
+    a = p.parse_args()
+    load0 = open("/proc/loadavg").read().split()[:3]
+    rows = {"a": [], "b": []}
+    with tempfile.TemporaryDirectory(prefix="lathe-time-stage-") as ws:
+        for r in range(a.rounds):
+            order = ["a", "b"] if r % 2 == 0 else ["b", "a"]
+            for side in order:
+                rows[side].append(run(getattr(a, side), ws, a.task, a.kernel, a.max_time))
+            print(f"round {r + 1}/{a.rounds}: a {rows['a'][-1]['wall']:.2f} s, b {rows['b'][-1]['wall']:.2f} s",
+                  file=sys.stderr)
+    load1 = open("/proc/loadavg").read().split()[:3]
+    keys = [k for k in rows["a"][0] if k != "outcome" and all(k in x for x in rows["a"] + rows["b"])]
+    print(f"task {a.task}, kernel {a.kernel}, --max-time {a.max_time}, {a.rounds} rounds; "
+          f"load average before {' '.join(load0)}, after {' '.join(load1)}")
+    print(f"outcomes: a {[x['outcome'] for x in rows['a']]}, b {[x['outcome'] for x in rows['b']]}")
+    print(f"{'lap (s)':34} {'a median':>9} {'b median':>9} {'b/a (paired, geo. mean)':>24}")
+    for k in keys:
+        av = [x[k] for x in rows["a"]]
+        bv = [x[k] for x in rows["b"]]
+        ratios = [y / x for x, y in zip(av, bv) if x > 0 and y > 0]
+        geo = math.exp(statistics.mean(math.log(r) for r in ratios)) if ratios else float("nan")
+        print(f"{k:34} {statistics.median(av):9.2f} {statistics.median(bv):9.2f} {geo:24.2f}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"task": a.task, "kernel": a.kernel, "a": a.a, "b": a.b, "rounds": rows,
+                       "load_before": load0, "load_after": load1}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
