@@ -37,6 +37,7 @@ import traceback
 
 import lathe_ext
 import lathe_ops
+import lathe_seal
 import lathe_wire as W
 
 # lathe::dtype (src/core/dtype.h) -> torch dtype name
@@ -220,6 +221,7 @@ class Host:
         self.views = {}      # (tensor index, offset) -> tensor, for run_table
         self.torch = None
         self.confined = ""
+        self.pending = None  # (source, spec) between the two halves of a load
 
     def reply(self, st=W.OK, code=0, message=""):
         r = W.Reply()
@@ -235,6 +237,8 @@ class Host:
 
     # ---- load: torch, confinement, the kernel's code -------------------------------------
     def load(self, c):
+        """The first half of a load: torch, the confinement and the observer, and the kernel's
+        source read; None when the candidate may be imported (load_kernel), else the reply."""
         if self.launch is not None:
             return self.reply(W.BAD_COMMAND, 0, "the kernel is already loaded")
         try:
@@ -265,12 +269,20 @@ class Host:
         why = self.confine([e["dir"] for e in extensions] + interpreter_trees(torch))
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
-        module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}
         if self.policy:
             try:
                 self.observer = Observer(self.torch, self.policy, spec)
             except BaseException as e:  # noqa: BLE001
                 return self.failure(W.INIT_FAILED, "python: lathe's torch observer cannot be installed", e)
+        self.pending = (source, spec)
+        return None
+
+    def load_kernel(self):
+        """The candidate's code imported, its launch (or ModelNew) and init found and run: the
+        second half of a load, after main() sealed what the observation relies on."""
+        source, spec = self.pending
+        self.pending = None
+        module = {"__name__": "lathe_kernel_candidate", "__file__": "kernel.py"}
         try:
             code = compile(source, "kernel.py", "exec")
             exec(code, module)  # noqa: S102 - the kernel is the worker's to run, confined
@@ -468,7 +480,7 @@ class Host:
             return self.reply(W.BAD_COMMAND, 0, "bad command magic")
         k = c.kind
         if k == W.LOAD:
-            return self.load(c)
+            return self.load(c) or self.load_kernel()
         if k == W.SETUP:
             return self.setup(c)
         if k == W.RUN:
@@ -494,11 +506,35 @@ def read_command():
     return W.Command.from_buffer_copy(buf)
 
 
-def send(r):
-    data = bytes(r)
-    done = 0
-    while done < len(data):
-        done += os.write(W.REPLY_FD, data[done:])
+
+def seal_of(host):
+    """Everything the observation of the candidate goes through (lathe_seal.py), taken after the
+    observer is installed and before the candidate's code exists."""
+    import builtins
+    torch = host.torch
+    spaces = [("builtins", builtins.__dict__), ("lathe_kernel", globals()), ("lathe_ops", lathe_ops.__dict__),
+              ("lathe_wire", W.__dict__), ("lathe_seal", lathe_seal.__dict__), ("os", os.__dict__),
+              ("ctypes", ctypes.__dict__), ("Reply", W.Reply.__dict__), ("Command", W.Command.__dict__)]
+    for name, value in list(globals().items()):
+        if isinstance(value, type) and value.__module__ == __name__:
+            spaces.append((name, value.__dict__))
+    keys = {"host": {"observer", "policy"}}
+    spaces.append(("host", host.__dict__))
+    obs = host.observer
+    if obs is not None:
+        dispatch = sys.modules["torch.utils._python_dispatch"]
+        # Its functions and classes (torch 2 keeps flags there that dispatch itself rebinds).
+        spaces.append(("torch.utils._python_dispatch", dispatch.__dict__))
+        keys["torch.utils._python_dispatch"] = {k for k, v in dispatch.__dict__.items() if callable(v)}
+        spaces.append(("torch._C", torch._C.__dict__))
+        keys["torch._C"] = {k for k, v in torch._C.__dict__.items()
+                            if callable(v) and ("dispatch" in k.lower() or "mode" in k.lower())}
+        spaces.append(("observer", obs.__dict__))
+        keys["observer"] = set(obs.__dict__) - {"seen"}
+        for cls in type(obs.mode).__mro__:
+            if cls is not object:
+                spaces.append((cls.__name__, cls.__dict__))
+    return lathe_seal.snapshot(spaces, keys)
 
 
 def main(argv):
@@ -512,21 +548,66 @@ def main(argv):
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
     host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"),
                 value("--torch-compute"))
+    # This frame runs before the candidate exists and its code cannot change while it runs: what
+    # it needs after the candidate's import is held in its own locals, taken now (lathe_seal.py).
+    broken, broken_code, length, write, to_bytes = lathe_seal.broken, lathe_seal.broken.__code__, len, os.write, bytes
+    Reply, MAGIC, LOAD, QUIT, FORBIDDEN = W.Reply, W.MAGIC, W.LOAD, W.QUIT, W.FORBIDDEN
+    message_bytes, reply_fd, read = W.MESSAGE_BYTES, W.REPLY_FD, read_command
+    plumbing = lathe_ops.PLUMBING
+    seal = log = policy = refused = None
+    checked = 0
     while True:
-        c = read_command()
+        c = read()
         if c is None:
             return 0
         if c is False:
             return 2
+        loading = c.magic == MAGIC and c.kind == LOAD
         if region is None:
             r = host.reply(W.BAD_COMMAND, 0, "no shared region on fd 3")
         else:
             try:
-                r = host.answer(c)
+                if loading and seal is None:
+                    r = host.load(c)
+                    if r is None:
+                        seal = seal_of(host)
+                        obs = host.observer
+                        if obs is not None:
+                            log, policy, refused = obs.log, obs.policy, frozenset(obs.refused)
+                        r = host.load_kernel()
+                else:
+                    r = host.answer(c)
             except BaseException as e:  # noqa: BLE001
                 r = host.failure(W.BAD_COMMAND, "the worker failed", e)
-        send(r)
-        if c.magic == W.MAGIC and c.kind == W.QUIT:
+        why = None
+        if seal is not None:
+            why = "lathe_seal.broken" if broken.__code__ is not broken_code else broken(seal)
+            if why is not None:
+                why = ("the candidate changed lathe's worker (" + why + "): lathe observes the torch "
+                       "operations a candidate runs, and nothing it relies on may be replaced")
+            elif log is not None:
+                n = length(log)
+                if n < checked:
+                    why = "the candidate tampered with lathe's record of its torch operations"
+                elif policy is not None and (policy == "forbid" or not loading):
+                    for name in log[checked:n]:
+                        if name and name not in plumbing and (policy == "forbid" or name in refused):
+                            why = ("torch compute the task's policy refuses: aten::" + name + " ran "
+                                   "(seen by the worker's main loop)")
+                            break
+                checked = n
+        if why is not None and r.st != FORBIDDEN:
+            r = Reply()
+            r.magic = MAGIC
+            r.st = FORBIDDEN
+            r.code = 0
+            r.calls_done = 0
+            r.message = why.encode("utf-8", "replace")[: message_bytes - 1]
+        data = to_bytes(r)
+        done = 0
+        while done < length(data):
+            done += write(reply_fd, data[done:])
+        if c.magic == MAGIC and c.kind == QUIT:
             return 0
 
 

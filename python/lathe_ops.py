@@ -21,9 +21,12 @@ them (the output copy, binding the Model's parameters). A `cat` or a copy cannot
 The candidate runs in the same interpreter, so the mode is something it could reach. The worker
 checks before and after every call that the dispatch mode stack holds exactly this mode, and that
 the log only grew (a candidate that pops the mode for good, pushes its own, or empties the log is
-refused: `forbidden`). What it cannot see: a candidate that pops the mode and pushes it back within
-one call, or runs ops under torch._C's guards that exclude the Python dispatch key; both need
-torch's private API on purpose, which no KernelBench fallback does.
+refused: `forbidden`); and its main loop, whose frame the candidate cannot change, checks before
+every reply that nothing the observation goes through was rebound (the worker's check, this
+module's functions, the recorder, the builtins: lathe_seal.py) and judges the log itself. What it
+cannot see: a candidate that pops the mode and pushes it back within one call, edits the log's
+entries in place, writes the interpreter's memory through ctypes, or runs ops under torch._C's
+guards that exclude the Python dispatch key.
 """
 
 # Base names (aten::<name>, any overload) of ops that move or make data without computing.

@@ -32,7 +32,7 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   // torch_forbidden runs on the task that does not allow torch, getattr_mm and aten_mm on the
   // gemm task (no libraries either); the rest on the one that allows torch.
-  const bool gemm = GetParam() == "getattr_mm" || GetParam() == "aten_mm";
+  const bool gemm = GetParam() == "getattr_mm" || GetParam() == "aten_mm" || GetParam() == "patches_observer";
   task t = load(gemm ? source_dir() / "tasks/gemm"
                      : source_dir() / "tests" /
                            (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
@@ -51,16 +51,19 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   if (GetParam() == "no_launch")
     EXPECT_NE(e.message.find("defines no launch(inputs, outputs, scalars)"), std::string::npos) << e.message;
   // Refused for what ran, not for a name in the source (python/lathe_ops.py).
-  if (gemm) {
+  if (gemm && GetParam() != "patches_observer") {
     EXPECT_NE(e.message.find("aten::mm ran"), std::string::npos) << e.message;
   }
+  if (GetParam() == "patches_observer")
+    EXPECT_NE(e.message.find("the candidate changed lathe's worker (Observer.verify)"), std::string::npos)
+        << e.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(cpu, python_kernel,
                          ::testing::Values("ok", "wrong", "mutates_input", "rebinds_output", "cached",
                                            "raises", "syntax_error", "no_launch", "exits", "hangs",
                                            "socket_call", "reads_outside", "background_thread",
-                                           "torch_forbidden", "getattr_mm", "aten_mm"),
+                                           "torch_forbidden", "getattr_mm", "aten_mm", "patches_observer"),
                          [](const auto& info) { return info.param; });
 
 TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {
