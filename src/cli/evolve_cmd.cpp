@@ -16,7 +16,7 @@
 #include "core/text.h"
 #include "spec/bundle.h"
 #include "spec/task_file.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "llm/budget.h"
 #include "search/evolve.h"
 #include "search/export.h"

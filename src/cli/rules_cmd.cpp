@@ -9,7 +9,7 @@
 #include <set>
 
 #include "agent/rules/catalog.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "cli/context.h"
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"

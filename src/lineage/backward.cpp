@@ -5,7 +5,7 @@
 
 #include "core/feature_registry.h"
 #include "core/text.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/walk.h"
 
 namespace lathe::lineages::detail {

@@ -10,7 +10,7 @@
 
 #include "core/json.h"
 #include "core/text.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/walk.h"
 
 namespace lathe::lineages {

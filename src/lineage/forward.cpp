@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "core/text.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/forward_speed.h"
 #include "lineage/walk.h"
 

@@ -2,12 +2,12 @@
 
 #include <cstdio>
 
-#include "agent/rules/rules_proposer.h"
+#include "features/detect.h"
 #include "core/feature_registry.h"
 #include "core/text.h"
 #include "spec/bundle.h"
 #include "spec/task_file.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/screening.h"
 
 namespace lathe::lineages {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "core/error.h"
 #include "core/evaluation.h"
 #include "core/kernel.h"

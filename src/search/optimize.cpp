@@ -14,7 +14,7 @@
 
 #include "core/json.h"
 #include "core/text.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "search/journal.h"
 #include "search/plan.h"
 #include "search/progress.h"

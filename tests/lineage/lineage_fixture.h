@@ -17,7 +17,7 @@
 #include "spec/bundle.h"
 #include "integration/gate_fixture.h"
 #include "lineage/decompose.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/init.h"
 #include "lineage/run_log.h"
 #include "store/store.h"

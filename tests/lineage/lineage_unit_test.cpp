@@ -9,7 +9,7 @@
 #include "agent/rules/rules_proposer.h"
 #include "lineage/decompose.h"
 #include "lineage/init.h"
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 #include "lineage/run_log.h"
 #include "lineage/screening.h"
 #include "lineage/staged.h"

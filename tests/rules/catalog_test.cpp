@@ -16,7 +16,7 @@
 #include <set>
 
 #include "agent/edit.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "core/feature_registry.h"
 #include "gate/build.h"
 #include "spec/bundle.h"

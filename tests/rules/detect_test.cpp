@@ -1,4 +1,4 @@
-// The feature detectors (agent/rules/detect.h): each fires on its instruction and not on its
+// The feature detectors (features/detect.h): each fires on its instruction and not on its
 // look-alikes, on PTX, disassembly and source snippets; then every stage of tasks/gemm_cuda and
 // the CPU experts and naives, really built, scored against tasks/gemm_cuda/lineage.toml (ground
 // truth: read here, by the scorer, never by a detector).
@@ -17,7 +17,7 @@
 #include <toml++/toml.h>
 #endif
 
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "gate/build.h"
 #include "spec/bundle.h"
 

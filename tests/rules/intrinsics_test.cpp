@@ -14,7 +14,7 @@
 #include "agent/edit.h"
 #include "agent/rules/catalog.h"
 #include "agent/rules/catalog_intrinsics.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "gate/build.h"
 #include "spec/bundle.h"
 #include "gate/gate.h"

@@ -9,7 +9,7 @@
 
 #include "agent/rules/catalog.h"
 #include "agent/rules/catalog_vector.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "gate/build.h"
 #include "spec/bundle.h"
 

@@ -17,7 +17,7 @@
 #include "agent/llm_proposer.h"
 #include "agent/situation_text.h"
 #include "agent/prompt.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "agent/rules/rules_proposer.h"
 #include "core/test_util.h"
 #include "spec/bundle.h"

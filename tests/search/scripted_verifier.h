@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "lineage/verifier.h"
 
 namespace lathe::search_test {

@@ -19,7 +19,7 @@
 
 #include "agent/proposer.h"
 #include "agent/rules/catalog.h"
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 
 namespace lathe::agent::rules {
 
@@ -37,10 +37,6 @@ rules_options options_for(const task& t, uint64_t seed = 0);
 // The carrier key of a rule invocation in a card's `carriers` (beside `<language>/<platform>`,
 // which holds the rule's text diff as a hint for an LLM).
 inline constexpr const char* rules_carrier_key = "rules";
-
-// Registry names no detector covers (docs/rules.md "Detectors", known limits): an audit of one
-// of these is `unknown`, so it fails, rather than a guessed `absent`.
-bool has_detector(std::string_view feature_name);
 
 // The audit behind `audit_features`, with an artifact when the caller built one: the artifact's
 // verdict stands for the names it can show (detect.h "Artifact first"), citations are the source

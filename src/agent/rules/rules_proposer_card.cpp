@@ -70,13 +70,6 @@ std::vector<std::string> named_features(const std::string& text) {
 
 }  // namespace
 
-bool has_detector(std::string_view name) {
-  // docs/rules.md "Detectors", known limits: these four have no heuristic yet.
-  static const std::set<std::string_view> none = {"block_reduce", "online_softmax",
-                                                   "warp_specialization", "cache_blocking"};
-  return find_feature(name) && !none.count(name);
-}
-
 audit_result audit_kernel(const kernel_bundle& k, const std::vector<std::string>& names,
                           const artifact* built) {
   const std::vector<detection> source = detect_source(k);

@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "agent/rules/detect.h"
-#include "agent/rules/detect_util.h"
+#include "features/detect.h"
+#include "features/detect_util.h"
 #include "gate/process.h"
 
 namespace lathe::agent::rules {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 
 namespace lathe::agent::rules::detail {
 

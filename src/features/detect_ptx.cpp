@@ -11,8 +11,8 @@
 #include <regex>
 #include <set>
 
-#include "agent/rules/detect.h"
-#include "agent/rules/detect_util.h"
+#include "features/detect.h"
+#include "features/detect_util.h"
 
 namespace lathe::agent::rules {
 namespace {

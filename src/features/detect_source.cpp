@@ -8,8 +8,8 @@
 #include <set>
 
 #include "source/anchor.h"
-#include "agent/rules/detect.h"
-#include "agent/rules/detect_util.h"
+#include "features/detect.h"
+#include "features/detect_util.h"
 #include "source/token.h"
 
 namespace lathe::agent::rules {

@@ -1,4 +1,4 @@
-#include "lineage/feature_audit.h"
+#include "features/feature_audit.h"
 
 #include <algorithm>
 #include <map>

@@ -67,6 +67,10 @@ disassembly_result disassemble(const std::filesystem::path& object);
 // not produce does not hold it.
 bool artifact_visible(std::string_view name, language lang);
 
+// Registry names no detector covers (docs/rules.md "Detectors", known limits): an audit of one
+// of these is `unknown`, so it fails, rather than a guessed `absent`.
+bool has_detector(std::string_view feature_name);
+
 // The function name of a PTX `.entry`/`.func` symbol or of a demangled C++ signature:
 // "_ZN…10gemm_naiveEPK13__nv_bfloat16S2_Pfiii" → "gemm_naive", "(anonymous namespace)::
 // micro_6x16(long, float const*)" → "micro_6x16". Unmangled names come back as they are.

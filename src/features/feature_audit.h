@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 #include "core/feature.h"
 #include "core/kernel.h"
 

@@ -1,7 +1,9 @@
-#include "agent/rules/detect.h"
+#include "features/detect.h"
 
 #include <algorithm>
 #include <set>
+
+#include "core/feature_registry.h"
 
 namespace lathe::agent::rules {
 
@@ -15,6 +17,13 @@ std::vector<std::string> detections::names() const {
   std::set<std::string> s;
   for (const auto& d : found) s.insert(d.what.name);
   return {s.begin(), s.end()};
+}
+
+bool has_detector(std::string_view name) {
+  // docs/rules.md "Detectors", known limits: these four have no heuristic yet.
+  static const std::set<std::string_view> none = {"block_reduce", "online_softmax",
+                                                   "warp_specialization", "cache_blocking"};
+  return find_feature(name) && !none.count(name);
 }
 
 bool artifact_visible(std::string_view name, language lang) {

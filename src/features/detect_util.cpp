@@ -1,4 +1,4 @@
-#include "agent/rules/detect_util.h"
+#include "features/detect_util.h"
 
 #include <algorithm>
 
