@@ -57,12 +57,19 @@ TEST_F(bench_cli, the_held_out_experts_as_candidates) {
   // Correct; timed, unless the 2-core VM stayed too noisy to decide three times (silu's A/A
   // intervals reach [0.78, 1.29] here): then correct without a figure, outcome unstable.
   std::vector<double> speedups;
+  const json& a = j["aggregates"];
+  ASSERT_EQ(a["fast_p"].size(), 3u);
+  const double p = a["fast_p"][0].value("p", -1.0);
+  int decided = 0;  // fast_p counts a gain only when its interval's low end clears p (issue 42)
   for (const char* name : {"layernorm", "silu"}) {
     EXPECT_EQ(t[name].value("status", ""), "correct") << name << ": " << t[name].dump();
     if (t[name]["speedup"].is_number()) {
       EXPECT_EQ(t[name].value("outcome", ""), "ok");
       EXPECT_GT(t[name]["speedup"].get<double>(), 2.0) << name;  // the experts are 5-9x naive here
       speedups.push_back(t[name]["speedup"].get<double>());
+      // --quick --max-time 0.3 on the loaded VM: a 2x point estimate may come with an interval
+      // reaching below 1 (CI of 739485d: one of two counted).
+      if (t[name]["ci"].is_array() && t[name]["ci"][0].get<double>() > p && speedups.back() > p) ++decided;
     } else {
       EXPECT_EQ(t[name].value("outcome", ""), "unstable") << name;
     }
@@ -71,14 +78,13 @@ TEST_F(bench_cli, the_held_out_experts_as_candidates) {
     EXPECT_EQ(t[name].value("status", ""), "no_candidate") << name;
     EXPECT_TRUE(t[name]["speedup"].is_null()) << name;
   }
-  const json& a = j["aggregates"];
   EXPECT_EQ(a.value("tasks", 0), 4);
   EXPECT_EQ(a.value("correct", 0), 2);
   EXPECT_EQ(a.value("no_candidate", 0), 2);
   EXPECT_DOUBLE_EQ(a.value("correctness_rate", 0.0), 0.5);
-  ASSERT_EQ(a["fast_p"].size(), 3u);
-  // The timed experts, over all 4 tasks.
-  EXPECT_DOUBLE_EQ(a["fast_p"][0].value("fraction", 0.0), speedups.size() / 4.0);
+  // The decided gains, over all 4 tasks (KernelBench's denominator).
+  EXPECT_DOUBLE_EQ(a["fast_p"][0].value("fraction", 0.0), decided / 4.0) << a["fast_p"][0].dump();
+  EXPECT_EQ(a["fast_p"][0].value("count_point_estimate", -1), static_cast<int>(speedups.size()));
   double product = 1, sum = 0;
   for (double x : speedups) product *= x, sum += x;
   if (speedups.empty()) EXPECT_TRUE(a["geomean"].is_null());
