@@ -446,7 +446,10 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
   while (d.killed == kill_reason::none && !eof && got < sizeof buf) {
     const auto now = clock_type::now();
     if (now >= deadline && waits_read && now < last_deadline) {
-      waited_s = static_cast<double>(most_waited_ns(waits_before, thread_schedstat(pid_))) * 1e-9;
+      unsigned long long most = 0;
+      for (const thread_sched& d : thread_sched_since(waits_before, thread_schedstat(pid_)))
+        most = std::max(most, d.wait_ns);
+      waited_s = static_cast<double>(most) * 1e-9;
       deadline = std::min(last_deadline, after(timeout_s + waited_s));
     }
     if (now >= deadline) {
@@ -567,12 +570,7 @@ double worker::idle_demand_seconds(double window_s) const {
   if (before.empty()) return -1;
   std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
   unsigned long long total = 0;
-  for (const thread_sched& t : thread_schedstat(pid_)) {
-    unsigned long long was = 0;  // a thread started during the window counts from nothing
-    for (const thread_sched& b : before)
-      if (b.tid == t.tid) was = b.run_ns + b.wait_ns;
-    if (t.run_ns + t.wait_ns > was) total += t.run_ns + t.wait_ns - was;
-  }
+  for (const thread_sched& d : thread_sched_since(before, thread_schedstat(pid_))) total += d.run_ns + d.wait_ns;
   return static_cast<double>(total) * 1e-9;
 }
 

@@ -192,15 +192,17 @@ std::vector<thread_sched> thread_schedstat(pid_t pid) {
   return out;
 }
 
-unsigned long long most_waited_ns(const std::vector<thread_sched>& before, const std::vector<thread_sched>& now) {
-  unsigned long long most = 0;
+std::vector<thread_sched> thread_sched_since(const std::vector<thread_sched>& before,
+                                             const std::vector<thread_sched>& now) {
+  std::vector<thread_sched> out;
   for (const thread_sched& t : now) {
-    unsigned long long was = 0;
+    thread_sched was{t.tid, 0, 0};
     for (const thread_sched& b : before)
-      if (b.tid == t.tid) was = b.wait_ns;
-    if (t.wait_ns > was) most = std::max(most, t.wait_ns - was);
+      if (b.tid == t.tid) was = b;
+    out.push_back({t.tid, t.run_ns > was.run_ns ? t.run_ns - was.run_ns : 0,
+                   t.wait_ns > was.wait_ns ? t.wait_ns - was.wait_ns : 0});
   }
-  return most;
+  return out;
 }
 
 }  // namespace detail

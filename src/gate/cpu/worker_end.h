@@ -36,9 +36,10 @@ struct thread_sched {
   unsigned long long run_ns = 0, wait_ns = 0;
 };
 std::vector<thread_sched> thread_schedstat(pid_t pid);
-// The most nanoseconds one thread of `pid` waited to run since `before` was read (a thread started
-// since counts from nothing).
-unsigned long long most_waited_ns(const std::vector<thread_sched>& before, const std::vector<thread_sched>& now);
+// Per thread in `now`, what it ran and waited since `before` was read (a thread started since
+// counts from nothing): the idle check sums them, the watchdog takes the longest wait.
+std::vector<thread_sched> thread_sched_since(const std::vector<thread_sched>& before,
+                                             const std::vector<thread_sched>& now);
 
 enum class kill_reason { none, timeout, memory, protocol };
 
