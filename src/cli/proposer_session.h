@@ -19,7 +19,7 @@
 #include "llm/budget.h"
 #include "llm/call_log.h"
 #include "llm/provider.h"
-#include "lineage/verifier.h"
+#include "verify/verifier.h"
 
 namespace lathe::cli {
 

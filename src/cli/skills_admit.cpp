@@ -9,8 +9,8 @@
 #include "cli/proposer_session.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "lineage/verifier.h"
 #include "skills/admit.h"
+#include "verify/verifier.h"
 
 namespace fs = std::filesystem;
 

@@ -28,8 +28,8 @@
 #include "core/kernel.h"
 #include "core/task.h"
 #include "lineage/init.h"
-#include "lineage/verifier.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::lineages {
 

@@ -38,8 +38,8 @@
 #include "core/expert.h"
 #include "core/kernel.h"
 #include "core/task.h"
-#include "lineage/verifier.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::lineages {
 

@@ -16,9 +16,9 @@
 #include "core/kernel.h"
 #include "core/outcome.h"
 #include "core/task.h"
-#include "lineage/verifier.h"
 #include "search/bench_stats.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::search {
 

@@ -29,10 +29,10 @@
 #include "core/kernel.h"
 #include "core/outcome.h"
 #include "core/task.h"
-#include "lineage/verifier.h"
 #include "llm/budget.h"
 #include "search/archive.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::search {
 

@@ -34,10 +34,10 @@
 #include "core/outcome.h"
 #include "core/target.h"
 #include "core/task.h"
-#include "lineage/verifier.h"
 #include "llm/budget.h"
 #include "search/strategy.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::search {
 

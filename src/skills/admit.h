@@ -18,8 +18,8 @@
 #include "core/feature.h"
 #include "core/target.h"
 #include "core/task.h"
-#include "lineage/verifier.h"
 #include "store/store.h"
+#include "verify/verifier.h"
 
 namespace lathe::skills {
 

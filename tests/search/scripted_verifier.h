@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "features/detect.h"
-#include "lineage/verifier.h"
+#include "verify/verifier.h"
 
 namespace lathe::search_test {
 

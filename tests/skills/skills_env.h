@@ -23,7 +23,7 @@
 #include "gate/gate.h"
 #include "spec/task_file.h"
 #include "integration/gate_fixture.h"
-#include "lineage/verifier.h"
+#include "verify/verifier.h"
 #include "store/store.h"
 
 namespace lathe::testing {

@@ -3,7 +3,7 @@
 
 #include "gate/build.h"
 #include "gate/paired.h"
-#include "lineage/verifier.h"
+#include "verify/verifier.h"
 
 namespace lathe::lineages {
 
