@@ -69,12 +69,12 @@ class Observer:
     """The torch ops the candidate runs (lathe_ops.py), judged by the worker's policy
     (--torch-compute forbid|fallback). Installed before the candidate's code is imported."""
 
-    def __init__(self, torch, policy, spec):
+    def __init__(self, torch, policy, spec, record_fd=None):
         self.policy = policy
         self.refused = set(spec.get("ops", [])) if spec else set()
         if policy == "fallback" and not self.refused:
             self.policy = None  # a reference that computes nothing with torch has no fallback
-        self.mode, self.log = lathe_ops.make_mode(torch)
+        self.mode, self.log = lathe_ops.make_mode(torch, record_fd)
         self.stack = lathe_ops.push(torch, self.mode)
         self.torch = torch
         self.seen = 0
@@ -208,9 +208,11 @@ class ModelNewLaunch:
 
 
 class Host:
-    def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None, policy=None):
+    def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None, policy=None,
+                 record=False):
         self.region, self.size = region, size
         self.policy = policy    # --torch-compute: forbid | fallback (lathe_ops.py), or None
+        self.record = record    # --op-record: the observer also writes lathe's record pipe (fd 9)
         self.observer = None
         self.confine_lib, self.seccomp = confine_lib, seccomp
         self.model_file, self.extensions_file = model, extensions
@@ -271,7 +273,8 @@ class Host:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
         if self.policy:
             try:
-                self.observer = Observer(self.torch, self.policy, spec)
+                self.observer = Observer(self.torch, self.policy, spec,
+                                         W.RECORD_FD if self.record else None)
             except BaseException as e:  # noqa: BLE001
                 return self.failure(W.INIT_FAILED, "python: lathe's torch observer cannot be installed", e)
         self.pending = (source, spec)
@@ -334,7 +337,9 @@ class Host:
         self.confined = (f"files: Landlock ABI {abi}" if abi > 0
                          else "files: not confined (" + buf.value.decode(errors="replace") + ")")
         if self.seccomp:
-            if lib.lathe_install_seccomp(buf, len(buf)) != 0:
+            # With a record pipe, the filter also keeps it in place: no close, dup2 or dup3 onto it.
+            guarded = W.RECORD_FD if self.record else -1
+            if lib.lathe_install_seccomp_guarding(guarded, buf, len(buf)) != 0:
                 return buf.value.decode(errors="replace")
         return None
 
@@ -547,7 +552,7 @@ def main(argv):
     size = os.fstat(W.REGION_FD).st_size
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
     host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"),
-                value("--torch-compute"))
+                value("--torch-compute"), "--op-record" in argv)
     # This frame runs before the candidate exists and its code cannot change while it runs: what
     # it needs after the candidate's import is held in its own locals, taken now (lathe_seal.py).
     broken, broken_code, length, write, to_bytes = lathe_seal.broken, lathe_seal.broken.__code__, len, os.write, bytes

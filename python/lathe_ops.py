@@ -13,7 +13,7 @@ op named) when its policy says so:
              Model.forward runs (recorded the same way by the trusted problem worker), wherever
              the candidate's code calls them
 
-Compute is every op not in PLUMBING below: allocation, views and reshapes, copies and dtype
+Compute is every op not in PLUMBING (lathe_plumbing.txt): allocation, views and reshapes, copies and dtype
 moves, filling, concatenation and random initialisation (a layer's constructor draws its
 weights) move or make data without doing the task's arithmetic, and the harness itself needs
 them (the output copy, binding the Model's parameters). A `cat` or a copy cannot compute a gemm.
@@ -23,25 +23,23 @@ checks before and after every call that the dispatch mode stack holds exactly th
 the log only grew (a candidate that pops the mode for good, pushes its own, or empties the log is
 refused: `forbidden`); and its main loop, whose frame the candidate cannot change, checks before
 every reply that nothing the observation goes through was rebound (the worker's check, this
-module's functions, the recorder, the builtins: lathe_seal.py) and judges the log itself. What it
-cannot see: a candidate that pops the mode and pushes it back within one call, edits the log's
-entries in place, writes the interpreter's memory through ctypes, or runs ops under torch._C's
-guards that exclude the Python dispatch key.
+module's functions, the recorder, the builtins: lathe_seal.py) and judges the log itself. lathe
+judges by what it reads from the record pipe, whose only read end lathe holds (the log's entries
+edited in place, or the record fd closed or replaced, which the seccomp filter forbids, change
+nothing there). What it cannot see: a candidate that pops the mode and pushes it back within one
+call, writes the interpreter's memory through ctypes, or runs ops under torch._C's guards that
+exclude the Python dispatch key; lathe's record shows what reached the mode, no more.
 """
 
-# Base names (aten::<name>, any overload) of ops that move or make data without computing.
-PLUMBING = frozenset("""
-empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
-ones_like new_ones full full_like new_full scalar_tensor zero_ fill_ lift lift_fresh
-lift_fresh_copy _to_copy to copy_ copy clone contiguous detach detach_ alias view _unsafe_view
-view_as reshape _reshape_alias as_strided as_strided_ t transpose transpose_ permute expand
-expand_as squeeze squeeze_ unsqueeze unsqueeze_ flatten unflatten slice select narrow split
-split_with_sizes chunk unbind cat stack _local_scalar_dense item sym_size sym_stride sym_numel
-sym_storage_offset size stride dim numel is_same_size is_contiguous resize_ resize_as_ set_
-_resize_output_ random_ uniform_ normal_ bernoulli_ rand rand_like randn randn_like randint
-randperm arange _pin_memory is_pinned record_stream _has_compatible_shallow_copy_type
-_copy_from _copy_from_and_resize _nested_tensor_from_mask_left_aligned _assert_async
-""".split())
+# Base names (aten::<name>, any overload) of ops that move or make data without computing: one list
+# beside this file, which lathe reads too (src/gate/cpu/op_record.cpp judges the record below).
+def _plumbing():
+    import os
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "lathe_plumbing.txt")) as f:
+        return frozenset(w for line in f for w in line.split("#", 1)[0].split())
+
+
+PLUMBING = _plumbing()
 
 
 def base_name(func):
@@ -58,15 +56,29 @@ def is_compute(name):
     return bool(name) and name not in PLUMBING
 
 
-def make_mode(torch):
-    """(mode, log): a TorchDispatchMode that appends every op's base name to `log`."""
+# One record per op on the record pipe: RECORD_START, the base name, "\n", in one write (shorter
+# than PIPE_BUF, so never interleaved with another thread's). lathe refuses a record it cannot
+# parse: nothing else writes there but a candidate forging or hiding a name.
+RECORD_START = b"\x1e"
+RECORD_NAME_BYTES = 200
+
+
+def make_mode(torch, record_fd=None):
+    """(mode, log): a TorchDispatchMode that appends every op's base name to `log` and, with
+    `record_fd`, writes it to lathe's record pipe before the op runs (the Python worker: lathe
+    holds the only read end and judges what it reads, src/gate/cpu/op_record.h). The log is the
+    worker's own view, which the candidate can reach; the record is not."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     log = []
+    write, start, end, cap = __import__("os").write, RECORD_START, b"\n", RECORD_NAME_BYTES
 
     class LatheOps(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            log.append(base_name(func))
+            name = base_name(func)
+            log.append(name)
+            if record_fd is not None:
+                write(record_fd, start + name.encode("utf-8", "replace")[:cap] + end)
             return func(*args, **(kwargs or {}))
 
     return LatheOps(), log

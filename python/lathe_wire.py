@@ -9,6 +9,7 @@ import ctypes as C
 
 MAGIC = 0x4C415448
 REGION_FD, COMMAND_FD, REPLY_FD, OBJECT_FD = 3, 4, 5, 6
+RECORD_FD = 9  # with --op-record: the pipe of the ops the candidate ran, read by lathe alone
 MAX_TENSORS, MAX_DIMS, MAX_SCALARS = 16, 8, 32
 MESSAGE_BYTES = 512
 MAX_COMPARED = 4

@@ -135,14 +135,14 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
       const bool torch_allowed =
           model_new || std::find(t_.allow_libraries.begin(), t_.allow_libraries.end(), "torch") !=
                            t_.allow_libraries.end();
-      const char* policy = !torch_allowed ? "forbid"
-                           : model_new && t_.problem_format == "kernelbench" && cfg_.refuse_torch_fallback
-                               ? "fallback"
-                               : nullptr;
-      if (policy) {
-        opt.worker_args.push_back("--torch-compute");
-        opt.worker_args.push_back(policy);
-      }
+      const torch_compute policy =
+          !torch_allowed ? torch_compute::forbid
+          : model_new && t_.problem_format == "kernelbench" && cfg_.refuse_torch_fallback
+              ? torch_compute::fallback
+              : torch_compute::allowed;
+      auto judged = with_torch_policy(std::move(opt), policy, **staged);
+      if (!judged) return tl::unexpected(judged.error());
+      opt = std::move(*judged);
     }
     opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
   }

@@ -135,4 +135,33 @@ result<sandbox_options> python_worker_options(sandbox_options opt, const python_
   return opt;
 }
 
+result<sandbox_options> with_torch_policy(sandbox_options opt, torch_compute mode, const python_stage& stage) {
+  if (mode == torch_compute::allowed) return opt;
+  static const fs::path list = python_kernel_script().parent_path() / "lathe_plumbing.txt";
+  static const result<std::set<std::string, std::less<>>> plumbing = read_plumbing(list);
+  if (!plumbing)
+    return fail(errc::not_found, plumbing.error().message + ": the list of torch operations that compute "
+                                 "nothing, which a Python kernel's policy is judged with");
+  op_policy p;
+  p.mode = mode;
+  p.plumbing = *plumbing;
+  if (mode == torch_compute::fallback && !stage.dir.empty()) {
+    // Written by lathe into the stage from the trusted problem worker's record (spec/problem.h).
+    auto text = read_beneath(stage.dir, "model.json", record_cap);
+    if (!text) return fail(errc::io_error, "cannot read the staged model.json: " + text.error().message);
+    const nlohmann::json spec = nlohmann::json::parse(*text, nullptr, false);
+    if (spec.is_object() && spec.contains("ops") && spec["ops"].is_array())
+      for (const auto& op : spec["ops"])
+        if (op.is_string()) p.refused.insert(op.get<std::string>());
+  }
+  // As the worker decides (python/lathe_kernel.py Observer): a reference that computes nothing
+  // with torch has no fallback to refuse.
+  if (mode == torch_compute::fallback && p.refused.empty()) return opt;
+  opt.worker_args.push_back("--torch-compute");
+  opt.worker_args.push_back(to_string(mode));
+  opt.worker_args.push_back("--op-record");
+  opt.ops = std::move(p);
+  return opt;
+}
+
 }  // namespace lathe::gate

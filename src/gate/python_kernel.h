@@ -44,4 +44,9 @@ result<std::shared_ptr<python_stage>> stage_python_build(const std::filesystem::
 // the staged files of a ModelNew (`stage`, possibly empty).
 result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage);
 
+// `opt` with the candidate's torch policy judged by lathe from the worker's op record
+// (gate/cpu/op_record.h): the plumbing list beside the worker's script, the reference's compute
+// ops from the staged model.json (fallback), and --torch-compute and --op-record for the worker.
+result<sandbox_options> with_torch_policy(sandbox_options opt, torch_compute mode, const python_stage& stage);
+
 }  // namespace lathe::gate

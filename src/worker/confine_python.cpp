@@ -69,9 +69,11 @@ __attribute__((visibility("default"))) int lathe_confine_python(int source_fd, c
   return abi;
 }
 
-// 0 when lathe-worker's filter is installed (every thread), else -1 with the reason in `why`.
-__attribute__((visibility("default"))) int lathe_install_seccomp(char* why, size_t why_bytes) {
-  const std::string e = lathe::worker::install_seccomp();
+// 0 when lathe-worker's filter is installed (every thread), else -1 with the reason in `why`;
+// `guarded_fd` (>= 0) is kept in place by it (worker/seccomp.h): the record of torch operations.
+__attribute__((visibility("default"))) int lathe_install_seccomp_guarding(int guarded_fd, char* why,
+                                                                          size_t why_bytes) {
+  const std::string e = lathe::worker::install_seccomp(guarded_fd);
   if (e.empty()) return 0;
   say(why, why_bytes, e);
   return -1;

@@ -100,6 +100,9 @@ class assembler {
     fcntl,
     ioctl,
     prctl,
+    guard_arg0,
+    guard_arg1,
+    guard_range,
     count
   };
 
@@ -136,7 +139,7 @@ class assembler {
 
 }  // namespace
 
-std::string install_seccomp() {
+std::string install_seccomp(int guarded_fd) {
   using A = assembler;
   A a;
   const uint32_t pid = static_cast<uint32_t>(getpid());
@@ -169,7 +172,28 @@ std::string install_seccomp() {
   a.jump(BPF_JEQ, __NR_fcntl, A::fcntl, A::next);
   a.jump(BPF_JEQ, __NR_ioctl, A::ioctl, A::next);
   a.jump(BPF_JEQ, __NR_prctl, A::prctl, A::next);
+  if (guarded_fd >= 0) {
+    a.jump(BPF_JEQ, __NR_close, A::guard_arg0, A::next);
+    a.jump(BPF_JEQ, __NR_dup2, A::guard_arg1, A::next);
+    a.jump(BPF_JEQ, __NR_dup3, A::guard_arg1, A::next);
+    a.jump(BPF_JEQ, __NR_close_range, A::guard_range, A::next);
+  }
   a.ret(SECCOMP_RET_ALLOW);
+
+  if (guarded_fd >= 0) {
+    const auto fd = static_cast<uint32_t>(guarded_fd);  // an int: the kernel reads the low half
+    a.place(A::guard_arg0);  // close(fd)
+    a.load(arg_lo(0));
+    a.jump(BPF_JEQ, fd, A::kill, A::allow);
+    a.place(A::guard_arg1);  // dup2(old, fd), dup3(old, fd, flags)
+    a.load(arg_lo(1));
+    a.jump(BPF_JEQ, fd, A::kill, A::allow);
+    a.place(A::guard_range);  // close_range(first, last, flags) with first <= fd <= last
+    a.load(arg_lo(0));
+    a.jump(BPF_JGT, fd, A::allow, A::next);
+    a.load(arg_lo(1));
+    a.jump(BPF_JGE, fd, A::kill, A::allow);
+  }
 
   // F_SETPIPE_SZ grows a pipe to 1 MiB of kernel memory that no limit of the worker counts.
   a.place(A::fcntl);

@@ -32,7 +32,9 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   setenv("OPENAI_API_KEY", "sk-test-secret-never-visible", 1);
   // torch_forbidden runs on the task that does not allow torch, getattr_mm and aten_mm on the
   // gemm task (no libraries either); the rest on the one that allows torch.
-  const bool gemm = GetParam() == "getattr_mm" || GetParam() == "aten_mm" || GetParam() == "patches_observer";
+  const std::string name = GetParam();
+  const bool gemm = name == "getattr_mm" || name == "aten_mm" || name == "patches_observer" ||
+                    name == "edits_op_log" || name == "replaces_op_record" || name == "forges_op_record";
   task t = load(gemm ? source_dir() / "tasks/gemm"
                      : source_dir() / "tests" /
                            (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
@@ -42,28 +44,44 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   EXPECT_FALSE(e.message.empty());
   EXPECT_EQ(e.message.find("sk-test-secret"), std::string::npos);
   EXPECT_EQ(e.diagnostics.find("sk-test-secret"), std::string::npos);
-  if (GetParam() == "raises")
+  if (GetParam() == "raises") {
     EXPECT_NE(e.message.find("this kernel refuses its inputs"), std::string::npos) << e.message;
-  if (GetParam() == "reads_outside")
+  }
+  if (GetParam() == "reads_outside") {
     EXPECT_NE(e.message.find("Permission denied"), std::string::npos) << e.message;
-  if (GetParam() == "syntax_error")
+  }
+  if (GetParam() == "syntax_error") {
     EXPECT_NE(e.message.find("syntax error at line 4"), std::string::npos) << e.message;
-  if (GetParam() == "no_launch")
+  }
+  if (GetParam() == "no_launch") {
     EXPECT_NE(e.message.find("defines no launch(inputs, outputs, scalars)"), std::string::npos) << e.message;
+  }
   // Refused for what ran, not for a name in the source (python/lathe_ops.py).
-  if (gemm && GetParam() != "patches_observer") {
+  if (name == "getattr_mm" || name == "aten_mm") {
     EXPECT_NE(e.message.find("aten::mm ran"), std::string::npos) << e.message;
   }
-  if (GetParam() == "patches_observer")
+  if (name == "patches_observer") {
     EXPECT_NE(e.message.find("the candidate changed lathe's worker (Observer.verify)"), std::string::npos)
         << e.message;
+  }
+  // Seen in lathe's record (gate/cpu/op_record.h), not in the worker's log the kernel rewrote.
+  if (name == "edits_op_log") {
+    EXPECT_NE(e.message.find("aten::mm ran (lathe's record"), std::string::npos) << e.message;
+  }
+  if (name == "replaces_op_record") {
+    EXPECT_NE(e.message.find("forbidden system call"), std::string::npos) << e.message;
+  }
+  if (name == "forges_op_record") {
+    EXPECT_NE(e.message.find("wrote to lathe's record of its torch operations"), std::string::npos) << e.message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(cpu, python_kernel,
                          ::testing::Values("ok", "wrong", "mutates_input", "rebinds_output", "cached",
                                            "raises", "syntax_error", "no_launch", "exits", "hangs",
                                            "socket_call", "reads_outside", "background_thread",
-                                           "torch_forbidden", "getattr_mm", "aten_mm", "patches_observer"),
+                                           "torch_forbidden", "getattr_mm", "aten_mm", "patches_observer",
+                                           "edits_op_log", "replaces_op_record", "forges_op_record"),
                          [](const auto& info) { return info.param; });
 
 TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {

@@ -121,6 +121,9 @@ void exec_child(const child_plan& p) {
     high[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 16);
     if (high[i] < 0) die(err, st_fds);
   }
+  // The op record's write end too, before any dup2 below could land on its number.
+  const int high_record = p.record_fd >= 0 ? fcntl(p.record_fd, F_DUPFD_CLOEXEC, 16) : -1;
+  if (p.record_fd >= 0 && high_record < 0) die(high[5], st_fds);
   err = high[5];
   // dup2 clears close-on-exec on the target; fd 7 (the error pipe) keeps it so that a
   // successful exec closes it and lathe reads EOF.
@@ -135,13 +138,19 @@ void exec_child(const child_plan& p) {
     if (dup3(high[6], 8, O_CLOEXEC) < 0) die(err, st_fds);
     exe_fd = 8;
   }
-  // Exactly 0..6 (and 7, 8 until exec): nothing else lathe had open leaks into hostile code.
-  // Under a profiler, what lathe inherited without close-on-exec (the profiler's own channels)
-  // stays; lathe opens everything of its own close-on-exec, so exec closes those (and 16+).
-  if (!profiler.keep_inherited_fds && syscall(SYS_close_range, 9u, ~0u, 0u) != 0) {
+  // The op record's write end as fd 9 (wire.h record_fd), kept across exec.
+  unsigned first_closed = 9;
+  if (high_record >= 0) {
+    if (dup2(high_record, 9) < 0) die(err, st_fds);
+    first_closed = 10;
+  }
+  // Exactly 0..6 (7, 8 until exec; 9 with a record): nothing else lathe had open leaks into
+  // hostile code. Under a profiler, what lathe inherited without close-on-exec (the profiler's
+  // own channels) stays; lathe opens everything of its own close-on-exec, so exec closes those.
+  if (!profiler.keep_inherited_fds && syscall(SYS_close_range, first_closed, ~0u, 0u) != 0) {
     if (errno != ENOSYS) die(err, st_close);
     long max = sysconf(_SC_OPEN_MAX);
-    for (long fd = 9; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
+    for (long fd = first_closed; fd < (max > 0 ? max : 65536); ++fd) close(static_cast<int>(fd));
   }
 
   // CPU time: SIGXCPU at the soft limit, SIGKILL one second later if it is caught.

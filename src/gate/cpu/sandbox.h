@@ -32,6 +32,7 @@ struct child_plan {
   char* const* argv = nullptr;
   char* const* envp = nullptr;
   int fds[4] = {-1, -1, -1, -1};  // become 3, 4, 5, 6 (wire.h): region, commands, replies, object
+  int record_fd = -1;             // becomes 9 (wire.h record_fd) when set: the op record's write end
   int devnull = -1;               // becomes 0, 1 and 2: the worker prints nothing anywhere
   int error_fd = -1;              // close-on-exec pipe: a child_failure when exec is not reached
   bool drop = false;              // switch to uid/gid (lathe is root)

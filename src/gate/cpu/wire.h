@@ -12,6 +12,9 @@ namespace lathe::wire {
 
 constexpr uint32_t magic = 0x4c415448;  // "LATH"
 constexpr int region_fd = 3, command_fd = 4, reply_fd = 5, object_fd = 6;
+// A Python worker with an op record (gate/cpu/op_record.h): the pipe's write end. 7 and 8 are
+// the spawn's error pipe and the binary until exec.
+constexpr int record_fd = 9;
 constexpr int max_tensors = 16, max_dims = 8, max_scalars = 32;
 constexpr int message_bytes = 512;
 

@@ -106,57 +106,6 @@ result<int> object_for(int object_fd, bool dropping) {
 
 }  // namespace
 
-// ---- shared_region ----------------------------------------------------------------------
-
-result<shared_region> shared_region::create(uint64_t bytes) {
-  if (bytes == 0) return fail(errc::invalid_argument, "shared region: size 0");
-  int fd = memfd_create("lathe-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return fail(errc::io_error, "memfd_create: " + errno_text(errno));
-  unique_fd owner(fd);
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
-    return fail(errc::io_error, "shared region of " + mib(bytes) + ": " + errno_text(errno));
-  // A worker holds this fd read/write: without the seals it could ftruncate it to 0, and lathe's
-  // next access to its own mapping would die of SIGBUS.
-  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    return fail(errc::io_error, "sealing the shared region: " + errno_text(errno));
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED)
-    return fail(errc::io_error,
-                "mapping the shared region of " + mib(bytes) + ": " + errno_text(errno));
-  shared_region r;
-  r.fd_ = owner.release();
-  r.data_ = static_cast<uint8_t*>(p);
-  r.size_ = bytes;
-  return r;
-}
-
-void shared_region::populate() const {
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
-  if (data_ && size_) madvise(data_, size_ / 4096 * 4096, MADV_POPULATE_WRITE);  // best effort
-}
-
-shared_region::shared_region(shared_region&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)),
-      data_(std::exchange(o.data_, nullptr)),
-      size_(std::exchange(o.size_, 0)) {}
-
-shared_region& shared_region::operator=(shared_region&& o) noexcept {
-  shared_region old(std::move(o));  // takes o's region; ours goes with `old`
-  std::swap(fd_, old.fd_);
-  std::swap(data_, old.data_);
-  std::swap(size_, old.size_);
-  return *this;
-}
-
-shared_region::~shared_region() {
-  if (data_) munmap(data_, size_);
-  close_fd(fd_);
-  data_ = nullptr;
-  size_ = 0;
-}
-
 // ---- worker -------------------------------------------------------------------------------
 
 result<worker> worker::spawn(const sandbox_options& opt, const shared_region& region,
@@ -241,6 +190,15 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   plan.fds[3] = *object;
   plan.devnull = devnull.fd;
   plan.error_fd = err_w.fd;
+  // The op record: its write end the worker's fd 9, its read end lathe's alone.
+  unique_fd record_r, record_w;
+  if (opt.ops.mode != torch_compute::allowed) {
+    int rec[2];
+    if (pipe2(rec, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + errno_text(errno));
+    record_r.fd = rec[0];
+    record_w.fd = rec[1];
+    plan.record_fd = record_w.fd;
+  }
 
   const pid_t pid = sandbox::fork_worker(plan);
   if (pid < 0) return fail(errc::io_error, "fork: " + errno_text(-pid));
@@ -249,6 +207,7 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   close_fd(rep_w.fd);
   close_fd(err_w.fd);
   close_fd(devnull.fd);
+  close_fd(record_w.fd);
   // EOF on the close-on-exec pipe = exec succeeded; a record = the step that failed.
   sandbox::child_failure f;
   ssize_t n;
@@ -273,11 +232,14 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   // block lathe; the waits below use poll with a deadline.
   fcntl(cmd_w.fd, F_SETFL, O_NONBLOCK);
   fcntl(rep_r.fd, F_SETFL, O_NONBLOCK);
+  if (record_r.fd >= 0) fcntl(record_r.fd, F_SETFL, O_NONBLOCK);
 
   worker w;
   w.pid_ = pid;
   w.cmd_fd_ = cmd_w.release();
   w.reply_fd_ = rep_r.release();
+  w.record_fd_ = record_r.release();
+  w.record_ = op_record(opt.ops);
   w.rss_limit_ = opt.rss_limit_bytes;
   w.address_space_ = opt.address_space_bytes;
   w.cpu_seconds_ = opt.cpu_seconds;
@@ -288,6 +250,8 @@ worker::worker(worker&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
       cmd_fd_(std::exchange(o.cmd_fd_, -1)),
       reply_fd_(std::exchange(o.reply_fd_, -1)),
+      record_fd_(std::exchange(o.record_fd_, -1)),
+      record_(std::move(o.record_)),
       dead_(std::exchange(o.dead_, false)),
       rss_limit_(o.rss_limit_),
       address_space_(o.address_space_),
@@ -301,6 +265,8 @@ worker& worker::operator=(worker&& o) noexcept {
   std::swap(pid_, old.pid_);
   std::swap(cmd_fd_, old.cmd_fd_);
   std::swap(reply_fd_, old.reply_fd_);
+  std::swap(record_fd_, old.record_fd_);
+  std::swap(record_, old.record_);
   std::swap(dead_, old.dead_);
   std::swap(rss_limit_, old.rss_limit_);
   std::swap(address_space_, old.address_space_);
@@ -346,6 +312,21 @@ worker::~worker() {
   }
   close_fd(cmd_fd_);
   close_fd(reply_fd_);
+  close_fd(record_fd_);
+}
+
+void worker::drain_record(bool judged) {
+  if (record_fd_ < 0) return;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(record_fd_, buf, sizeof buf);
+    if (n > 0) {
+      record_.feed(std::string_view(buf, static_cast<size_t>(n)), judged);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return;  // empty (EAGAIN), or every write end closed: the worker is gone
+  }
 }
 
 worker_result worker::load(double timeout_s) {
@@ -443,6 +424,9 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
 
   alignas(wire::reply) unsigned char buf[sizeof(wire::reply)];
   size_t got = 0;
+  const bool judged = cmd.kind != wire::op::load || record_.judges_loads();
+  bool record_open = record_fd_ >= 0;
+  auto last_watch = clock_type::now();
   while (d.killed == kill_reason::none && !eof && got < sizeof buf) {
     const auto now = clock_type::now();
     if (now >= deadline && waits_read && now < last_deadline) {
@@ -464,13 +448,23 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
     // Memory is sampled each time poll has waited ~10 ms in vain, never between the command and
     // a quick reply: a /proc read there would add its ~30 us to the measured time.
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    pollfd pfd{reply_fd_, POLLIN, 0};
-    int pr = poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 10)));
+    // The op record is read while the worker runs: a full pipe would stop its observer.
+    pollfd pfd[2] = {{reply_fd_, POLLIN, 0}, {record_open ? record_fd_ : -1, POLLIN, 0}};
+    int pr = poll(pfd, 2, static_cast<int>(std::clamp<long long>(left, 1, 10)));
     if (pr < 0 && errno != EINTR) {
       kill_now(kill_reason::protocol, "poll on the reply pipe: " + errno_text(errno));
       break;
     }
-    if (pr == 0) {
+    bool idle = pr == 0;
+    if (pr > 0 && pfd[1].revents) {
+      drain_record(judged);
+      if (pfd[1].revents & (POLLHUP | POLLERR)) record_open = false;
+      // A worker that writes its record without pause is still watched every ~10 ms.
+      idle = !pfd[0].revents && clock_type::now() - last_watch >= std::chrono::milliseconds(10);
+      if (!pfd[0].revents && !idle) continue;
+    }
+    if (idle) {
+      last_watch = clock_type::now();
       if (!waits_read) {
         waits_before = thread_schedstat(pid_);
         waits_read = true;
@@ -482,7 +476,7 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
         break;
       }
     }
-    if (pr <= 0) continue;
+    if (pr <= 0 || !pfd[0].revents) continue;
     ssize_t k = read(reply_fd_, buf + got, sizeof buf - got);
     if (k > 0)
       got += static_cast<size_t>(k);
@@ -516,6 +510,14 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
                      " of " + limit_text(address_space_) + "): " + r.reply.message);
       } else {
         r.end = worker_end::replied;
+        // What the record holds now was written before the reply (the observer writes before
+        // each op runs); a refusal there overrides the worker's own answer.
+        drain_record(judged);
+        if (!record_.violation().empty() && r.reply.st != wire::status::forbidden) {
+          r.reply.st = wire::status::forbidden;
+          r.reply.code = 0;
+          std::snprintf(r.reply.message, sizeof r.reply.message, "%s", record_.violation().c_str());
+        }
         r.detail = r.reply.message;
         if (frozen_) stop_now();
         return r;
@@ -553,59 +555,6 @@ worker_result worker::request(const wire::command& cmd, double timeout_s) {
   classify(d, rss_limit_, address_space_, cpu_seconds_, r);
   last_end_ = r;
   return r;
-}
-
-double worker::idle_cpu_seconds(double window_s) const {
-  if (!alive()) return 0;
-  long long before = cpu_ticks(pid_);
-  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
-  long long after = cpu_ticks(pid_);
-  if (before < 0 || after < before) return 0;
-  return static_cast<double>(after - before) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-double worker::idle_demand_seconds(double window_s) const {
-  if (!alive()) return 0;
-  const auto before = thread_schedstat(pid_);
-  if (before.empty()) return -1;
-  std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, window_s)));
-  unsigned long long total = 0;
-  for (const thread_sched& d : thread_sched_since(before, thread_schedstat(pid_))) total += d.run_ns + d.wait_ns;
-  return static_cast<double>(total) * 1e-9;
-}
-
-std::vector<std::string> worker::mapped_files(bool& readable) const {
-  std::vector<std::string> out;
-  readable = false;
-  if (!alive()) return out;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid_));
-  FILE* f = std::fopen(path, "re");
-  if (!f) return out;
-  char line[4096];
-  while (std::fgets(line, sizeof line, f)) {
-    readable = true;
-    const char* slash = std::strchr(line, '/');
-    if (!slash) continue;
-    std::string file(slash);
-    while (!file.empty() && (file.back() == '\n' || file.back() == ' ')) file.pop_back();
-    if (std::find(out.begin(), out.end(), file) == out.end()) out.push_back(file);
-  }
-  std::fclose(f);
-  return out;
-}
-
-int worker::thread_count() const {
-  if (!alive()) return 0;
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid_));
-  DIR* dir = opendir(path);
-  if (!dir) return 0;
-  int n = 0;
-  while (dirent* e = readdir(dir))
-    if (e->d_name[0] != '.') ++n;
-  closedir(dir);
-  return n;
 }
 
 }  // namespace lathe::gate

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "gate/cpu/op_record.h"
 #include "gate/cpu/wire.h"
 
 namespace lathe::gate {
@@ -62,6 +63,10 @@ struct sandbox_options {
   // Allow-list of environment variable names copied from lathe's environment (plus what the
   // sandbox sets itself: OMP_*, OPENBLAS_*, PATH, HOME, LANG).
   std::vector<std::string> env_allow = {"LANG", "LC_ALL", "TZ"};
+  // A Python candidate's torch policy (gate/cpu/op_record.h): other than `allowed`, the worker
+  // gets a record pipe (wire.h record_fd) that lathe reads during every request and judges; a
+  // reply is `forbidden` once the record shows what the policy refuses.
+  op_policy ops;
 };
 
 // How a request to the worker ended.
@@ -137,6 +142,8 @@ class worker {
  private:
   pid_t pid_ = -1;
   int cmd_fd_ = -1, reply_fd_ = -1;
+  int record_fd_ = -1;  // the op record's read end (lathe's alone), with record_ its judge
+  op_record record_;
   bool dead_ = false;  // set once the process is reaped: never signal a pid that may be reused
   uint64_t rss_limit_ = 0;
   uint64_t address_space_ = 0;  // RLIMIT_AS given to the worker: a peak near it means exhaustion
@@ -145,6 +152,7 @@ class worker {
   bool frozen_ = false;         // freeze_between_requests
   bool stopped_ = false;        // stopped now by lathe
   void stop_now();
+  void drain_record(bool judged);  // reads what the record pipe holds now, never waits
 };
 
 }  // namespace lathe::gate
