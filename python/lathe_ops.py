@@ -65,19 +65,20 @@ RECORD_NAME_BYTES = 200
 
 def make_mode(torch, record_fd=None):
     """(mode, log): a TorchDispatchMode that appends every op's base name to `log` and, with
-    `record_fd`, writes it to lathe's record pipe before the op runs (the Python worker: lathe
+    `record_fd`, writes each compute op's to lathe's record pipe before the op runs (the Python worker: lathe
     holds the only read end and judges what it reads, src/gate/cpu/op_record.h). The log is the
     worker's own view, which the candidate can reach; the record is not."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     log = []
     write, start, end, cap = __import__("os").write, RECORD_START, b"\n", RECORD_NAME_BYTES
+    plumbing = PLUMBING  # never judged: not written (a write costs ~6 us an op on the 2-core VM)
 
     class LatheOps(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = base_name(func)
             log.append(name)
-            if record_fd is not None:
+            if record_fd is not None and name and name not in plumbing:
                 write(record_fd, start + name.encode("utf-8", "replace")[:cap] + end)
             return func(*args, **(kwargs or {}))
 
