@@ -43,15 +43,7 @@ result<python_kernel_runtime> find_python_kernel_runtime() {
   return found;
 }
 
-fs::path python_kernel_script() {
-  if (const char* p = std::getenv("LATHE_KERNEL_WORKER"); p && *p) return p;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const fs::path& c : {exe / "../share/lathe/python/lathe_kernel.py",
-                            fs::path(LATHE_SOURCE_DIR) / "python/lathe_kernel.py"})
-    if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
-  return fs::path(LATHE_SOURCE_DIR) / "python/lathe_kernel.py";
-}
+fs::path python_kernel_script() { return python_script("lathe_kernel.py", "LATHE_KERNEL_WORKER"); }
 
 python_stage::~python_stage() {
   std::error_code ec;

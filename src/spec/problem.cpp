@@ -63,15 +63,16 @@ std::vector<fs::path> python_interpreters() {
   return out;
 }
 
-fs::path problem_worker_script() {
-  if (const char* p = std::getenv("LATHE_PROBLEM_WORKER"); p && *p) return p;
+fs::path python_script(const char* name, const char* override_var) {
+  if (const char* p = std::getenv(override_var); p && *p) return p;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const fs::path& c : {exe / "../share/lathe/python/lathe_problem.py",
-                            fs::path(LATHE_SOURCE_DIR) / "python/lathe_problem.py"})
+  for (const fs::path& c : {exe / "../share/lathe/python" / name, fs::path(LATHE_SOURCE_DIR) / "python" / name})
     if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
-  return fs::path(LATHE_SOURCE_DIR) / "python/lathe_problem.py";
+  return fs::path(LATHE_SOURCE_DIR) / "python" / name;
 }
+
+fs::path problem_worker_script() { return python_script("lathe_problem.py", "LATHE_PROBLEM_WORKER"); }
 
 bool is_problem_file(const fs::path& p) {
   const std::string ext = p.extension().string();

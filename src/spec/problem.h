@@ -67,8 +67,12 @@ class problem_oracle {
   std::mutex mu_;
 };
 
-// The Python worker script: $LATHE_PROBLEM_WORKER, else share/lathe/python/ next to the binary,
+// One of lathe's Python scripts (`name`: "lathe_problem.py", "lathe_kernel.py"…): the file named by
+// the environment variable `override_var` when set, else share/lathe/python/ next to the binary,
 // else the source tree's python/.
+std::filesystem::path python_script(const char* name, const char* override_var);
+
+// The Python worker script: python_script("lathe_problem.py", "LATHE_PROBLEM_WORKER").
 std::filesystem::path problem_worker_script();
 
 // The interpreters lathe tries, in order, for its Python workers (problems and kernels alike):
