@@ -321,7 +321,9 @@ worker::~worker() {
 void worker::drain_record(bool judged) {
   if (record_fd_ < 0) return;
   char buf[4096];
-  for (;;) {
+  // At most a full pipe's worth per call: a worker writing without pause must not keep lathe
+  // here, away from its watchdog.
+  for (int reads = 0; reads < 256; ++reads) {
     ssize_t n = read(record_fd_, buf, sizeof buf);
     if (n > 0) {
       record_.feed(std::string_view(buf, static_cast<size_t>(n)), judged);
