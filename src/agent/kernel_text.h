@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "agent/proposer.h"
+#include "core/card.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
 #include "core/target.h"
 #include "core/task.h"
 
@@ -55,7 +57,7 @@ std::string step_text(const transition& s);
 // compile log of thousands of lines must not crowd the kernel out of a prompt).
 std::string clipped(const std::string& text, size_t max_bytes);
 
-// The carrier key of a language on a platform: "cpp/cpu", "cuda/cuda" (core/feature.h:
+// The carrier key of a language on a platform: "cpp/cpu", "cuda/cuda" (core/card.h:
 // skill_card::carriers is keyed by language/platform).
 std::string carrier_key(language lang, platform plat);
 

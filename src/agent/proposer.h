@@ -13,9 +13,12 @@
 
 #include <tl/expected.hpp>
 
+#include "core/card.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
 #include "core/outcome.h"
+#include "core/provenance.h"
 #include "core/task.h"
 
 namespace lathe::agent {

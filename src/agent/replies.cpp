@@ -76,7 +76,7 @@ json make_schema(operation op) {
     }
     case operation::abstract_card: {
       json strings = {{"type", "array"}, {"items", text()}};
-      // The checkable kinds of core/feature.h's constraint: anything else could not be checked.
+      // The checkable kinds of core/card.h's constraint: anything else could not be checked.
       json kinds = {"capability", "smem_bytes", "dtype", "alignment", "divisibility"};
       json constraint =
           object({{"what", {{"type", "string"}, {"enum", kinds}}}, {"value", words()}});

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "agent/proposer.h"
-#include "core/feature.h"
+#include "core/card.h"
 #include "core/target.h"
 #include "core/task.h"
 

@@ -12,6 +12,8 @@
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "core/json_card.h"
+#include "core/json_lineage.h"
 #include "lineage/decompose.h"
 #include "lineage/init.h"
 #include "skills/induce.h"

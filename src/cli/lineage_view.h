@@ -4,8 +4,9 @@
 
 #include <vector>
 
+#include "core/card.h"
 #include "core/expert.h"
-#include "core/feature.h"
+#include "core/lineage.h"
 #include "store/store.h"
 
 namespace lathe::cli {

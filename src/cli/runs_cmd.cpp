@@ -7,6 +7,7 @@
 #include "cli/context.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "core/json_run.h"
 
 namespace lathe::cli {
 namespace {

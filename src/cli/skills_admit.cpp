@@ -8,6 +8,7 @@
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "core/json.h"
+#include "core/json_card.h"
 #include "core/text.h"
 #include "skills/admit.h"
 #include "verify/verifier.h"

@@ -15,6 +15,7 @@
 #include "cli/skills_admit.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "core/json_card.h"
 #include "core/text.h"
 #include "report/html.h"
 #include "report/model.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/feature.h"
 #include "core/outcome.h"
+#include "core/provenance.h"
 #include "core/target.h"
 
 namespace lathe {

@@ -1,5 +1,7 @@
 // Free to_json/from_json for the value types of core/. nlohmann's forward header only: the full
-// header stays in the .cpp files (build time, PROTOCOL.md figures).
+// header stays in the .cpp files (build time, PROTOCOL.md figures). Lineages, cards and runs have
+// theirs in json_lineage.h, json_card.h and json_run.h, so that editing one of those types does
+// not rebuild every reader of JSON.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -8,6 +10,7 @@
 #include "core/expert.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/provenance.h"
 #include "core/target.h"
 #include "core/task.h"
 
@@ -31,26 +34,10 @@ void to_json(json& j, const feature& f);
 void from_json(const json& j, feature& f);
 void to_json(json& j, const provenance& p);
 void from_json(const json& j, provenance& p);
-void to_json(json& j, const forward_result& f);
-void from_json(const json& j, forward_result& f);
-void to_json(json& j, const constraint& k);
-void from_json(const json& j, constraint& k);
-void to_json(json& j, const card_trial& t);
-void from_json(const json& j, card_trial& t);
 void to_json(json& j, const delegation_finding& f);
 void from_json(const json& j, delegation_finding& f);
 void to_json(json& j, const expert_check& c);
 void from_json(const json& j, expert_check& c);
-void to_json(json& j, const transition& t);
-void from_json(const json& j, transition& t);
-void to_json(json& j, const lineage& l);
-void from_json(const json& j, lineage& l);
-void to_json(json& j, const skill_card& c);
-void from_json(const json& j, skill_card& c);
-void to_json(json& j, const budget& b);
-void from_json(const json& j, budget& b);
-void to_json(json& j, const run& r);
-void from_json(const json& j, run& r);
 void to_json(json& j, const check_record& c);
 void from_json(const json& j, check_record& c);
 void to_json(json& j, const timing_policy& p);

@@ -1,6 +1,6 @@
-// JSON of the lineage-side vocabulary: features, provenance, transitions, lineages, skill cards,
-// budgets and runs.
-#include "core/json.h"
+// JSON of the lineage side: features, provenance, transitions, lineages and lathe init's
+// verdicts on experts.
+#include "core/json_lineage.h"
 #include "core/expert.h"
 #include "core/json_detail.h"
 
@@ -110,108 +110,6 @@ void from_json(const json& j, lineage& l) {
   get(j, "remaining_features", l.remaining_features);
 }
 
-void to_json(json& j, const constraint& k) { j = json{{"what", k.what}, {"value", k.value}}; }
-
-void from_json(const json& j, constraint& k) {
-  k = constraint{};
-  get(j, "what", k.what);
-  get(j, "value", k.value);
-}
-
-void to_json(json& j, const card_trial& t) {
-  j = json{{"task", t.task},
-           {"kernel_before", t.kernel_before},
-           {"kernel_after", t.kernel_after},
-           {"outcome", t.outcome},
-           {"evaluations", t.evaluations},
-           {"verdict", to_string(t.verdict)},
-           {"reason", t.reason},
-           {"provenance", t.prov},
-           {"created_at", t.created_at}};
-  put_opt(j, "ratio", t.ratio);
-}
-
-void from_json(const json& j, card_trial& t) {
-  t = card_trial{};
-  get(j, "task", t.task);
-  get(j, "kernel_before", t.kernel_before);
-  get(j, "kernel_after", t.kernel_after);
-  get(j, "outcome", t.outcome);
-  get_opt(j, "ratio", t.ratio);
-  get(j, "evaluations", t.evaluations);
-  get_enum(j, "verdict", t.verdict, trial_verdict::not_applicable);
-  get(j, "reason", t.reason);
-  get(j, "provenance", t.prov);
-  get(j, "created_at", t.created_at);
-}
-
-void to_json(json& j, const skill_card& c) {
-  j = json{{"id", c.id},
-           {"name", c.name},
-           {"intent", c.intent},
-           {"anchor", c.anchor},
-           {"action", c.action},
-           {"operator", c.op},
-           {"carriers", c.carriers},
-           {"preconditions", c.preconditions},
-           {"constraints", c.constraints},
-           {"effect", c.effect},
-           {"risk", c.risk},
-           {"scope", c.scope},
-           {"evidence", c.evidence},
-           {"verification_log", c.verification_log},
-           {"trials", c.trials},
-           {"requires", c.requires_features},
-           {"provides", c.provides_features},
-           {"conflicts", c.conflicts_features},
-           {"sources", c.sources},
-           {"source_tasks", c.source_tasks},
-           {"target", c.target},
-           {"shape", c.shape},
-           {"status", to_string(c.status)},
-           {"status_reason", c.status_reason},
-           {"provenance", c.prov},
-           {"admitted", c.admitted()}};
-  put_opt(j, "declared_ratio", c.declared_ratio);
-}
-
-void from_json(const json& j, skill_card& c) {
-  c = skill_card{};
-  get(j, "id", c.id);
-  get(j, "name", c.name);
-  get(j, "intent", c.intent);
-  get(j, "anchor", c.anchor);
-  get(j, "action", c.action);
-  get(j, "operator", c.op);
-  get(j, "carriers", c.carriers);
-  get(j, "preconditions", c.preconditions);
-  get(j, "constraints", c.constraints);
-  get(j, "effect", c.effect);
-  get(j, "risk", c.risk);
-  get(j, "scope", c.scope);
-  get_opt(j, "declared_ratio", c.declared_ratio);
-  get(j, "evidence", c.evidence);
-  get(j, "verification_log", c.verification_log);
-  get(j, "trials", c.trials);
-  get(j, "requires", c.requires_features);
-  get(j, "provides", c.provides_features);
-  get(j, "conflicts", c.conflicts_features);
-  get(j, "sources", c.sources);
-  get(j, "source_tasks", c.source_tasks);
-  get(j, "target", c.target);
-  get(j, "shape", c.shape);
-  get_enum(j, "status", c.status, card_status::refused);
-  get(j, "status_reason", c.status_reason);
-  get(j, "provenance", c.prov);
-  // "admitted" is derived from status on output; a record without a status (written before
-  // there was one) is read by its flag.
-  if (!j.contains("status")) {
-    bool admitted = false;
-    get(j, "admitted", admitted);
-    if (admitted) c.status = card_status::admitted;
-  }
-}
-
 void to_json(json& j, const delegation_finding& f) {
   j = json{{"what", f.what}, {"name", f.name}, {"where", f.where}, {"allowed", f.allowed}};
 }
@@ -263,52 +161,6 @@ void from_json(const json& j, expert_check& c) {
   get(j, "features", c.features);
   get(j, "unknown_features", c.unknown_features);
   get(j, "repo", c.repo);
-}
-
-// A missing limit is written as null: "no limit", not zero.
-void to_json(json& j, const budget& b) {
-  j = json::object();
-  put_opt(j, "steps", b.steps);
-  put_opt(j, "evals", b.evals);
-  put_opt(j, "tokens", b.tokens);
-  put_opt(j, "usd", b.usd);
-  put_opt(j, "seconds", b.seconds);
-}
-
-void from_json(const json& j, budget& b) {
-  b = budget{};
-  get_opt(j, "steps", b.steps);
-  get_opt(j, "evals", b.evals);
-  get_opt(j, "tokens", b.tokens);
-  get_opt(j, "usd", b.usd);
-  get_opt(j, "seconds", b.seconds);
-}
-
-void to_json(json& j, const run& r) {
-  j = json{{"id", r.id},
-           {"kind", to_string(r.kind)},
-           {"task", r.task},
-           {"state", to_string(r.state)},
-           {"budget", r.limits},
-           {"created_at", r.created_at},
-           {"updated_at", r.updated_at},
-           {"args", r.args},
-           {"summary", r.summary},
-           {"message", r.message}};
-}
-
-void from_json(const json& j, run& r) {
-  r = run{};
-  get(j, "id", r.id);
-  get_enum(j, "kind", r.kind, run_kind::bench);
-  get(j, "task", r.task);
-  get_enum(j, "state", r.state, run_state::interrupted);
-  get(j, "budget", r.limits);
-  get(j, "created_at", r.created_at);
-  get(j, "updated_at", r.updated_at);
-  get(j, "args", r.args);
-  get(j, "summary", r.summary);
-  get(j, "message", r.message);
 }
 
 }  // namespace lathe

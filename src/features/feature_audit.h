@@ -30,9 +30,9 @@
 #include <string_view>
 #include <vector>
 
-#include "features/detect.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "features/detect.h"
 
 namespace lathe::lineages {
 

@@ -26,6 +26,8 @@
 #include "core/expert.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
+#include "core/run.h"
 #include "core/task.h"
 #include "lineage/init.h"
 #include "store/store.h"

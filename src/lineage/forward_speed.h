@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/feature.h"
+#include "core/lineage.h"
 
 namespace lathe::lineages::detail {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/json.h"
+#include "core/json_lineage.h"
 
 namespace lathe::lineages {
 namespace {

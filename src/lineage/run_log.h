@@ -28,6 +28,8 @@
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
+#include "core/provenance.h"
 #include "store/store.h"
 
 namespace lathe::lineages {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/feature.h"
+#include "core/lineage.h"
 
 namespace lathe::lineages {
 

@@ -35,7 +35,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/feature.h"
+#include "core/budget.h"
 #include "llm/provider.h"
 
 namespace lathe::llm {

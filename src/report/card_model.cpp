@@ -3,6 +3,8 @@
 // graph with those steps marked), the evaluations behind its evidence and trials, and its
 // verification log.
 #include "core/json.h"
+#include "core/json_card.h"
+#include "core/lineage.h"
 #include "core/text.h"
 #include "report/model_detail.h"
 

@@ -8,6 +8,8 @@
 #include <ctime>
 
 #include "core/json.h"
+#include "core/json_card.h"
+#include "core/json_run.h"
 #include "core/text.h"
 #include "report/diff.h"
 #include "report/model_detail.h"

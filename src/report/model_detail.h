@@ -11,6 +11,7 @@
 
 #include "core/evaluation.h"
 #include "core/kernel.h"
+#include "core/run.h"
 #include "report/model.h"
 #include "store/store.h"
 

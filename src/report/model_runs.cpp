@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/card.h"
 #include "core/json.h"
+#include "core/lineage.h"
 #include "core/text.h"
 #include "report/model_detail.h"
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/feature.h"
 #include "core/kernel.h"
 #include "core/outcome.h"
+#include "core/run.h"
 #include "core/task.h"
 #include "search/bench_stats.h"
 #include "store/store.h"

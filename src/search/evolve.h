@@ -24,10 +24,13 @@
 #include <vector>
 
 #include "agent/proposer.h"
+#include "core/card.h"
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
 #include "core/outcome.h"
+#include "core/provenance.h"
+#include "core/run.h"
 #include "core/task.h"
 #include "llm/budget.h"
 #include "search/archive.h"

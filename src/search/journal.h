@@ -30,8 +30,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "llm/budget.h"
 #include "core/evaluation.h"
+#include "core/run.h"
+#include "llm/budget.h"
 #include "store/store.h"
 
 namespace lathe::search::detail {

@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "core/json.h"
+#include "core/json_lineage.h"
+#include "core/json_run.h"
 #include "core/text.h"
 #include "features/feature_audit.h"
 #include "search/journal.h"

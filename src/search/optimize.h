@@ -29,9 +29,10 @@
 
 #include "agent/proposer.h"
 #include "core/error.h"
-#include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
 #include "core/outcome.h"
+#include "core/run.h"
 #include "core/target.h"
 #include "core/task.h"
 #include "llm/budget.h"

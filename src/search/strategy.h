@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/card.h"
 #include "core/error.h"
-#include "core/feature.h"
 #include "core/kernel.h"
 
 namespace lathe::search {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "agent/proposer.h"
+#include "core/card.h"
 #include "core/error.h"
-#include "core/feature.h"
 #include "core/target.h"
 #include "core/task.h"
 #include "store/store.h"

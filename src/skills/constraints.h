@@ -1,4 +1,4 @@
-// Checkable preconditions of skill cards (core/feature.h `constraint`): their grammar, checking
+// Checkable preconditions of skill cards (core/card.h `constraint`): their grammar, checking
 // one against a target (and a task, for the kinds that are task properties), the constraints a
 // provided feature implies whatever a card says, and the constraints induction reads off a step's
 // evidence. Retrieval and admission both decide "does this card apply here" through `check`, so
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/card.h"
 #include "core/feature.h"
 #include "core/kernel.h"
 #include "core/target.h"
@@ -18,7 +19,7 @@
 
 namespace lathe::skills {
 
-// The kinds of core/feature.h's grammar, in its order.
+// The kinds of core/card.h's grammar, in its order.
 enum class constraint_kind : uint8_t { capability, smem_bytes, dtype, alignment, divisibility, isa };
 const char* to_string(constraint_kind k);
 std::optional<constraint_kind> constraint_kind_of(std::string_view what);

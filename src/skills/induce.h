@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "agent/proposer.h"
+#include "core/card.h"
 #include "core/error.h"
 #include "core/feature.h"
+#include "core/lineage.h"
 #include "core/task.h"
 #include "store/store.h"
 

@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "core/json.h"
+#include "core/json_card.h"
+#include "core/json_lineage.h"
 #include "spec/bundle.h"
 
 namespace lathe::skills {

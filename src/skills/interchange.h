@@ -19,9 +19,11 @@
 #include <string_view>
 #include <vector>
 
+#include "core/card.h"
 #include "core/error.h"
-#include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
+#include "core/provenance.h"
 #include "store/store.h"
 
 namespace lathe::skills {

@@ -18,8 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/card.h"
 #include "core/error.h"
-#include "core/feature.h"
+#include "core/lineage.h"
 #include "skills/interchange.h"
 #include "store/store.h"
 

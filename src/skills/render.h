@@ -17,8 +17,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/card.h"
 #include "core/error.h"
-#include "core/feature.h"
+#include "core/provenance.h"
 
 namespace lathe::skills {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/feature.h"
+#include "core/card.h"
 #include "core/kernel.h"
 #include "core/target.h"
 #include "core/task.h"

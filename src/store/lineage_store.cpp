@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/json.h"
+#include "core/json_card.h"
+#include "core/json_lineage.h"
+#include "core/json_run.h"
 #include "store/migrations.h"
 #include "store/sql.h"
 #include "store/store.h"

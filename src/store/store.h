@@ -13,7 +13,6 @@
 #include "core/error.h"
 #include "core/evaluation.h"
 #include "core/expert.h"
-#include "core/feature.h"
 #include "core/kernel.h"
 #include "core/profile.h"
 #include "store/llm_call.h"
@@ -21,6 +20,14 @@
 struct sqlite3;
 
 namespace lathe {
+
+// Declared, not included: llm/ (call_log.h) includes the store, and a card or a lineage edit
+// must rebuild only what reads them. A caller of these methods includes core/lineage.h,
+// core/card.h or core/run.h itself.
+struct lineage;
+struct skill_card;
+struct card_trial;
+struct run;
 
 // One record of a run's history (store/lineage_store.cpp): what happened, in order.
 struct run_event {

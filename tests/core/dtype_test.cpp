@@ -7,7 +7,10 @@
 #include "core/error.h"
 #include "core/feature.h"
 #include "core/kernel.h"
+#include "core/lineage.h"
 #include "core/outcome.h"
+#include "core/provenance.h"
+#include "core/run.h"
 #include "core/target.h"
 #include "core/task.h"
 

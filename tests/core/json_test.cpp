@@ -1,6 +1,9 @@
 // JSON of every core type: round trips, enums as names, tolerance of missing fields.
 #include <cstdint>
 #include "core/json.h"
+#include "core/json_card.h"
+#include "core/json_lineage.h"
+#include "core/json_run.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,10 @@
 #include <set>
 
 #include "core/json.h"
-#include "spec/bundle.h"
+#include "core/json_card.h"
+#include "core/json_lineage.h"
 #include "skills/interchange.h"
+#include "spec/bundle.h"
 #include "store/raw_db.h"
 #include "store/sample_data.h"
 #include "store/temp_dir.h"

@@ -7,7 +7,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/card.h"
 #include "core/json.h"
+#include "core/json_lineage.h"
+#include "core/run.h"
 #include "store/raw_db.h"
 #include "store/store.h"
 #include "store/temp_dir.h"

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/card.h"
 #include "core/hash.h"
+#include "core/run.h"
 #include "store/migrations.h"
 #include "store/raw_db.h"
 #include "store/sample_data.h"

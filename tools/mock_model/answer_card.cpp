@@ -106,7 +106,7 @@ answer_result answer_card(const context& c) {
       {t ? t->precondition : "the mechanism's definition holds at the anchor",
        std::string("the kernel runs on ") + (cuda ? "a CUDA device" : "the CPU")});
   // Nothing the catalog adds needs a capability, a shared-memory size, a dtype, an alignment or a
-  // divisibility (core/feature.h's checkable kinds): no constraint.
+  // divisibility (core/card.h's checkable kinds): no constraint.
   b["constraints"] = nlohmann::ordered_json::array();
   b["effect"] = speedup.empty() ? "faster at the anchor (the step's speedup was not given)"
                                 : "measured speedup " + speedup + "x on the source step";
