@@ -7,22 +7,23 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "agent/kernel_text.h"
 #include "cli/bench_kernelbench.h"
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
-#include "spec/bundle.h"
-#include "spec/task_file.h"
+#include "cli/fail.h"
 #include "cli/proposer_session.h"  // make_gate_hooks
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "agent/kernel_text.h"
 #include "gate/gate.h"
-#include "spec/problem.h"
 #include "llm/budget.h"
 #include "search/bench.h"
 #include "search/optimize.h"
 #include "search/strategy.h"
+#include "spec/bundle.h"
+#include "spec/problem.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
@@ -39,11 +40,6 @@ struct bench_cli {
   bool quick = false, json = false, check_only = false, refuse_torch_fallback = false;
 };
 
-
-int fail_with(const std::string& m, int code) {
-  std::fprintf(stderr, "lathe: %s\n", m.c_str());
-  return code;
-}
 
 // The suite's task directories: `all`, `source` or `heldout` (the shipped tasks of that role), or
 // a directory whose subdirectories hold task.toml files. Sorted by name.

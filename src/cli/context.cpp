@@ -44,32 +44,12 @@ paths locate() {
 }
 
 gate::gate_config make_gate_config(const context& ctx, const task& t, const gate_settings& s) {
-  gate::gate_config cfg;
+  gate::gate_config cfg = gate::gate_config_for(s, t.plat);
   cfg.cache_dir = ctx.ws.cache();
   cfg.tools = ctx.tools;
   cfg.tgt = ctx.tgt;
   // A CUDA task runs on the GPU: its ceilings, cache and memory are the device's.
   if (t.plat == platform::cuda && ctx.gpu) cfg.tgt = *ctx.gpu;
-  if (s.mode == "kernelbench") cfg.mode = gate::timing_mode::kernelbench;
-  else if (s.mode == "do_bench") cfg.mode = gate::timing_mode::do_bench;
-  cfg.bench_warmup = s.warmup;
-  cfg.bench_trials = std::max<uint32_t>(s.trials, 1);
-  cfg.device_trials = !s.host_trials;
-  cfg.refuse_torch_fallback = s.refuse_torch_fallback;
-  cfg.seeds = std::max<uint32_t>(s.seeds, 3);
-  cfg.seed_base = s.seed;
-  cfg.time = s.time;
-  cfg.aa_control = s.aa_control;
-  cfg.policy.max_seconds = s.max_time;
-  if (s.quick) {
-    cfg.policy.processes = 2;
-    cfg.policy.min_rounds = 4;
-  }
-  // GPU timing is quiet enough to ask more of the noise criterion for the same seconds: on the
-  // H200, ten evaluations of one ratio spread 0.65-0.83% when series stopped at 0.5% (CPU: the
-  // default). The value is part of the stored policy.
-  if (t.plat == platform::cuda) cfg.policy.target_rse = 0.0015;
-  if (s.target_rse) cfg.policy.target_rse = *s.target_rse;
   cfg.sandbox.worker_exe = ctx.where.exe_dir / "lathe-worker";
   // Each stage line with the seconds since the evaluation began.
   if (s.progress)

@@ -12,6 +12,7 @@
 #include "core/task.h"
 #include "gate/build.h"
 #include "gate/gate.h"
+#include "gate/settings.h"
 #include "store/store.h"
 #include "store/workspace.h"
 
@@ -57,26 +58,9 @@ std::string single_gpu_identity();
 result<target> cached_gpu_target_probed(store& db, const std::filesystem::path& probe,
                                         bool measure, bool refresh);
 
-// How a verb asks the gate to measure (`lathe eval`'s options): one place, so that every verb that
-// gates a kernel (eval, rules apply, later decompose and optimize) measures it the same way and
-// its stored policy means the same thing.
-struct gate_settings {
-  bool time = true;         // false: stop after the correctness checks (--no-time)
-  bool aa_control = true;   // the A/A control (--no-aa)
-  uint32_t seeds = 3;       // correctness trials per shape set; at least 3
-  double max_time = 3.0;    // longest paired series, seconds (--max-time)
-  std::optional<double> target_rse;  // default: the platform's (below)
-  uint64_t seed = 0;        // input seed base; 0: random per evaluation
-  std::string mode = "decision";     // decision | kernelbench | do_bench
-  uint32_t warmup = 3, trials = 100; // kernelbench mode
-  bool host_trials = false;          // CUDA: inputs and references on the host
-  bool refuse_torch_fallback = false;  // a ModelNew's calls of the reference's ops: forbidden
-  bool progress = true;              // stage messages on stderr ("… compile")
-  // --quick: 2 process pairs and 4 ABBA rounds per paired series (the policy's 4 and 6): about
-  // half the timing cost of a slow kernel, wider intervals. The A/A margin grows with them, so
-  // noise makes "faster" harder to show, never easier. The policy is stored with the evaluation.
-  bool quick = false;
-};
+// How a verb asks the gate to measure: the gate's own settings (gate/settings.h), which the verbs'
+// options are bound to.
+using gate::gate_settings;
 
 // The gate's configuration for one task in this context: the workspace cache, the toolchain, the
 // task's target (the GPU for a CUDA task), the worker, and the settings.

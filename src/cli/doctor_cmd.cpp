@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/proposer_choice.h"
 #include "cli/verbs.h"
-#include "gate/cpu/landlock.h"
 #include "core/json.h"
+#include "core/text.h"
+#include "gate/cpu/landlock.h"
 #include "gate/cuda_tools.h"
 #include "gate/host_target.h"
 #include "gate/nvml.h"
@@ -18,7 +20,6 @@
 #include "gate/profile.h"
 #include "llm/config.h"
 #include "llm/factory.h"
-#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -286,10 +287,7 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, measure || refresh, refresh);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   const bool openmp = can_link({"-fopenmp"}, "#include <omp.h>\nint main(){return omp_get_max_threads()<1;}\n");
   const bool openblas = can_link({"-lopenblas"}, "#include <cblas.h>\nint main(){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1,&a,1,&b,1,0,&c,1);return c!=1;}\n");
   const bool gpu_node = gate::has_cuda_device();

@@ -9,11 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "spec/bundle.h"
 #include "gate/gate.h"
 #include "gate/paired.h"
+#include "spec/bundle.h"
 #include "spec/problem.h"
 #include "spec/task_file.h"
 
@@ -132,20 +133,11 @@ int run_eval(const common_options& common, const eval_options& o) {
   // Ceilings are measured once per workspace for decision mode (roofline floors); the
   // comparability modes use them when cached and never wait for a measurement.
   auto ctx = open_context(ws, !o.no_time && o.mode == "decision");
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto t = find_task(o.task, ctx->where, problem_platform_of(o.kernel));
-  if (!t) {
-    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
-    return 2;
-  }
+  if (!t) return fail_with(t.error(), 2);
   auto cand = find_task_kernel(*t, o.kernel);
-  if (!cand) {
-    std::fprintf(stderr, "lathe: %s\n", cand.error().message.c_str());
-    return 2;
-  }
+  if (!cand) return fail_with(cand.error(), 2);
   if (const std::string w = openmp_warning(*cand); !w.empty())
     std::fprintf(stderr, "lathe: warning: %s\n", w.c_str());
   // A PyTorch problem without kernels has no ABI baseline: eager PyTorch is timed live in the

@@ -10,12 +10,12 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/proposer_session.h"
+#include "cli/resume.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "spec/bundle.h"
-#include "spec/task_file.h"
 #include "features/feature_audit.h"
 #include "llm/budget.h"
 #include "search/evolve.h"
@@ -23,16 +23,13 @@
 #include "search/optimize.h"
 #include "search/reward.h"
 #include "skills/retrieve.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
 namespace lathe::cli {
 namespace {
-
-int fail_with(const std::string& m, int code) {
-  std::fprintf(stderr, "lathe: %s\n", m.c_str());
-  return code;
-}
 
 struct evolve_cli {
   std::string task, start, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
@@ -51,15 +48,11 @@ struct evolve_cli {
 // must go on as it started (the seed and --in-flight are checked again by search::evolve). A
 // --budget given now replaces the stored one, so that a resume can widen it.
 result<void> fill_from_run(context& ctx, evolve_cli& o) {
-  auto r = ctx.db->get_run(o.resume);
+  auto r = run_to_resume(ctx, o.resume, run_kind::evolve);
   if (!r) return tl::unexpected(r.error());
-  if (!*r) return fail(errc::not_found, "no run '" + o.resume + "' to resume (`lathe runs list --kind evolve`)");
-  if ((*r)->kind != run_kind::evolve)
-    return fail(errc::invalid_argument, "run '" + o.resume + "' is a " + to_string((*r)->kind) + " run, not an evolve run");
-  nlohmann::json a = nlohmann::json::parse((*r)->args, nullptr, false);
-  if (!a.is_object()) return fail(errc::parse_error, "run '" + o.resume + "' has no readable arguments");
-  if (!o.task.empty() && o.task != a.value("task", o.task))
-    return fail(errc::invalid_argument, "run '" + o.resume + "' evolves " + a.value("task", std::string()) + ", not " + o.task);
+  auto got = stored_args(*r, o.task, "evolves");
+  if (!got) return tl::unexpected(got.error());
+  const nlohmann::json& a = *got;
   o.task = a.value("task", o.task);
   o.start = a.value("start", o.start);
   o.generations = a.value("generations", o.generations);
@@ -93,20 +86,9 @@ int run_evolve(const common_options& common, evolve_cli o) {
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
   // Batch mode (llm/batch_dir.h): the folder names its run.
-  std::optional<fs::path> batch;
-  if (!o.propose_only.empty() && !o.gate_batch.empty())
-    return fail_with("--propose-only starts a batch run and --gate-batch continues one: give one of them", 2);
-  if (!o.propose_only.empty()) batch = fs::absolute(o.propose_only);
-  if (!o.gate_batch.empty()) {
-    batch = fs::absolute(o.gate_batch);
-    std::ifstream in(*batch / "run.txt");
-    std::string id;
-    if (!(in >> id))
-      return fail_with(batch->string() + "/run.txt names no run: --gate-batch continues a run begun with --propose-only DIR", 2);
-    if (!o.resume.empty() && o.resume != id)
-      return fail_with("--resume " + o.resume + " but " + batch->string() + " belongs to run " + id, 2);
-    o.resume = id;
-  }
+  auto folder = batch_folder(o.propose_only, o.gate_batch, o.resume);
+  if (!folder) return fail_with(folder.error(), 2);
+  const std::optional<fs::path> batch = *folder;
   if (!o.resume.empty())
     if (auto a = fill_from_run(*ctx, o); !a) return fail_with(a.error().message, 2);
   if (o.task.empty()) return fail_with("evolve needs a TASK (or --resume RUN, or --gate-batch DIR)", 2);
@@ -215,30 +197,12 @@ int run_evolve(const common_options& common, evolve_cli o) {
       std::fprintf(stderr, "… [%.0fs, %lld evals, best score %.3f] %s\n", p.seconds,
                    static_cast<long long>(p.evaluations), p.best_score, p.message.c_str());
     };
-  if (!o.propose_only.empty()) {
-    std::error_code ec;
-    fs::create_directories(*batch, ec);
-    std::ofstream(*batch / "run.txt") << run_id << "\n";
-  }
+  if (!o.propose_only.empty()) write_batch_run(*batch, run_id);
   auto res = search::evolve(*t, start, *baseline, v, *(*session)->proposer, *ctx->db, *(*session)->budget, eo);
   if (!res) return fail_with(res.error().message, 1);
   if (res->waiting) {
     const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
-    if (o.json) {
-      nlohmann::json names = nlohmann::json::array();
-      for (const auto& p : waiting) names.push_back(p.filename().string());
-      std::printf("%s\n", nlohmann::json{{"schema", "lathe.evolve/1"}, {"run", res->r.id}, {"stop", "waiting"},
-                                          {"batch", batch->string()}, {"waiting", names}}
-                               .dump(2)
-                               .c_str());
-      return 0;
-    }
-    std::printf("waiting   run %s: %zu prompt(s) in %s wait for their answers\n", res->r.id.c_str(), waiting.size(),
-                batch->c_str());
-    for (const auto& p : waiting) std::printf("          %s\n", p.filename().c_str());
-    std::printf("          answer each <key>.prompt (its kernel in <key>.bundle/) with <key>.reply, then run\n"
-                "          lathe evolve --gate-batch %s\n",
-                batch->c_str());
+    print_waiting("evolve", res->r.id, *batch, waiting, o.json);
     return 0;
   }
   if (o.json) {

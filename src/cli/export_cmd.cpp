@@ -8,9 +8,10 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
-#include "spec/task_file.h"
 #include "search/export.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
@@ -24,11 +25,6 @@ struct export_cli {
   size_t max_chars = 0;
   bool best_steps = false;
 };
-
-int fail_with(const std::string& m, int code) {
-  std::fprintf(stderr, "lathe: %s\n", m.c_str());
-  return code;
-}
 
 int run_export(const common_options& common, const export_cli& o) {
   std::optional<fs::path> ws;

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
+#include "cli/resume.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/json_card.h"
@@ -38,21 +40,12 @@ lineages::gate_hooks hooks_for(context& ctx, const lineage_options& o) {
   return make_gate_hooks(ctx, gs);
 }
 
-int fail_with(const error& e, int code) {
-  std::fprintf(stderr, "lathe: %s\n", e.message.c_str());
-  return code;
-}
-
 // --resume: the run's own task and expert, unless the user named them (then they must agree).
 result<void> fill_from_run(context& ctx, lineage_options& o) {
-  auto r = ctx.db->get_run(o.resume);
+  auto r = run_to_resume(ctx, o.resume, run_kind::decompose);
   if (!r) return tl::unexpected(r.error());
-  if (!*r)
-    return fail(errc::not_found, "no run '" + o.resume + "' to resume (`lathe runs list --kind decompose`)");
-  if ((*r)->kind != run_kind::decompose)
-    return fail(errc::invalid_argument, "run '" + o.resume + "' is a " + to_string((*r)->kind) + " run, not a decompose run");
-  if (o.task.empty()) o.task = (*r)->task;
-  json args = json::accept((*r)->args) ? json::parse((*r)->args) : json::object();
+  if (o.task.empty()) o.task = r->task;
+  json args = json::accept(r->args) ? json::parse(r->args) : json::object();
   // The run names its expert by kernel name and hash; decompose checks the hash on resume.
   if (auto it = args.find("expert"); it != args.end() && it->is_object() && o.expert == "expert")
     o.expert = it->value("name", o.expert);

@@ -11,15 +11,16 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
-#include "spec/bundle.h"
-#include "spec/task_file.h"
+#include "cli/fail.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
+#include "cli/resume.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
-#include "spec/bundle.h"
 #include "search/optimize.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
@@ -35,11 +36,6 @@ struct optimize_cli {
        trust_kernel = false;
 };
 
-int fail_with(const std::string& message, int code) {
-  std::fprintf(stderr, "lathe: %s\n", message.c_str());
-  return code;
-}
-
 json args_json(const optimize_cli& o, const std::string& start_hash) {
   return {{"task", o.task},         {"kernel", o.kernel},       {"start_hash", start_hash},
           {"strategy", o.strategy}, {"ablate", o.ablate},       {"budget", o.budget},
@@ -50,15 +46,11 @@ json args_json(const optimize_cli& o, const std::string& start_hash) {
 
 // --resume: the run's own arguments (a resumed run goes on as it started).
 result<json> fill_from_run(context& ctx, optimize_cli& o) {
-  auto r = ctx.db->get_run(o.resume);
+  auto r = run_to_resume(ctx, o.resume, run_kind::optimize);
   if (!r) return tl::unexpected(r.error());
-  if (!*r) return fail(errc::not_found, "no run '" + o.resume + "' to resume (`lathe runs list --kind optimize`)");
-  if ((*r)->kind != run_kind::optimize)
-    return fail(errc::invalid_argument, "run '" + o.resume + "' is a " + to_string((*r)->kind) + " run, not an optimize run");
-  json a = json::parse((*r)->args, nullptr, false);
-  if (!a.is_object()) return fail(errc::parse_error, "run '" + o.resume + "' has no readable arguments");
-  if (!o.task.empty() && o.task != a.value("task", o.task))
-    return fail(errc::invalid_argument, "run '" + o.resume + "' optimizes " + a.value("task", std::string()) + ", not " + o.task);
+  auto got = stored_args(*r, o.task, "optimizes");
+  if (!got) return tl::unexpected(got.error());
+  const json& a = *got;
   o.task = a.value("task", o.task);
   o.kernel = a.value("kernel", o.kernel);
   o.strategy = a.value("strategy", o.strategy);
@@ -200,20 +192,9 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!ctx) return fail_with(ctx.error().message, 2);
   json stored_args;
   // Batch mode (llm/batch_dir.h): the folder names its run.
-  std::optional<fs::path> batch;
-  if (!o.propose_only.empty() && !o.gate_batch.empty())
-    return fail_with("--propose-only starts a batch run and --gate-batch continues one: give one of them", 2);
-  if (!o.propose_only.empty()) batch = fs::absolute(o.propose_only);
-  if (!o.gate_batch.empty()) {
-    batch = fs::absolute(o.gate_batch);
-    std::ifstream in(*batch / "run.txt");
-    std::string id;
-    if (!(in >> id))
-      return fail_with(batch->string() + "/run.txt names no run: --gate-batch continues a run begun with --propose-only DIR", 2);
-    if (!o.resume.empty() && o.resume != id)
-      return fail_with("--resume " + o.resume + " but " + batch->string() + " belongs to run " + id, 2);
-    o.resume = id;
-  }
+  auto folder = batch_folder(o.propose_only, o.gate_batch, o.resume);
+  if (!folder) return fail_with(folder.error(), 2);
+  const std::optional<fs::path> batch = *folder;
   if (!o.resume.empty()) {
     auto a = fill_from_run(*ctx, o);
     if (!a) return fail_with(a.error().message, 2);
@@ -282,30 +263,12 @@ int run_optimize(const common_options& common, optimize_cli o) {
     std::fprintf(stderr, "… optimize %s (strategy %s, budget %s) with the %s\n", t->name.c_str(), o.strategy.c_str(),
                  llm::budget_text(*limits).c_str(), (*session)->decision.why.c_str());
   }
-  if (!o.propose_only.empty()) {
-    std::error_code ec;
-    fs::create_directories(*batch, ec);
-    std::ofstream(*batch / "run.txt") << run_id << "\n";
-  }
+  if (!o.propose_only.empty()) write_batch_run(*batch, run_id);
   auto res = search::optimize(*t, ks, v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
   if (!res) return fail_with(res.error().message, 1);
   if (res->stop == search::stop_reason::waiting) {
     const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
-    if (o.json) {
-      json names = json::array();
-      for (const auto& p : waiting) names.push_back(p.filename().string());
-      std::printf("%s\n", json{{"schema", "lathe.optimize/1"}, {"run", res->r.id}, {"stop", "waiting"},
-                                {"batch", batch->string()}, {"waiting", names}}
-                               .dump(2)
-                               .c_str());
-      return 0;
-    }
-    std::printf("waiting   run %s: %zu prompt(s) in %s wait for their answers\n", res->r.id.c_str(), waiting.size(),
-                batch->c_str());
-    for (const auto& p : waiting) std::printf("          %s\n", p.filename().c_str());
-    std::printf("          answer each <key>.prompt (its kernel in <key>.bundle/) with <key>.reply, then run\n"
-                "          lathe optimize --gate-batch %s\n",
-                batch->c_str());
+    print_waiting("optimize", res->r.id, *batch, waiting, o.json);
     return 0;
   }
 

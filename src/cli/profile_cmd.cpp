@@ -11,13 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "spec/bundle.h"
 #include "gate/device_lock.h"
 #include "gate/host_target.h"
 #include "gate/process.h"
 #include "gate/profile.h"
+#include "spec/bundle.h"
 #include "spec/task_file.h"
 
 namespace fs = std::filesystem;
@@ -140,15 +141,9 @@ int run_profile(const common_options& common, const profile_options& o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, false);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto t = find_task(o.task, ctx->where);
-  if (!t) {
-    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
-    return 2;
-  }
+  if (!t) return fail_with(t.error(), 2);
   if (t->plat != platform::cuda) {
     std::fprintf(stderr,
                  "lathe: profiling reads a CUDA device's counters; task '%s' is a %s task\n",
@@ -156,10 +151,7 @@ int run_profile(const common_options& common, const profile_options& o) {
     return 2;
   }
   auto k = find_task_kernel(*t, o.kernel);
-  if (!k) {
-    std::fprintf(stderr, "lathe: %s\n", k.error().message.c_str());
-    return 2;
-  }
+  if (!k) return fail_with(k.error(), 2);
   const shape_set* shapes = gate::profile_shape(*t, o.shape);
   if (!shapes) {
     std::string names;
@@ -212,10 +204,7 @@ int run_profile(const common_options& common, const profile_options& o) {
   // in the cache.
   if (!o.json) std::fprintf(stderr, "… compile\n");
   auto built = gate::build_for_profile(cfg);
-  if (!built) {
-    std::fprintf(stderr, "lathe: %s\n", built.error().message.c_str());
-    return 1;
-  }
+  if (!built) return fail_with(built.error(), 1);
 
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);

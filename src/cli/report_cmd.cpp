@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
 #include "report/html.h"
 #include "report/model.h"
@@ -35,20 +36,11 @@ int run_report_verb(const common_options& common, const report_options& o) {
   std::optional<std::filesystem::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, false);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto model = report::run_report(*ctx->db, o.run);
-  if (!model) {
-    std::fprintf(stderr, "lathe: %s\n", model.error().message.c_str());
-    return model.error().code == errc::not_found ? 2 : 1;
-  }
+  if (!model) return fail_with(model.error(), model.error().code == errc::not_found ? 2 : 1);
   if (!o.output.empty()) {
-    if (auto w = write_file(o.output, report::render_html(*model)); !w) {
-      std::fprintf(stderr, "lathe: %s\n", w.error().message.c_str());
-      return 1;
-    }
+    if (auto w = write_file(o.output, report::render_html(*model)); !w) return fail_with(w.error(), 1);
     const auto& g = (*model)["graph"];
     std::fprintf(o.json ? stderr : stdout, "wrote     %s: %zu kernel(s), %zu transition(s), %zu rejected attempt(s), "
                  "%zu evaluation(s), %zu card(s)\n", o.output.c_str(), g["nodes"].size(), g["edges"].size(),

@@ -9,13 +9,14 @@
 #include <set>
 
 #include "agent/rules/catalog.h"
-#include "features/detect.h"
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/proposer_session.h"
 #include "cli/verbs.h"
 #include "core/json.h"
-#include "spec/task_file.h"
 #include "core/text.h"
+#include "features/detect.h"
+#include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
@@ -152,20 +153,11 @@ int run_apply(const common_options& common, const apply_options& o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, !o.no_time);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto t = find_task(o.task, ctx->where);
-  if (!t) {
-    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
-    return 2;
-  }
+  if (!t) return fail_with(t.error(), 2);
   auto k = find_task_kernel(*t, o.kernel);
-  if (!k) {
-    std::fprintf(stderr, "lathe: %s\n", k.error().message.c_str());
-    return 2;
-  }
+  if (!k) return fail_with(k.error(), 2);
   rules::catalog_options copts;
   copts.allow_fast_math = t->allow_fast_math;  // the task's tolerance, never the rule's choice
   std::vector<rules::applicable_site> sites;

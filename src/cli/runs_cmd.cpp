@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/json_run.h"
@@ -117,15 +118,9 @@ std::string result_text(const run& r) {
 
 int run_list(const common_options& common, const runs_options& o) {
   auto ctx = open_for_reading(common);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto runs = ctx->db->list_runs(o.kind, o.limit);
-  if (!runs) {
-    std::fprintf(stderr, "lathe: %s\n", runs.error().message.c_str());
-    return 1;
-  }
+  if (!runs) return fail_with(runs.error(), 1);
   if (o.json) {
     json j{{"schema", "lathe.runs/1"}, {"runs", json::array()}};
     for (const auto& r : *runs) j["runs"].push_back(run_json(r));
@@ -145,25 +140,16 @@ int run_list(const common_options& common, const runs_options& o) {
 
 int run_show(const common_options& common, const runs_options& o) {
   auto ctx = open_for_reading(common);
-  if (!ctx) {
-    std::fprintf(stderr, "lathe: %s\n", ctx.error().message.c_str());
-    return 2;
-  }
+  if (!ctx) return fail_with(ctx.error(), 2);
   auto r = ctx->db->get_run(o.id);
-  if (!r) {
-    std::fprintf(stderr, "lathe: %s\n", r.error().message.c_str());
-    return 1;
-  }
+  if (!r) return fail_with(r.error(), 1);
   if (!*r) {
     std::fprintf(stderr, "lathe: no run '%s' in %s (`lathe runs list` shows them)\n", o.id.c_str(),
                  ctx->ws.db().c_str());
     return 2;
   }
   auto events = ctx->db->run_events(o.id);
-  if (!events) {
-    std::fprintf(stderr, "lathe: %s\n", events.error().message.c_str());
-    return 1;
-  }
+  if (!events) return fail_with(events.error(), 1);
   if (o.json) {
     json j{{"schema", "lathe.run/1"}, {"run", run_json(**r)}, {"events", json::array()}};
     for (const auto& e : *events)

@@ -7,9 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
-#include "spec/bundle.h"
 #include "gate/screen.h"
+#include "spec/bundle.h"
 #include "spec/task_file.h"
 
 namespace fs = std::filesystem;
@@ -27,10 +28,7 @@ int run_screen(const screen_options& o) {
   task t;  // without --task: no libraries allowed, no precision contract
   if (!o.task.empty()) {
     auto loaded = find_task(o.task, locate());
-    if (!loaded) {
-      std::fprintf(stderr, "lathe: %s\n", loaded.error().message.c_str());
-      return 2;
-    }
+    if (!loaded) return fail_with(loaded.error(), 2);
     t = *loaded;
   }
   nlohmann::json files = nlohmann::json::array();
@@ -45,10 +43,7 @@ int run_screen(const screen_options& o) {
                                           gate::screen_role::candidate);
     } else {
       auto b = load_bundle(p);
-      if (!b) {
-        std::fprintf(stderr, "lathe: %s\n", b.error().message.c_str());
-        return 2;
-      }
+      if (!b) return fail_with(b.error(), 2);
       found = gate::screen_sources(*b, t, gate::screen_role::candidate);
     }
     total += found.size();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "core/json.h"
@@ -25,11 +26,6 @@ struct admit_cli {
   bool quick = false;
   bool all = false, json = false, keep_going = false;
 };
-
-int fail_with(const error& e, int code) {
-  std::fprintf(stderr, "lathe: %s\n", e.message.c_str());
-  return code;
-}
 
 // The held-out tasks: the named ones, else every shipped task whose role is heldout.
 result<std::vector<task>> heldout_tasks(const context& ctx, const admit_cli& o) {

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/lineage_view.h"
 #include "cli/skills_admit.h"
 #include "cli/verbs.h"
@@ -33,11 +34,6 @@ struct skills_options {
   std::vector<std::string> cards, lineages;
   bool json = false, replace = false, html = false, all_cards = false;
 };
-
-int fail_with(const error& e, int code) {
-  std::fprintf(stderr, "lathe: %s\n", e.message.c_str());
-  return code;
-}
 
 result<context> open_plain(const common_options& common) {
   std::optional<fs::path> ws;

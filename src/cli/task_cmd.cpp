@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/context.h"
+#include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/dtype.h"
 #include "spec/task_file.h"
@@ -167,10 +168,7 @@ void print_text(const json& l, const task& t) {
 
 int run_task_show(const task_show_options& o) {
   auto t = find_task(o.task, locate());
-  if (!t) {
-    std::fprintf(stderr, "lathe: %s\n", t.error().message.c_str());
-    return 2;
-  }
+  if (!t) return fail_with(t.error(), 2);
   const json l = layout(*t);
   if (o.json) {
     json j = l;
