@@ -149,9 +149,10 @@ TEST_F(bench_cli, klineage_protocol_on_a_problem_suite) {
     ASSERT_TRUE(row["speedup"].is_number());
     // The same kernel as its baseline, timed one after the other (not paired): the CPU VM's
     // noise on a microsecond kernel, nothing more: 0.32 once on a 2-core VM with a build running
-    // beside the suite; a unit or pairing error would be orders of magnitude.
-    EXPECT_GT(row["speedup"].get<double>(), 1.0 / 5);
-    EXPECT_LT(row["speedup"].get<double>(), 5.0);
+    // beside the suite, 11.9 once with a helper's timed tests beside it (issue 42: load must not
+    // fail a test); a unit or pairing error would be three orders of magnitude or more.
+    EXPECT_GT(row["speedup"].get<double>(), 1.0 / 50);
+    EXPECT_LT(row["speedup"].get<double>(), 50.0);
   }
   // The group's figure is the geometric mean of exactly its successful runs.
   const double g = std::sqrt(j["tasks"][0]["speedup"].get<double>() * j["tasks"][1]["speedup"].get<double>());
