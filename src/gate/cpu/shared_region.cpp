@@ -16,12 +16,6 @@ namespace lathe::gate {
 
 using namespace detail;
 
-namespace {
-
-std::string errno_text(int e) { return std::strerror(e); }
-
-}  // namespace
-
 result<shared_region> shared_region::create(uint64_t bytes) {
   if (bytes == 0) return fail(errc::invalid_argument, "shared region: size 0");
   int fd = memfd_create("lathe-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);

@@ -39,10 +39,6 @@ namespace {
 using namespace detail;
 using clock_type = std::chrono::steady_clock;
 
-std::string errno_text(int e) {
-  return std::strerror(e);
-}
-
 void close_fd(int& fd) {
   if (fd >= 0) close(fd);
   fd = -1;

@@ -36,6 +36,8 @@ const char* to_string(worker_end e) {
 
 namespace detail {
 
+std::string errno_text(int e) { return std::strerror(e); }
+
 std::string mib(uint64_t bytes) {
   return std::to_string(bytes >> 20) + " MiB";
 }

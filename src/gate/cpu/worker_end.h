@@ -15,6 +15,7 @@
 namespace lathe::gate::detail {
 
 std::string mib(uint64_t bytes);
+std::string errno_text(int e);  // strerror's text
 std::string limit_text(uint64_t bytes);  // "no limit" for 0
 std::string seconds_text(double s);
 std::string signal_name(int sig);  // "SIGSEGV"
