@@ -72,6 +72,17 @@ std::pair<const lineage*, size_t> step_of(const std::string& source) {
   return {nullptr, 0};
 }
 
+// A lineage step the gate stayed too noisy to decide (the machine's load, not the code): the test
+// skips with the gate's reason instead of failing (a test that times kernels must not fail
+// because the machine is loaded).
+#define SKIP_IF_UNDECIDED()                                                                  \
+  do {                                                                                       \
+    library();                                                                               \
+    if (!skills_env::get().undecided.empty())                                                \
+      GTEST_SKIP() << "the gate stayed unstable on this machine (" << skills_env::get().undecided \
+                   << "); the lineage needs a decided step";                                 \
+  } while (0)
+
 std::set<std::string> names(const std::vector<feature>& fs) {
   std::set<std::string> out;
   for (const auto& f : fs) out.insert(f.name);
@@ -81,6 +92,7 @@ std::set<std::string> names(const std::vector<feature>& fs) {
 }  // namespace
 
 TEST(skills_induce, rule_steps_of_cpu_experts_give_cards_with_every_field) {
+  SKIP_IF_UNDECIDED();
   const built_library& b = library();
   ASSERT_EQ(b.lineages.size(), 2u);
   ASSERT_EQ(b.lineages[0].steps.size(), 2u);
@@ -155,6 +167,7 @@ TEST(skills_induce, rule_steps_of_cpu_experts_give_cards_with_every_field) {
 }
 
 TEST(skills_induce, contract_agrees_with_the_evidence) {
+  SKIP_IF_UNDECIDED();
   for (const auto& c : library().result.cards) {
     SCOPED_TRACE(c.name);
     for (const auto& src : c.sources) {
@@ -185,6 +198,7 @@ TEST(skills_induce, contract_agrees_with_the_evidence) {
 }
 
 TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) {
+  SKIP_IF_UNDECIDED();
   skills_env& env = skills_env::get();
   const skill_card* omp = card_providing("omp_parallel");
   const skill_card* restrict_card = card_providing("restrict");
@@ -330,6 +344,7 @@ TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) 
 }
 
 TEST(skills_admit, own_lineage_kernels_inapplicable_cards_and_no_speedup_are_refused) {
+  SKIP_IF_UNDECIDED();
   skills_env& env = skills_env::get();
   const skill_card* omp = card_providing("omp_parallel");
   ASSERT_TRUE(omp);

@@ -66,6 +66,10 @@ class skills_env {
   }
 
   std::filesystem::path dir;
+  // Set when a lineage step stayed `unstable` through every attempt: the gate refused to decide
+  // on a machine too noisy to time (its A/A control failed), which is the gate being right, not
+  // the code under test failing. The tests that need the lineage skip with this reason.
+  std::string undecided;
   gate::gate_config cfg;
   std::optional<store> db;
   std::unique_ptr<lineages::gate_verifier> verifier;
@@ -162,6 +166,10 @@ inline lineage rule_lineage(const std::string& task_name, const std::vector<std:
     EXPECT_TRUE(env.db->put_kernel(cur));
     // Successor against predecessor: ratio = time(prev) / time(cur), the step's speedup.
     const evaluation e = env.compare(t, cur, prev, back->prov);
+    if (e.result == outcome::unstable) {
+      env.undecided = task_name + " without " + name + ": " + e.message;
+      break;
+    }
     EXPECT_EQ(e.result, outcome::ok) << task_name << " without " << name << ": " << e.message;
     transition st;
     st.from_kernel = prev.hash;
