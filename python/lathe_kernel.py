@@ -209,8 +209,9 @@ class ModelNewLaunch:
 
 class Host:
     def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None, policy=None,
-                 record=False):
+                 record=False, hook=None):
         self.region, self.size = region, size
+        self.hook = hook        # --op-hook: liblathe-torch-hook.so, the record written from torch's dispatcher
         self.policy = policy    # --torch-compute: forbid | fallback (lathe_ops.py), or None
         self.record = record    # --op-record: the observer also writes lathe's record pipe (fd 9)
         self.observer = None
@@ -268,15 +269,27 @@ class Host:
             self.region_span = (base, base + self.size)
         except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
             return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
+        hook = None
+        if self.record and self.hook:
+            try:
+                hook = ctypes.CDLL(self.hook)  # read before confinement; installed just before the candidate
+            except OSError as e:
+                return self.reply(W.INIT_FAILED, 0, f"python: cannot load {self.hook}: {e}")
         why = self.confine([e["dir"] for e in extensions] + interpreter_trees(torch))
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
         if self.policy:
             try:
                 self.observer = Observer(self.torch, self.policy, spec,
-                                         W.RECORD_FD if self.record else None)
+                                         W.RECORD_FD if self.record and hook is None else None)
+                why = lathe_ops.install_hook(torch, hook, W.RECORD_FD) if hook is not None else None
             except BaseException as e:  # noqa: BLE001
                 return self.failure(W.INIT_FAILED, "python: lathe's torch observer cannot be installed", e)
+            if why is not None:
+                return self.reply(W.INIT_FAILED, 0, "python: " + why)
+            self.confined += ("; torch ops: recorded from torch's dispatcher" if hook is not None else
+                              "; torch ops: recorded by a dispatch mode only (no liblathe-torch-hook.so)"
+                              if self.record else "")
         self.pending = (source, spec)
         return None
 
@@ -552,7 +565,7 @@ def main(argv):
     size = os.fstat(W.REGION_FD).st_size
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
     host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"),
-                value("--torch-compute"), "--op-record" in argv)
+                value("--torch-compute"), "--op-record" in argv, value("--op-hook"))
     # This frame runs before the candidate exists and its code cannot change while it runs: what
     # it needs after the candidate's import is held in its own locals, taken now (lathe_seal.py).
     broken, broken_code, length, write, to_bytes = lathe_seal.broken, lathe_seal.broken.__code__, len, os.write, bytes

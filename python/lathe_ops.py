@@ -26,9 +26,13 @@ every reply that nothing the observation goes through was rebound (the worker's 
 module's functions, the recorder, the builtins: lathe_seal.py) and judges the log itself. lathe
 judges by what it reads from the record pipe, whose only read end lathe holds (the log's entries
 edited in place, or the record fd closed or replaced, which the seccomp filter forbids, change
-nothing there). What it cannot see: a candidate that pops the mode and pushes it back within one
-call, writes the interpreter's memory through ctypes, or runs ops under torch._C's guards that
-exclude the Python dispatch key; lathe's record shows what reached the mode, no more.
+nothing there). Where lathe was built against this torch, the record is written from torch's
+dispatcher instead (install_hook: liblathe-torch-hook.so's RecordFunction callback, installed
+before the candidate exists, with torch's switches for such callbacks removed), which also sees a
+candidate that pops the mode and pushes it back within one call or runs ops under torch._C's
+guards that exclude the Python dispatch key. What neither sees: code that never enters the
+dispatcher (an extension's direct at::cpu:: calls, a library through ctypes) and writes to the
+interpreter's memory through ctypes.
 """
 
 # Base names (aten::<name>, any overload) of ops that move or make data without computing: one list
@@ -83,6 +87,43 @@ def make_mode(torch, record_fd=None):
             return func(*args, **(kwargs or {}))
 
     return LatheOps(), log
+
+
+# torch's Python switches that turn RecordFunction callbacks off or clear them (thread-local record
+# functions off, every callback cleared, a test observer): the worker removes them from the
+# interpreter before the candidate's code exists, once lathe's hook below Python is installed.
+RECORD_FUNCTION_SWITCHES = ("_enable_record_function", "_clear_callbacks", "_set_empty_test_observer")
+
+
+def install_hook(torch, lib, record_fd):
+    """liblathe-torch-hook.so (src/worker/torch_op_hook.cpp, loaded by the worker with ctypes):
+    a callback in torch's dispatcher that writes every compute op to lathe's record pipe, whatever
+    the candidate does to dispatch modes; then the switches that could turn it off removed from
+    every namespace that holds them. None, or why not (the worker refuses to run the candidate)."""
+    import ctypes
+    import gc
+    import sys
+
+    lib.lathe_torch_hook_version.restype = ctypes.c_char_p
+    built = lib.lathe_torch_hook_version().decode()
+    if built != torch.__version__:
+        return (f"liblathe-torch-hook.so was built against torch {built}, and this interpreter has torch "
+                f"{torch.__version__}: rebuild lathe with this interpreter's torch (cmake -DLATHE_TORCH_PYTHON=...)")
+    err = ctypes.create_string_buffer(256)
+    lib.lathe_torch_hook_install.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+    if lib.lathe_torch_hook_install(record_fd, " ".join(sorted(PLUMBING)).encode(), err, len(err)) != 0:
+        return "the torch op hook cannot be installed: " + err.value.decode(errors="replace")
+    for name in RECORD_FUNCTION_SWITCHES:
+        switch = getattr(torch._C._autograd, name, None)
+        if switch is None:
+            continue
+        for holder in gc.get_referrers(switch):
+            if isinstance(holder, dict):
+                for key in [k for k, v in holder.items() if v is switch]:
+                    del holder[key]
+        if sys.getrefcount(switch) > 2:  # this name and getrefcount's argument
+            return f"torch._C._autograd.{name} is still reachable after lathe removed it"
+    return None
 
 
 def push(torch, mode):

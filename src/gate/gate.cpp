@@ -159,6 +159,10 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
       e_.diagnostics.find("not confined") == std::string::npos)
     e_.diagnostics += "isolation: the worker's " + said.substr(said.find("files:")) +
                       "; libraries it opens at run time are still looked for in its mappings\n";
+  // Under a torch policy, what recorded the candidate's torch ops (python/lathe_kernel.py).
+  if (const size_t at = said.find("torch ops: "); r.ok() && who == "kernel" && at != std::string::npos &&
+                                                   e_.diagnostics.find("torch ops: ") == std::string::npos)
+    e_.diagnostics += "isolation: the Python worker's " + said.substr(at) + "\n";
   return w;
 }
 

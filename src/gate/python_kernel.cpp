@@ -109,6 +109,7 @@ result<sandbox_options> python_worker_options(sandbox_options opt, const python_
     return fail(errc::not_found, "the Python kernel worker is missing: " + script.string() +
                                      " (set LATHE_KERNEL_WORKER)");
   const fs::path lib = opt.worker_exe.parent_path() / "liblathe-confine.so";
+  const fs::path worker_dir = opt.worker_exe.parent_path();
   opt.worker_exe = rt->interpreter;
   // -B: no bytecode written; -s: no user site (lathe's HOME is not the worker's); -E: no
   // PYTHON* variables from the environment it is given.
@@ -116,6 +117,13 @@ result<sandbox_options> python_worker_options(sandbox_options opt, const python_
   if (fs::exists(lib, ec)) {
     opt.worker_args.push_back("--confine");
     opt.worker_args.push_back(lib.string());
+  }
+  // The record of a candidate's torch ops written from torch's dispatcher (worker/torch_op_hook.cpp);
+  // used with --op-record. Built only where the worker's torch has its headers: without it, the
+  // worker says that a dispatch mode was its only observer.
+  if (const fs::path hook = worker_dir / "liblathe-torch-hook.so"; fs::exists(hook, ec)) {
+    opt.worker_args.push_back("--op-hook");
+    opt.worker_args.push_back(hook.string());
   }
   for (const auto& [flag, file] : {std::pair{"--model", "model.json"}, {"--extensions", "extensions.json"}})
     if (const fs::path f = stage.dir / file; !stage.dir.empty() && fs::exists(f, ec)) {

@@ -34,7 +34,8 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   // gemm task (no libraries either); the rest on the one that allows torch.
   const std::string name = GetParam();
   const bool gemm = name == "getattr_mm" || name == "aten_mm" || name == "patches_observer" ||
-                    name == "edits_op_log" || name == "replaces_op_record" || name == "forges_op_record";
+                    name == "edits_op_log" || name == "replaces_op_record" || name == "forges_op_record" ||
+                    name == "pops_mode_in_call" || name == "switches_off_record_function";
   task t = load(gemm ? source_dir() / "tasks/gemm"
                      : source_dir() / "tests" /
                            (GetParam() == "torch_forbidden" ? "problems/scale_relu" : "integration/tasks/scale_relu_torch"));
@@ -68,6 +69,13 @@ TEST_P(python_kernel, gets_its_own_outcome) {
   if (name == "edits_op_log") {
     EXPECT_NE(e.message.find("aten::mm ran (lathe's record"), std::string::npos) << e.message;
   }
+  // Within one call, past the dispatch mode (popped and pushed back) and torch's own switches for
+  // record functions (removed before the candidate exists): seen by the dispatcher's callback.
+  if (name == "pops_mode_in_call" || name == "switches_off_record_function") {
+    EXPECT_NE(e.message.find("aten::mm ran (lathe's record"), std::string::npos) << e.message;
+    EXPECT_NE(e.diagnostics.find("torch ops: recorded from torch's dispatcher"), std::string::npos)
+        << e.diagnostics;
+  }
   if (name == "replaces_op_record") {
     EXPECT_NE(e.message.find("forbidden system call"), std::string::npos) << e.message;
   }
@@ -81,7 +89,8 @@ INSTANTIATE_TEST_SUITE_P(cpu, python_kernel,
                                            "raises", "syntax_error", "no_launch", "exits", "hangs",
                                            "socket_call", "reads_outside", "background_thread",
                                            "torch_forbidden", "getattr_mm", "aten_mm", "patches_observer",
-                                           "edits_op_log", "replaces_op_record", "forges_op_record"),
+                                           "edits_op_log", "replaces_op_record", "forges_op_record",
+                                           "pops_mode_in_call", "switches_off_record_function"),
                          [](const auto& info) { return info.param; });
 
 TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {

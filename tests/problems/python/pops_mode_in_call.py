@@ -1,0 +1,13 @@
+# expect: forbidden
+# On the gemm task, which allows no libraries, the product comes from torch inside one call
+# during which the kernel has taken lathe's observer off torch's dispatch mode stack; it puts the
+# observer back before returning, so the stack the worker checks after the call is the one it
+# installed, and the observer's log never saw the op. Only a hook below Python (a dispatcher-level
+# callback, src/worker/torch_op_hook.cpp) sees aten::mm.
+import torch
+from torch.utils._python_dispatch import _pop_mode_temporarily
+
+
+def launch(inputs, outputs, scalars):
+    with _pop_mode_temporarily():
+        getattr(torch, "m" + "m")(inputs[0], inputs[1], out=outputs[0])  # past the source screen
