@@ -46,6 +46,15 @@ struct amounts {
   double usd = 0, seconds = 0;
 };
 
+// The amounts the search loops reserve, commit and charge again on resume, by name: a positional
+// {0, 1, 0, 0, 0, 0} reads the same whichever field it means.
+inline constexpr amounts one_step{.steps = 1};
+inline constexpr amounts one_evaluation{.evals = 1};
+// n gate evaluations at once (optimize holds its final measurements from the start).
+constexpr amounts evaluations(int64_t n) { return {.evals = n}; }
+// One step and the wall time it may take (its worst case against the time limit).
+constexpr amounts one_step_taking(double seconds) { return {.steps = 1, .seconds = seconds}; }
+
 enum class resource : uint8_t { steps, evals, calls, tokens, usd, seconds };
 const char* to_string(resource r);
 

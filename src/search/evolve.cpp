@@ -19,6 +19,7 @@ namespace lathe::search {
 using nlohmann::json;
 using detail::amounts_from;
 using detail::amounts_json;
+using detail::event_key;
 
 namespace {
 
@@ -107,7 +108,7 @@ class runner {
       // No start kernel: the initial population is the proposer's translations of the reference.
       for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
         for (int32_t k = 0; k < o_.population && !stopped_; ++k)
-          if (auto c = translation(cat("t/", std::to_string(i), "/", std::to_string(k)), i, k); !c) return c;
+          if (auto c = translation(event_key::translation(i, k), i, k); !c) return c;
       if (waiting_) return {};
       if (arch_.size() == 0)
         return fail(errc::invalid_argument, "no translation of the reference passed the gate: nothing to evolve");
@@ -116,7 +117,7 @@ class runner {
       // The initial population: mutations of the start kernel on every island.
       for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
         for (int32_t k = 1; k < o_.population && !stopped_; ++k)
-          if (auto c = child(cat("c/0/", std::to_string(i), "/", std::to_string(k)), 0, i, k, "initial", start_elite_); !c)
+          if (auto c = child(event_key::child(0, i, k), 0, i, k, "initial", start_elite_); !c)
             return c;
     }
     if (waiting_) return {};
@@ -139,7 +140,7 @@ class runner {
         if (auto m = migrate(g); !m) return m;
       const elite* b = arch_.best();
       out_.best_per_generation.push_back(b ? b->score : 0);
-      if (auto e = emit("generation", cat("g/", std::to_string(g)),
+      if (auto e = emit("generation", event_key::generation(g),
                         {{"generation", g}, {"best_score", b ? b->score : 0}, {"best", b ? b->hash : ""},
                          {"archive", arch_.size()}},
                         cat("generation ", std::to_string(g), ": best score ", std::to_string(b ? b->score : 0),
@@ -161,7 +162,7 @@ class runner {
     if (auto r = ledger_.reserve(a)) ledger_.commit(std::move(*r), a);
   }
 
-  result<void> emit(const std::string& kind, const std::string& key, json body, const std::string& message) {
+  result<void> emit(const std::string& kind, const event_key& key, json body, const std::string& message) {
     auto wrote = j_.emit(kind, key, std::move(body), elapsed());
     if (!wrote) return tl::unexpected(wrote.error());
     if (*wrote && o_.progress) {
@@ -181,14 +182,14 @@ class runner {
   // the budget; nullopt when the budget refused it (the run stops).
   std::optional<measured> gate(const kernel_bundle& k, const kernel_bundle& against, const provenance& prov,
                                lineages::verifier& by) {
-    auto hold = ledger_.reserve({0, 1, 0, 0, 0, 0});
+    auto hold = ledger_.reserve(llm::one_evaluation);
     if (!hold) {
       stopped_ = true;
       stop_detail_ = hold.error().message;
       return std::nullopt;
     }
     const evaluation e = by.compare(t_, k, against, prov);
-    ledger_.commit(std::move(*hold), {0, 1, 0, 0, 0, 0});
+    ledger_.commit(std::move(*hold), llm::one_evaluation);
     ++out_.evaluations;
     measured m = summarize(e);
     m.ratio = lineages::ratio(e);
@@ -220,10 +221,10 @@ class runner {
     if (auto put = db_.put_kernel(start); !put) return tl::unexpected(put.error());
     kernels_[start.hash] = start;
     measured m;
-    if (const json* rec = j_.recorded("start")) {
+    if (const json* rec = j_.recorded(event_key::start())) {
       m = measured_from(rec->at("verdict"));
       ++out_.evaluations;
-      charge({0, 1, 0, 0, 0, 0});
+      charge(llm::one_evaluation);
     } else {
       auto got = gate(start, baseline_, {"human", "evolve start", false}, v_);
       if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + stop_detail_);
@@ -240,7 +241,7 @@ class runner {
     feedback_[start.hash] = feedback_text(m);
     gated_[start.hash] = m;
     for (int32_t i = 0; i < o_.islands; ++i) arch_.put(i, start_elite_);
-    return emit("start", "start", {{"kernel", start.hash}, {"verdict", measured_json(m)}},
+    return emit("start", event_key::start(), {{"kernel", start.hash}, {"verdict", measured_json(m)}},
                 cat("start ", start.hash.substr(0, 12), ": ", outcome_text(m.outcome), ", score ",
                     std::to_string(start_elite_.score)));
   }
@@ -311,14 +312,16 @@ class runner {
 
   // A child from its mutate request to its gate verdict.
   struct pending {
-    std::string key, what;
+    explicit pending(event_key k) : key(std::move(k)) {}
+    event_key key;
+    std::string what;
     child_record c;
     agent::mutate_request mr;
     std::optional<llm::reservation> step;  // the budget's step, held until the proposer answers
     agent::op_result<agent::proposal> pr = tl::unexpected(agent::failure{});
   };
 
-  result<void> child(const std::string& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
+  result<void> child(const event_key& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
                      const elite& parent) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
     auto p = prepare(key, g, island, index, kind, parent);
@@ -335,7 +338,7 @@ class runner {
   result<void> children(int32_t g, int32_t island, const std::vector<std::pair<int32_t, elite>>& parents) {
     std::vector<pending> live;
     for (const auto& [c, parent] : parents) {
-      const std::string key = cat("c/", std::to_string(g), "/", std::to_string(island), "/", std::to_string(c));
+      const event_key key = event_key::child(g, island, c);
       if (const json* rec = j_.recorded(key)) {
         if (auto r = replay(*rec, island); !r) return r;
         continue;
@@ -350,7 +353,7 @@ class runner {
     std::map<std::string, llm::reservation> holds;
     for (const auto& p : live) {
       if (!p.pr || gated_.count(p.pr->kernel.hash) || jobs.count(p.pr->kernel.hash)) continue;
-      auto hold = ledger_.reserve({0, 1, 0, 0, 0, 0});
+      auto hold = ledger_.reserve(llm::one_evaluation);
       if (!hold) {
         stopped_ = true;
         stop_detail_ = hold.error().message;
@@ -364,7 +367,7 @@ class runner {
     }
     for (auto& [hash, job] : jobs) {
       const evaluation e = job.get();
-      ledger_.commit(std::move(holds.at(hash)), {0, 1, 0, 0, 0, 0});
+      ledger_.commit(std::move(holds.at(hash)), llm::one_evaluation);
       ++out_.evaluations;
       measured m = summarize(e);
       m.ratio = lineages::ratio(e);
@@ -389,7 +392,7 @@ class runner {
     } else {
       for (auto& b : batch) b.pr = p_.mutate(b.mr);
     }
-    for (auto& b : batch) ledger_.commit(std::move(*b.step), {1, 0, 0, 0, 0, 0});
+    for (auto& b : batch) ledger_.commit(std::move(*b.step), llm::one_step);
     // Batch mode (llm/batch_dir.h): a prompt of the batch waits for its answer, so none of the
     // batch is gated or recorded; a resumed run asks them all again, the answered ones from its
     // log of calls. The run goes on to the other islands (their parents do not depend on this
@@ -414,9 +417,9 @@ class runner {
   }
 
   // The mutate request for one child, its step reserved (nullopt: the budget ended the run).
-  std::optional<pending> prepare(const std::string& key, int32_t g, int32_t island, int32_t index,
+  std::optional<pending> prepare(const event_key& key, int32_t g, int32_t island, int32_t index,
                                  const std::string& kind, const elite& parent) {
-    auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
+    auto step = ledger_.reserve(llm::one_step);
     if (!step) {
       stopped_ = true;
       stop_detail_ = step.error().message;
@@ -436,7 +439,7 @@ class runner {
       }
       cards = o_.cards(t_, fs);
     }
-    pending out;
+    pending out(key);
     agent::mutate_request& mr = out.mr;
     mr.t = &t_;
     mr.parent = kernels_.at(parent.hash);
@@ -460,7 +463,6 @@ class runner {
     mr.progress.roofline = "the parent's last measurement (time, roofline position) is in the direction";
     c.prompt_context = mr.direction;
     out.step.emplace(std::move(*step));
-    out.key = key;
     out.c = std::move(c);
     out.what = cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": ");
     return out;
@@ -468,7 +470,7 @@ class runner {
 
   // The proposer's answer for child `c`: the kernel gated against the baseline (a kernel gated
   // before keeps its verdict), placed when correct, recorded as a `child` event.
-  result<void> finish(const std::string& key, child_record& c, int32_t island,
+  result<void> finish(const event_key& key, child_record& c, int32_t island,
                       const agent::op_result<agent::proposal>& pr, const std::string& what) {
     if (!pr) {
       c.failure = cat(agent::to_string(pr.error().kind), ": ", line1(pr.error().message));
@@ -516,9 +518,9 @@ class runner {
   }
 
   // One translation of the reference by the proposer (seed_baseline), gated and placed.
-  result<void> translation(const std::string& key, int32_t island, int32_t index) {
+  result<void> translation(const event_key& key, int32_t island, int32_t index) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
-    auto step = ledger_.reserve({1, 0, 0, 0, 0, 0});
+    auto step = ledger_.reserve(llm::one_step);
     if (!step) {
       stopped_ = true;
       stop_detail_ = step.error().message;
@@ -532,7 +534,7 @@ class runner {
     sr.target = o_.target_text;
     c.prompt_context = "Translate the task's reference into a kernel on lathe's ABI.\n\n" + o_.reference_source;
     auto pr = p_.seed_baseline(sr);
-    ledger_.commit(std::move(*step), {1, 0, 0, 0, 0, 0});
+    ledger_.commit(std::move(*step), llm::one_step);
     if (!pr && pr.error().kind == agent::failure_kind::waiting) {
       waiting_ = true;  // batch mode: not recorded, asked again on resume
       stop_detail_ = pr.error().message;
@@ -546,9 +548,9 @@ class runner {
   // A recorded child: its budget charged again, its kernel known, its placement redone.
   result<void> replay(const json& rec, int32_t island) {
     child_record c = child_from(rec);
-    if (c.kind != "migrant") charge({1, 0, 0, 0, 0, 0});
+    if (c.kind != "migrant") charge(llm::one_step);
     for (size_t i = 0; i < c.evaluations.size(); ++i) {
-      charge({0, 1, 0, 0, 0, 0});
+      charge(llm::one_evaluation);
       ++out_.evaluations;
     }
     if (!c.kernel.empty()) {
@@ -589,7 +591,7 @@ class runner {
 
   result<void> migrate(int32_t g) {
     for (const auto& [to, m] : arch_.migrants()) {
-      const std::string key = cat("m/", std::to_string(g), "/", std::to_string(to));
+      const event_key key = event_key::migrant(g, to);
       if (const json* rec = j_.recorded(key)) {
         if (auto r = replay(*rec, to); !r) return r;
         continue;
@@ -709,7 +711,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   detail::journal j(db, r.id);
   if (out.resumed)
     if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());
-  if (const json* st = j.recorded("started");
+  if (const json* st = j.recorded(event_key::started());
       st && (st->value("seed", o.seed) != o.seed || st->value("in_flight", o.in_flight) != o.in_flight))
     return fail(errc::invalid_argument,
                 "run '" + r.id + "' was started with another seed or --in-flight: resume with its own arguments");
@@ -719,7 +721,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   st["start"] = start.hash;
   st["baseline"] = baseline.hash;
   st["proposer"] = o.proposer_label;
-  if (auto w = j.emit("started", "started", st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
+  if (auto w = j.emit("started", event_key::started(), st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
   auto body = loop.run(start);
   if (!body) {
     r.state = run_state::failed;
@@ -776,7 +778,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   }
   r.state = run_state::finished;
   if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
-  (void)j.emit("finished", "finished", {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
+  (void)j.emit("finished", event_key::finished(), {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
   return out;
 }
 

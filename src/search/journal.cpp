@@ -51,6 +51,16 @@ std::string inspection_of(const evaluation& e) {
   return join(parts, "; ");
 }
 
+namespace {
+
+// "an optimize run", "a bench run": the article the kind's name takes.
+std::string a_run(run_kind k) {
+  const std::string name = to_string(k);
+  return cat(std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ", name, " run");
+}
+
+}  // namespace
+
 result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task) {
   auto got = db.get_run(id);
   if (!got) return tl::unexpected(got.error());
@@ -58,8 +68,7 @@ result<run> resumable_run(store& db, const std::string& id, run_kind kind, const
     return fail(errc::not_found, "no run '" + id + "' to resume (`lathe runs list --kind " + to_string(kind) + "`)");
   const run& r = **got;
   if (r.kind != kind)
-    return fail(errc::invalid_argument, "run '" + r.id + "' is a " + to_string(r.kind) + " run, not " +
-                                            (kind == run_kind::evolve ? "an " : "a ") + to_string(kind) + " run");
+    return fail(errc::invalid_argument, "run '" + r.id + "' is " + a_run(r.kind) + ", not " + a_run(kind));
   if (r.task != task)
     return fail(errc::invalid_argument, "run '" + r.id + "' works on task " + r.task + ", not " + task);
   return r;
@@ -102,19 +111,19 @@ result<void> journal::load() {
   return {};
 }
 
-const json* journal::recorded(const std::string& key) const {
-  auto it = by_key_.find(key);
+const json* journal::recorded(const event_key& key) const {
+  auto it = by_key_.find(key.text());
   return it == by_key_.end() ? nullptr : &it->second;
 }
 
-result<bool> journal::emit(const std::string& kind, const std::string& key, json body, double elapsed) {
-  if (!key.empty() && by_key_.count(key)) return false;
-  body["key"] = key;
+result<bool> journal::emit(const std::string& kind, const event_key& key, json body, double elapsed) {
+  if (by_key_.count(key.text())) return false;
+  body["key"] = key.text();
   body["elapsed"] = elapsed;
   auto seq = db_.add_run_event(run_id_, kind, body.dump());
   if (!seq) return tl::unexpected(seq.error());
   last_seq_ = *seq;
-  if (!key.empty()) by_key_[key] = std::move(body);
+  by_key_[key.text()] = std::move(body);
   return true;
 }
 

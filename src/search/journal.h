@@ -1,7 +1,7 @@
-// Internal to search/: an optimize run's events (store: run_events) as the loop writes them and
-// reads them back on resume (docs/optimize.md "Run events"). Every event has a `key` naming the
-// action it records ("p/3/1/0": proposal of step 3, attempt 1, repair round 0; "e/candidate/3/1/0";
-// "a/3"), and `elapsed`, the run's wall time when it was written. On resume the loop runs again
+// Internal to search/: an optimize or evolve run's events (store: run_events) as the loop writes
+// them and reads them back on resume (docs/optimize.md "Run events"). Every event has a `key`
+// naming the action it records (event_key.h: "p/3/0/1", proposal of step 3, repair round 1;
+// "e/candidate/3/0/0"; "a/3"), and `elapsed`, the run's wall time when it was written. On resume the loop runs again
 // from the start: an action whose key was recorded takes the recorded result (its budget use is
 // charged again, nothing is asked of the proposer or the gate), so the resumed run retraces the
 // recorded one exactly and goes on live from where it stopped.
@@ -33,6 +33,7 @@
 #include "core/evaluation.h"
 #include "core/run.h"
 #include "llm/budget.h"
+#include "search/event_key.h"
 #include "store/store.h"
 
 namespace lathe::search::detail {
@@ -58,10 +59,10 @@ class journal {
   // Loads the run's events (resume). An event that does not parse is an error naming its seq.
   result<void> load();
   // The recorded body of the event with this key, if any.
-  const nlohmann::json* recorded(const std::string& key) const;
-  bool replaying(const std::string& key) const { return recorded(key) != nullptr; }
+  const nlohmann::json* recorded(const event_key& key) const;
+  bool replaying(const event_key& key) const { return recorded(key) != nullptr; }
   // Appends the event unless its key was recorded (then nothing is written); true when written.
-  result<bool> emit(const std::string& kind, const std::string& key, nlohmann::json body, double elapsed);
+  result<bool> emit(const std::string& kind, const event_key& key, nlohmann::json body, double elapsed);
   int64_t last_seq() const { return last_seq_; }
   size_t recorded_count() const { return by_key_.size(); }
   // The largest `elapsed` of the recorded events (0 when none).
@@ -70,7 +71,7 @@ class journal {
  private:
   store& db_;
   std::string run_id_;
-  std::map<std::string, nlohmann::json> by_key_;
+  std::map<std::string, nlohmann::json> by_key_;  // by the key's text, as stored
   int64_t last_seq_ = 0;
   double elapsed_ = 0;
 };

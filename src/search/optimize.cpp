@@ -27,6 +27,7 @@ namespace lathe::search {
 using nlohmann::json;
 using detail::amounts_from;
 using detail::amounts_json;
+using detail::event_key;
 
 const char* to_string(stop_reason s) {
   switch (s) {
@@ -158,7 +159,7 @@ struct runner {
 
   // The proposer's ranking of path options, or its recorded one.
   result<std::vector<std::string>> rank(const agent::rank_request& rq) {
-    const std::string key = cat("k/", std::to_string(current_step));
+    const event_key key = event_key::ranking(current_step);
     if (const json* rec = j.recorded(key)) {
       charge(amounts_from(rec->value("used", json::object())));
       return rec->value("order", std::vector<std::string>{});
@@ -208,7 +209,7 @@ struct runner {
     o.progress(pr);
   }
 
-  result<void> emit(const std::string& kind, const std::string& key, json body, int32_t step,
+  result<void> emit(const std::string& kind, const event_key& key, json body, int32_t step,
                     const std::string& message) {
     auto wrote = j.emit(kind, key, std::move(body), elapsed());
     if (!wrote) return tl::unexpected(wrote.error());
@@ -230,7 +231,7 @@ struct runner {
   }
 
   // A proposer operation, or its recorded result.
-  result<proposed> propose(const std::string& key, const std::string& op, const std::string& source,
+  result<proposed> propose(const event_key& key, const std::string& op, const std::string& source,
                            const std::vector<std::string>& card_ids,
                            const std::function<agent::op_result<agent::proposal>()>& call) {
     proposed res;
@@ -297,17 +298,17 @@ struct runner {
 
   // A gate evaluation (timed: paired against `against`; else the checks only), or its recorded
   // verdict. nullopt: the budget refused it (stop is set).
-  result<std::optional<verdict>> evaluate(const std::string& key, const std::string& purpose,
+  result<std::optional<verdict>> evaluate(const event_key& key, const std::string& purpose,
                                           const kernel_bundle& k, const kernel_bundle& against, bool time,
                                           const provenance& prov, bool reserved = false) {
     if (const json* rec = j.recorded(key)) {
-      if (!reserved) charge({0, 1, 0, 0, 0, 0});
+      if (!reserved) charge(llm::one_evaluation);
       ++out.evaluations;
       return std::optional<verdict>(verdict_from(*rec));
     }
     std::optional<llm::reservation> hold;
     if (!reserved) {
-      auto r = budget.reserve({0, 1, 0, 0, 0, 0});
+      auto r = budget.reserve(llm::one_evaluation);
       if (!r) {
         set_stop(stop_of(r.error().limit), r.error().message);
         return std::optional<verdict>();
@@ -315,7 +316,7 @@ struct runner {
       hold = std::move(*r);
     }
     const evaluation e = time ? v.compare(t, k, against, prov) : v.check(t, k, against, prov);
-    if (hold) budget.commit(std::move(*hold), {0, 1, 0, 0, 0, 0});
+    if (hold) budget.commit(std::move(*hold), llm::one_evaluation);
     ++out.evaluations;
     verdict vd;
     vd.id = e.id;
@@ -333,7 +334,7 @@ struct runner {
     body["purpose"] = purpose;
     body["kernel"] = k.hash;
     body["against"] = against.hash;
-    body["used"] = amounts_json({0, 1, 0, 0, 0, 0});
+    body["used"] = amounts_json(llm::one_evaluation);
     const std::string message =
         cat(purpose, " ", short_hash(k.hash), ": ", outcome_text(vd.outcome),
             vd.ratio ? cat(", ", ratio_text(*vd.ratio), " vs ", short_hash(against.hash)) : std::string());
@@ -343,12 +344,12 @@ struct runner {
 
   // A timed comparison; `unstable` is the gate declining to decide on a noisy machine, not a verdict
   // on the kernel: asked again up to o.unstable_retries times (each a gate evaluation, all kept).
-  result<std::optional<verdict>> compare(const std::string& key, const std::string& purpose, const kernel_bundle& k,
+  result<std::optional<verdict>> compare(const event_key& key, const std::string& purpose, const kernel_bundle& k,
                                          const kernel_bundle& against, const provenance& prov) {
     auto vd = evaluate(key, purpose, k, against, true, prov);
     for (int32_t again = 1; again <= o.unstable_retries; ++again) {
       if (!vd || !*vd || (*vd)->outcome != outcome::unstable) break;
-      vd = evaluate(cat(key, "/u", std::to_string(again)), purpose, k, against, true, prov);
+      vd = evaluate(key.retry(again), purpose, k, against, true, prov);
     }
     if (vd && *vd && (*vd)->passed)
       tracker.timed(against.hash == out.start.hash, against.hash == best.hash, (*vd)->against_seconds, (*vd)->floor);
@@ -386,7 +387,7 @@ struct runner {
     ++out.rejected;
     note(summary);
     json body{{"step", step}, {"attempt", attempt}, {"stage", stage}, {"kernel", kernel}, {"summary", summary}};
-    return emit("rejected", cat("r/", std::to_string(step), "/", std::to_string(attempt)), std::move(body), step,
+    return emit("rejected", event_key::rejected(step, attempt), std::move(body), step,
                 cat("step ", std::to_string(step), " rejected (", stage, "): ", first_line(summary, 160)));
   }
 
@@ -407,14 +408,14 @@ struct runner {
       sr.reference_source = ss.str();
       sr.entry_features = planner.entry_features();
       sr.target = o.target_text;
-      auto seeded = propose("p/seed/0/0", "seed", "seed", {}, [&] { return p.seed_baseline(sr); });
+      auto seeded = propose(event_key::seed_proposal(0), "seed", "seed", {}, [&] { return p.seed_baseline(sr); });
       if (!seeded) return tl::unexpected(seeded.error());
       std::optional<kernel_bundle> got;
       std::string why;
       if (seeded->ok) {
         kernel_bundle cand = seeded->ok->kernel;
         for (int32_t round = 0;; ++round) {
-          auto vd = evaluate(cat("e/start/0/", std::to_string(round)), "start", cand, cand, false, seeded->ok->prov);
+          auto vd = evaluate(event_key::seeded_start_check(round), "start", cand, cand, false, seeded->ok->prov);
           if (!vd) return tl::unexpected(vd.error());
           if (!*vd) return fail(errc::invalid_argument, "the budget refused checking the seeded start kernel: " + stop_detail);
           if ((*vd)->passed) {
@@ -426,7 +427,7 @@ struct runner {
           agent::repair_request rr{&t, cand, "a first kernel for the task from its reference",
                                    (*vd)->outcome.value_or(outcome::wrong_result),
                                    (*vd)->diagnostics.empty() ? (*vd)->message : (*vd)->diagnostics, o.target_text};
-          auto fixed = propose(cat("p/seed/0/", std::to_string(round + 1)), "repair", "seed", {},
+          auto fixed = propose(event_key::seed_proposal(round + 1), "repair", "seed", {},
                                [&] { return p.repair(rr); });
           if (!fixed) return tl::unexpected(fixed.error());
           if (!fixed->ok) break;
@@ -448,7 +449,7 @@ struct runner {
     }
     if (auto put = db.put_kernel(start); !put) return tl::unexpected(put.error());
     if (how == "given" || how.rfind("naive", 0) == 0) {
-      auto vd = evaluate("e/start/given", "start", start, start, false, {"human", start.name, false});
+      auto vd = evaluate(event_key::given_start_check(), "start", start, start, false, {"human", start.name, false});
       if (!vd) return tl::unexpected(vd.error());
       if (!*vd) return fail(errc::invalid_argument, "the budget refused checking the start kernel: " + stop_detail);
       if (!(*vd)->passed)
@@ -458,7 +459,7 @@ struct runner {
     out.start = start;
     out.start_how = how;
     best = start;
-    if (auto e = emit("start", "start", {{"kernel", start.hash}, {"name", start.name}, {"how", how}}, 0,
+    if (auto e = emit("start", event_key::start(), {{"kernel", start.hash}, {"name", start.name}, {"how", how}}, 0,
                       cat("start kernel ", start.name.empty() ? short_hash(start.hash) : start.name, ": ", how));
         !e)
       return tl::unexpected(e.error());
@@ -468,14 +469,13 @@ struct runner {
   // One step: a proposal, its gate, repairs, the re-measure, the verdict.
   result<void> step(int32_t n) {
     const double pace = out.proposals > 0 ? elapsed() / std::max<int64_t>(1, budget.spent().steps) : 1.0;
-    const std::string step_key = cat("s/", std::to_string(n));
-    const bool replay = j.replaying(cat("p/", std::to_string(n), "/0/0"));
-    auto hold = budget.reserve({1, 0, 0, 0, 0, replay ? 0.0 : std::max(0.5, pace)});
+    const event_key pk = event_key::proposal(n, 0);
+    const bool replay = j.replaying(pk);
+    auto hold = budget.reserve(llm::one_step_taking(replay ? 0.0 : std::max(0.5, pace)));
     if (!hold) {
       set_stop(stop_of(hold.error().limit), hold.error().message);
       return {};
     }
-    const std::string pk = cat("p/", std::to_string(n), "/0/0");
     current_step = n;
     const std::string target = proposer_target();
     inspection = target.substr(std::min(target.size(), o.target_text.size()));
@@ -490,7 +490,7 @@ struct runner {
     }
     auto pr = propose(pk, req.op, req.source, req.card_ids, req.call);
     if (!pr) return tl::unexpected(pr.error());
-    budget.commit(std::move(*hold), {1, 0, 0, 0, 0, 0});
+    budget.commit(std::move(*hold), llm::one_step);
     if (!pr->ok) {
       const auto& f = pr->failed;
       if (f.kind == agent::failure_kind::waiting) {
@@ -521,7 +521,7 @@ struct runner {
     // The gate against the best; repair rounds on a failure.
     std::optional<verdict> first;
     for (int32_t round = 0;; ++round) {
-      auto vd = compare(cat("e/candidate/", std::to_string(n), "/0/", std::to_string(round)), "candidate",
+      auto vd = compare(event_key::candidate(n, round), "candidate",
                         cand.kernel, best, cand.prov);
       if (!vd) return tl::unexpected(vd.error());
       if (!*vd) return reject(n, 0, "budget", cand.kernel.hash, cat(first_line(cand.rationale), ": not gated: ", stop_detail));
@@ -531,7 +531,7 @@ struct runner {
       agent::repair_request rr{&t, cand.kernel, cand.action + ": " + first_line(cand.rationale),
                                first->outcome.value_or(outcome::wrong_result),
                                first->diagnostics.empty() ? first->message : first->diagnostics, proposer_target()};
-      auto fixed = propose(cat("p/", std::to_string(n), "/0/", std::to_string(round + 1)), "repair", req.source,
+      auto fixed = propose(event_key::proposal(n, round + 1), "repair", req.source,
                            req.card_ids, [&] { return p.repair(rr); });
       if (!fixed) return tl::unexpected(fixed.error());
       if (!fixed->ok) {
@@ -569,7 +569,7 @@ struct runner {
                     cat(first_line(cand.rationale), ": not faster: paired ",
                         first->ratio ? speed_reading(*first->ratio, first->margin) : std::string("(untimed)")));
     }
-    auto again = compare(cat("e/remeasure/", std::to_string(n), "/0/0"), "remeasure", cand.kernel, best, cand.prov);
+    auto again = compare(event_key::remeasure(n), "remeasure", cand.kernel, best, cand.prov);
     if (!again) return tl::unexpected(again.error());
     if (!*again)
       return reject(n, 0, "budget", cand.kernel.hash, cat(first_line(cand.rationale), ": not re-measured: ", stop_detail));
@@ -623,7 +623,7 @@ struct runner {
     out.steps.push_back(s);
     json body{{"step", n},           {"kernel", best.hash},  {"from", from.hash},   {"ratio", *second.ratio},
               {"first_ratio", *first.ratio}, {"source", req.source}, {"cards", req.card_ids}, {"transition", s.tr}};
-    return emit("accepted", cat("a/", std::to_string(n)), std::move(body), n,
+    return emit("accepted", event_key::accepted(n), std::move(body), n,
                 cat("step ", std::to_string(n), " accepted: ", cand.action, " (", req.source, ") ",
                     ratio_text(*second.ratio), " re-measured; best ", ratio_text(best_ratio), " over start"));
   }
@@ -632,7 +632,7 @@ struct runner {
   result<void> finals(std::optional<llm::reservation>& held) {
     if (held) budget.release(std::move(*held));
     if (!out.steps.empty()) {
-      auto vd = compare("e/final_best", "final_best", best, out.start, {"human", "final", false});
+      auto vd = compare(event_key::final_best(), "final_best", best, out.start, {"human", "final", false});
       if (!vd) return tl::unexpected(vd.error());
       if (*vd) {
         out.final_evaluations.push_back((*vd)->id);
@@ -641,7 +641,7 @@ struct runner {
       }
     }
     if (o.measure_expert && ks.expert && ks.expert->hash != out.start.hash) {
-      auto vd = compare("e/final_expert", "final_expert", *ks.expert, out.start, {"human", "final", false});
+      auto vd = compare(event_key::final_expert(), "final_expert", *ks.expert, out.start, {"human", "final", false});
       if (!vd) return tl::unexpected(vd.error());
       if (*vd) {
         out.final_evaluations.push_back((*vd)->id);
@@ -703,7 +703,7 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
   detail::journal j(db, r.id);
   if (out.resumed) {
     if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());
-    const json* started = j.recorded("started");
+    const json* started = j.recorded(event_key::started());
     if (started && started->value("strategy", std::string()) != to_string(o.strat))
       return fail(errc::invalid_argument, "run '" + r.id + "' used strategy " + started->value("strategy", std::string()) +
                                               ", not " + to_string(o.strat));
@@ -717,18 +717,18 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
   auto body = [&]() -> result<void> {
     json st{{"task", t.name}, {"strategy", to_string(o.strat)}, {"ablation", to_string(o.abl)},
             {"limits", ledger.bounds().run}, {"options", options_json(o)}};
-    if (auto e = loop.emit("started", "started", std::move(st), 0, "optimize " + t.name + " with strategy " + to_string(o.strat));
+    if (auto e = loop.emit("started", event_key::started(), std::move(st), 0, "optimize " + t.name + " with strategy " + to_string(o.strat));
         !e)
       return tl::unexpected(e.error());
     if (out.resumed)
-      if (auto e = loop.emit("resumed", "resumed/" + std::to_string(j.last_seq()), {{"from_seq", j.last_seq()}}, 0,
+      if (auto e = loop.emit("resumed", event_key::resumed(j.last_seq()), {{"from_seq", j.last_seq()}}, 0,
                             "resumed after event " + std::to_string(j.last_seq()));
           !e)
         return tl::unexpected(e.error());
     // The final measurements are reserved before anything else spends the evaluations.
     const int64_t finals = 1 + ((o.measure_expert && kernels.expert) ? 1 : 0);
     std::optional<llm::reservation> held;
-    if (auto h = ledger.reserve({0, finals, 0, 0, 0, 0})) held = std::move(*h);
+    if (auto h = ledger.reserve(llm::evaluations(finals))) held = std::move(*h);
     else
       return fail(errc::invalid_argument, "the budget cannot hold the final measurements (" + h.error().message + ")");
     if (auto s = loop.start_kernel(); !s) return s;
@@ -748,7 +748,7 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
     if (auto f = loop.finals(held); !f) return f;
     out.best = loop.best;
     out.used = ledger.spent();
-    return loop.emit("finished", "finished", {{"stop", to_string(out.stop)}, {"detail", out.stop_detail}}, 0,
+    return loop.emit("finished", event_key::finished(), {{"stop", to_string(out.stop)}, {"detail", out.stop_detail}}, 0,
                     cat("finished: ", to_string(out.stop), " (", out.stop_detail, ")"));
   };
   auto done = body();
