@@ -13,6 +13,7 @@
 #include "cli/fail.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
+#include "cli/stored_options.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
@@ -44,34 +45,27 @@ struct evolve_cli {
   bool budget_given = false;             // --budget on the command line (a resume may widen it)
 };
 
-// A resumed run's own arguments (stored when it began), over the command line's: the search
-// must go on as it started (the seed and --in-flight are checked again by search::evolve). A
-// --budget given now replaces the stored one, so that a resume can widen it.
-result<void> fill_from_run(context& ctx, evolve_cli& o) {
-  auto r = run_to_resume(ctx, o.resume, run_kind::evolve);
-  if (!r) return tl::unexpected(r.error());
-  auto got = stored_args(*r, o.task, "evolves");
-  if (!got) return tl::unexpected(got.error());
-  const nlohmann::json& a = *got;
-  o.task = a.value("task", o.task);
-  o.start = a.value("start", o.start);
-  o.generations = a.value("generations", o.generations);
-  o.islands = a.value("islands", o.islands);
-  o.population = a.value("population", o.population);
-  o.children = a.value("children", o.children);
-  o.migrate_every = a.value("migrate_every", o.migrate_every);
-  o.descriptors = a.value("descriptors", o.descriptors);
-  o.sampling = a.value("sampling", o.sampling);
-  o.seed = a.value("seed", o.seed);
-  o.in_flight = a.value("in_flight", o.in_flight);
-  o.library = a.value("library", o.library);
-  o.child_timing = a.value("child_timing", o.child_timing);
-  o.max_time = a.value("max_time", o.max_time);
-  o.quick = a.value("quick", o.quick);
-  if (!o.budget_given) o.budget = a.value("budget", o.budget);
-  if (o.proposer == "auto") o.proposer = a.value("proposer", o.proposer);
-  return {};
-}
+// The options a run stores and a resumed one reads back, over the command line's: the search
+// must go on as it started (the seed and --in-flight are checked again by search::evolve).
+// Besides them: the proposer, and the budget, which a --budget given now replaces, so that a
+// resume can widen it.
+const stored_options<evolve_cli> stored = {
+    {"task", &evolve_cli::task},
+    {"start", &evolve_cli::start},
+    {"generations", &evolve_cli::generations},
+    {"islands", &evolve_cli::islands},
+    {"population", &evolve_cli::population},
+    {"children", &evolve_cli::children},
+    {"migrate_every", &evolve_cli::migrate_every},
+    {"descriptors", &evolve_cli::descriptors},
+    {"sampling", &evolve_cli::sampling},
+    {"seed", &evolve_cli::seed},
+    {"in_flight", &evolve_cli::in_flight},
+    {"library", &evolve_cli::library},
+    {"child_timing", &evolve_cli::child_timing},
+    {"max_time", &evolve_cli::max_time},
+    {"quick", &evolve_cli::quick},
+};
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);
@@ -89,8 +83,11 @@ int run_evolve(const common_options& common, evolve_cli o) {
   auto folder = batch_folder(o.propose_only, o.gate_batch, o.resume);
   if (!folder) return fail_with(folder.error(), 2);
   const std::optional<fs::path> batch = *folder;
-  if (!o.resume.empty())
-    if (auto a = fill_from_run(*ctx, o); !a) return fail_with(a.error().message, 2);
+  if (!o.resume.empty()) {
+    auto a = resume_options(*ctx, run_kind::evolve, "evolves", o, stored);
+    if (!a) return fail_with(a.error().message, 2);
+    if (!o.budget_given) o.budget = a->value("budget", o.budget);
+  }
   if (o.task.empty()) return fail_with("evolve needs a TASK (or --resume RUN, or --gate-batch DIR)", 2);
   // A generation's prompts at once: each island's children in one batch, so that an island's
   // parents never wait on answers of its own generation (search/evolve.cpp ask).
@@ -183,15 +180,11 @@ int run_evolve(const common_options& common, evolve_cli o) {
   }
   if (!o.resume.empty()) eo.resume_run = o.resume;
   else eo.run_id = run_id;
-  eo.args_json = nlohmann::json{{"task", o.task}, {"start", o.start}, {"generations", o.generations},
-                                {"islands", o.islands}, {"population", o.population}, {"children", o.children},
-                                {"migrate_every", o.migrate_every}, {"descriptors", o.descriptors},
-                                {"sampling", o.sampling}, {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", o.library},
-                                {"child_timing", o.child_timing},
-                                {"proposer", o.proposer}, {"budget", o.budget},
-                                {"max_time", o.max_time}, {"quick", o.quick},
-                                {"config", (*session)->decision.config_source}}
-                     .dump();
+  nlohmann::json args = stored_json(o, stored);
+  args["proposer"] = o.proposer;
+  args["budget"] = o.budget;
+  args["config"] = (*session)->decision.config_source;
+  eo.args_json = args.dump();
   if (!o.quiet && !o.json)
     eo.progress = [](const search::evolve_progress& p) {
       std::fprintf(stderr, "… [%.0fs, %lld evals, best score %.3f] %s\n", p.seconds,

@@ -15,6 +15,7 @@
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
+#include "cli/stored_options.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/text.h"
@@ -36,37 +37,23 @@ struct optimize_cli {
        trust_kernel = false;
 };
 
-json args_json(const optimize_cli& o, const std::string& start_hash) {
-  return {{"task", o.task},         {"kernel", o.kernel},       {"start_hash", start_hash},
-          {"strategy", o.strategy}, {"ablate", o.ablate},       {"budget", o.budget},
-          {"proposer", o.proposer}, {"max_repairs", o.max_repairs}, {"max_stall", o.max_stall},
-          {"max_time", o.max_time}, {"no_free", o.no_free},     {"no_expert", o.no_expert},
-          {"quick", o.quick},       {"profile", o.profile},     {"trust_kernel", o.trust_kernel}};
-}
-
-// --resume: the run's own arguments (a resumed run goes on as it started).
-result<json> fill_from_run(context& ctx, optimize_cli& o) {
-  auto r = run_to_resume(ctx, o.resume, run_kind::optimize);
-  if (!r) return tl::unexpected(r.error());
-  auto got = stored_args(*r, o.task, "optimizes");
-  if (!got) return tl::unexpected(got.error());
-  const json& a = *got;
-  o.task = a.value("task", o.task);
-  o.kernel = a.value("kernel", o.kernel);
-  o.strategy = a.value("strategy", o.strategy);
-  o.ablate = a.value("ablate", o.ablate);
-  o.budget = a.value("budget", o.budget);
-  o.max_repairs = a.value("max_repairs", o.max_repairs);
-  o.max_stall = a.value("max_stall", o.max_stall);
-  o.max_time = a.value("max_time", o.max_time);
-  o.quick = a.value("quick", o.quick);
-  o.profile = a.value("profile", o.profile);
-  o.trust_kernel = a.value("trust_kernel", o.trust_kernel);
-  o.no_free = a.value("no_free", o.no_free);
-  o.no_expert = a.value("no_expert", o.no_expert);
-  if (o.proposer == "auto") o.proposer = a.value("proposer", o.proposer);
-  return a;
-}
+// The options a run stores and a resumed one reads back (besides the proposer, and the start
+// kernel's hash, which is checked rather than read).
+const stored_options<optimize_cli> stored = {
+    {"task", &optimize_cli::task},
+    {"kernel", &optimize_cli::kernel},
+    {"strategy", &optimize_cli::strategy},
+    {"ablate", &optimize_cli::ablate},
+    {"budget", &optimize_cli::budget},
+    {"max_repairs", &optimize_cli::max_repairs},
+    {"max_stall", &optimize_cli::max_stall},
+    {"max_time", &optimize_cli::max_time},
+    {"quick", &optimize_cli::quick},
+    {"profile", &optimize_cli::profile},
+    {"trust_kernel", &optimize_cli::trust_kernel},
+    {"no_free", &optimize_cli::no_free},
+    {"no_expert", &optimize_cli::no_expert},
+};
 
 // The task's kernels/<name> when it has one (spec/task_file.h find_kernel) and it loads.
 std::optional<kernel_bundle> optional_kernel(const task& t, const std::string& name) {
@@ -196,7 +183,8 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!folder) return fail_with(folder.error(), 2);
   const std::optional<fs::path> batch = *folder;
   if (!o.resume.empty()) {
-    auto a = fill_from_run(*ctx, o);
+    // --resume: the run's own arguments (a resumed run goes on as it started).
+    auto a = resume_options(*ctx, run_kind::optimize, "optimizes", o, stored);
     if (!a) return fail_with(a.error().message, 2);
     stored_args = *a;
   }
@@ -255,7 +243,9 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (o.profile) so.inspect = profiler(*ctx, ctx->ws.runs() / run_id / "profiled", o.trust_kernel);
   if (!o.resume.empty()) so.resume_run = o.resume;
   else so.run_id = run_id;
-  json args = args_json(o, ks.start ? ks.start->hash : std::string());
+  json args = stored_json(o, stored);
+  args["start_hash"] = ks.start ? ks.start->hash : std::string();
+  args["proposer"] = o.proposer;
   args["config"] = (*session)->decision.config_source;
   so.args_json = args.dump();
   if (!o.quiet && !o.json) {

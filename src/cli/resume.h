@@ -1,6 +1,7 @@
 // Going on with a stored run from the command line: --resume RUN and batch mode's folders
-// (llm/batch_dir.h), the same for every verb that resumes (decompose, optimize, evolve). What a
-// verb reads back from the run's stored arguments is its own (its fill_from_run).
+// (llm/batch_dir.h), the same for every verb that resumes (decompose, optimize, evolve). The
+// options a verb stores with its run and reads back: cli/stored_options.h (optimize, evolve);
+// decompose reads its task and expert itself.
 #pragma once
 
 #include <filesystem>
