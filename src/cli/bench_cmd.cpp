@@ -12,6 +12,7 @@
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
 #include "cli/fail.h"
+#include "cli/gate_options.h"
 #include "cli/proposer_session.h"  // make_gate_hooks
 #include "cli/verbs.h"
 #include "core/json.h"
@@ -36,8 +37,8 @@ struct bench_cli {
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
   std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
-  double max_time = 1.0;
-  bool quick = false, json = false, check_only = false, refuse_torch_fallback = false;
+  bool json = false, check_only = false;
+  gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick, --refuse-torch-fallback
 };
 
 
@@ -115,7 +116,7 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
     gate_settings gs;
     gs.mode = "do_bench";
     gs.seeds = 3;
-    gs.quick = o.quick;
+    gs.quick = o.gate.quick;
     gs.progress = false;
     gate::gate_config cfg = make_gate_config(ctx, t, gs);
     gate::gate_request req;
@@ -138,7 +139,7 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
 // the best of samples; the table per sample, or JSON with every run's aggregates.
 int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<kernelbench_candidate>& kb,
                            std::vector<search::bench_entry> entries, search::bench_options bo,
-                           lineages::verifier& v, const gate_settings& gs) {
+                           lineages::verifier& v) {
   std::optional<int> level = o.level > 0 ? std::optional<int>(o.level) : kernelbench_level(o.suite);
   if (!level) {
     level = kb.front().level;
@@ -163,7 +164,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
       if (id != problem_of.end() && c.level == *level && c.problem == id->second)
         if (auto got = load_kernelbench_sample(c)) ahead.emplace_back(&e.t, std::move(*got));
   }
-  const nlohmann::json built = prebuild_suite(ctx, gs, ahead, o.json);
+  const nlohmann::json built = prebuild_suite(ctx, o.gate, ahead, o.json);
   std::vector<kernelbench_sample_run> runs;
   std::string md;
   const std::string from = bo.candidates;
@@ -317,11 +318,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     entries.push_back(std::move(e));
   }
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
-  gate_settings gs;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
-  gs.refuse_torch_fallback = o.refuse_torch_fallback;
-  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   if (!o.json)
     bo.progress = [](const search::bench_row& r) {
       std::fprintf(stderr, "… %s: %s%s\n", r.result.task.c_str(), to_string(r.result.status),
@@ -329,14 +326,14 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     };
   if (!o.candidates.empty() && !klineage) {
     const auto kb = kernelbench_candidates(o.candidates);
-    if (!kb.empty()) return run_kernelbench_layout(*ctx, o, kb, entries, bo, v, gs);
+    if (!kb.empty()) return run_kernelbench_layout(*ctx, o, kb, entries, bo, v);
   }
   nlohmann::json built;  // given candidates (not --strategy's, which are written as they go)
   if (!strat) {
     std::vector<std::pair<const task*, kernel_bundle>> ahead;
     for (const auto& e : entries)
       if (e.candidate) ahead.emplace_back(&e.t, *e.candidate);
-    built = prebuild_suite(*ctx, gs, ahead, o.json);
+    built = prebuild_suite(*ctx, o.gate, ahead, o.json);
   }
   const search::bench_producer produce =
       strat ? optimizer(*ctx, o, *strat, *limits, v) : search::given_candidates();
@@ -386,12 +383,12 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
                 "success-only geometric mean with the failure count, source and held-out tasks apart)")
       ->capture_default_str();
   b->add_option("--runs", o->runs, "klineage: independent runs per task (default 3)");
-  b->add_option("--max-time", o->max_time, "longest paired timing series per task, seconds")->capture_default_str();
-  b->add_flag("--refuse-torch-fallback", o->refuse_torch_fallback,
+  b->add_option("--max-time", o->gate.max_time, "longest paired timing series per task, seconds")->capture_default_str();
+  b->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,
               "a ModelNew calling the reference's own torch ops in forward is forbidden (else reported)");
   b->add_flag("--check-only", o->check_only,
               "correctness only: each candidate checked, never timed (no speedups; nothing is fast)");
-  b->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
+  b->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "

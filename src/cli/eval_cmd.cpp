@@ -26,15 +26,10 @@ namespace {
 struct eval_options {
   std::string task, kernel, baseline;
   bool json = false, no_time = false, no_aa = false;
-  uint32_t seeds = 3;
-  double max_time = 3.0;
-  bool quick = false;
-  std::optional<double> target_rse;
-  uint64_t seed = 0;
-  std::string mode = "decision";
-  uint32_t warmup = 3, trials = 100;
-  bool host_trials = false;
-  bool refuse_torch_fallback = false;
+  // --seeds, --max-time, --quick, --target-rse, --seed, --mode, --warmup, --trials,
+  // --host-trials and --refuse-torch-fallback, bound into the gate's settings (their defaults
+  // are eval's).
+  gate_settings gate;
 };
 
 std::string fmt_time(double s) {
@@ -132,7 +127,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   if (common.workspace) ws = *common.workspace;
   // Ceilings are measured once per workspace for decision mode (roofline floors); the
   // comparability modes use them when cached and never wait for a measurement.
-  auto ctx = open_context(ws, !o.no_time && o.mode == "decision");
+  auto ctx = open_context(ws, !o.no_time && o.gate.mode == "decision");
   if (!ctx) return fail_with(ctx.error(), 2);
   auto t = find_task(o.task, ctx->where, problem_platform_of(o.kernel));
   if (!t) return fail_with(t.error(), 2);
@@ -149,33 +144,23 @@ int run_eval(const common_options& common, const eval_options& o) {
     std::fprintf(stderr, "lathe: baseline: %s\n", base.error().message.c_str());
     return 2;
   }
-  gate_settings gs;
+  gate_settings gs = o.gate;
   gs.time = !o.no_time;
   // A KernelBench problem without kernels: its own Model, eager PyTorch in a Python worker, is
   // the baseline of a paired decision.
   const std::optional<kernel_bundle> eager = base_name.empty() ? gate::eager_baseline(*t) : std::nullopt;
-  if (eager && o.mode == "decision" && gs.time) {
+  if (eager && gs.mode == "decision" && gs.time) {
     base = *eager;
     if (!o.json)
       std::fprintf(stderr, "lathe: %s has no baseline kernel: paired against eager PyTorch (the "
                            "problem's Model in a Python worker)\n", t->name.c_str());
-  } else if (base_name.empty() && o.mode == "decision" && gs.time) {
+  } else if (base_name.empty() && gs.mode == "decision" && gs.time) {
     std::fprintf(stderr, "lathe: %s has no baseline kernel: checked, not timed (--baseline KERNEL for "
                          "a paired ratio; --mode kernelbench or do_bench times it against eager "
                          "PyTorch)\n", t->name.c_str());
     gs.time = false;
   }
   gs.aa_control = !o.no_aa;
-  gs.seeds = o.seeds;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
-  gs.target_rse = o.target_rse;
-  gs.seed = o.seed;
-  gs.mode = o.mode;
-  gs.warmup = o.warmup;
-  gs.trials = o.trials;
-  gs.host_trials = o.host_trials;
-  gs.refuse_torch_fallback = o.refuse_torch_fallback;
   gs.progress = !o.json;
   const gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
   gate::gate_request req;
@@ -214,26 +199,26 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_flag("--json", o->json, "print the evaluation as JSON (schema lathe.eval/1)");
   sub->add_flag("--no-time", o->no_time, "stop after the correctness checks");
   sub->add_flag("--no-aa", o->no_aa, "skip the A/A control (no noise figure, no `unstable` verdict)");
-  sub->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
-  sub->add_option("--max-time", o->max_time, "longest paired timing series, seconds")->capture_default_str();
-  sub->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
-  sub->add_option("--target-rse", o->target_rse,
+  sub->add_option("--seeds", o->gate.seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
+  sub->add_option("--max-time", o->gate.max_time, "longest paired timing series, seconds")->capture_default_str();
+  sub->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  sub->add_option("--target-rse", o->gate.target_rse,
                   "stop a timing series once the relative standard error of its log ratio is below "
                   "this (default 0.005 on CPU tasks, 0.0015 on CUDA tasks)");
-  sub->add_option("--seed", o->seed, "base seed of the inputs (default: random per evaluation)");
-  sub->add_option("--mode", o->mode,
+  sub->add_option("--seed", o->gate.seed, "base seed of the inputs (default: random per evaluation)");
+  sub->add_option("--mode", o->gate.mode,
                   "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
                   "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
                   "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
                   "numbers next to those harnesses: no baseline, no decision")
       ->check(CLI::IsMember({"decision", "kernelbench", "do_bench"}))
       ->capture_default_str();
-  sub->add_option("--warmup", o->warmup, "kernelbench mode: warm-up calls")->capture_default_str();
-  sub->add_option("--trials", o->trials, "kernelbench mode: timed calls")->capture_default_str();
-  sub->add_flag("--refuse-torch-fallback", o->refuse_torch_fallback,
+  sub->add_option("--warmup", o->gate.warmup, "kernelbench mode: warm-up calls")->capture_default_str();
+  sub->add_option("--trials", o->gate.trials, "kernelbench mode: timed calls")->capture_default_str();
+  sub->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,
                 "a ModelNew that calls the reference's own torch ops in forward (KernelBench's torch "
                 "fallback) is forbidden; without it, such calls are reported in the diagnostics");
-  sub->add_flag("--host-trials", o->host_trials,
+  sub->add_flag("--host-trials", o->gate.host_trials,
                 "CUDA tasks: generate inputs and references on the host even when the task has a "
                 "GPU reference; PyTorch problems: move tensors through host memory, not CUDA IPC");
   sub->footer("A PyTorch problem file runs on CPU PyTorch for a .cpp kernel and on CUDA PyTorch for a .cu "

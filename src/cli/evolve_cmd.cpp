@@ -11,6 +11,7 @@
 #include "agent/kernel_text.h"
 #include "cli/context.h"
 #include "cli/fail.h"
+#include "cli/gate_options.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
 #include "cli/stored_options.h"
@@ -39,8 +40,8 @@ struct evolve_cli {
   std::string child_timing = "quick";
   int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2, in_flight = 1;
   uint64_t seed = 1;
-  bool library = false, quick = false, json = false, quiet = false;
-  double max_time = 1.0;
+  bool library = false, json = false, quiet = false;
+  gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
   std::string propose_only, gate_batch;  // batch mode (llm/batch_dir.h)
   bool budget_given = false;             // --budget on the command line (a resume may widen it)
 };
@@ -63,8 +64,6 @@ const stored_options<evolve_cli> stored = {
     {"in_flight", &evolve_cli::in_flight},
     {"library", &evolve_cli::library},
     {"child_timing", &evolve_cli::child_timing},
-    {"max_time", &evolve_cli::max_time},
-    {"quick", &evolve_cli::quick},
 };
 
 std::string read_text(const fs::path& p) {
@@ -86,6 +85,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   if (!o.resume.empty()) {
     auto a = resume_options(*ctx, run_kind::evolve, "evolves", o, stored);
     if (!a) return fail_with(a.error().message, 2);
+    read_stored(*a, o.gate, stored_timing);
     if (!o.budget_given) o.budget = a->value("budget", o.budget);
   }
   if (o.task.empty()) return fail_with("evolve needs a TASK (or --resume RUN, or --gate-batch DIR)", 2);
@@ -129,12 +129,9 @@ int run_evolve(const common_options& common, evolve_cli o) {
     start = *baseline;
     if (!o.quiet) std::fprintf(stderr, "… the rule engine cannot translate the reference: evolving from %s\n", t->baseline.c_str());
   }
-  gate_settings gs;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
-  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   // The cascade: children first timed with half the effort, contests for elites in full.
-  gate_settings quick_gs = gs;
+  gate_settings quick_gs = o.gate;
   quick_gs.quick = true;
   lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick_gs));
 
@@ -148,7 +145,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   eo.samp = *samp;
   eo.seed = o.seed;
   eo.in_flight = o.in_flight;
-  if (o.child_timing == "quick" && !o.quick) {
+  if (o.child_timing == "quick" && !o.gate.quick) {
     eo.screen = &quick_v;
     eo.screen_timing = "quick";
   }
@@ -181,6 +178,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   if (!o.resume.empty()) eo.resume_run = o.resume;
   else eo.run_id = run_id;
   nlohmann::json args = stored_json(o, stored);
+  args.update(stored_json(o.gate, stored_timing));
   args["proposer"] = o.proposer;
   args["budget"] = o.budget;
   args["config"] = (*session)->decision.config_source;
@@ -225,8 +223,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
 struct score_cli {
   std::string task, parent;
   std::vector<std::string> candidates;
-  double max_time = 1.0;
-  bool quick = false;
+  gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
 
 int run_score(const common_options& common, const score_cli& o) {
@@ -244,9 +241,7 @@ int run_score(const common_options& common, const score_cli& o) {
     if (!k) return fail_with(c + ": " + k.error().message, 2);
     cands.push_back(std::move(*k));
   }
-  gate_settings gs;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
+  gate_settings gs = o.gate;
   gs.progress = false;
   lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
   const evaluation pe = v.check(*t, *parent, *parent, {"human", "score parent", false});
@@ -323,8 +318,8 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->add_option("--gate-batch", o->gate_batch,
                 "batch mode: continue the run of this folder with the answers written there: gate them, place the "
                 "children and write the next generation's prompts");
-  e->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
-  e->add_flag("--quick", o->quick, "half the timing effort per evaluation");
+  e->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  e->add_flag("--quick", o->gate.quick, "half the timing effort per evaluation");
   e->add_option("--child-timing", o->child_timing,
                 "quick | full: how a child is first timed against the baseline (quick: half the effort, "
                 "wider intervals; full: as --max-time says); a contest for an elite's cell is always "
@@ -346,8 +341,8 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   sc->add_option("task", s->task, "the task")->required();
   sc->add_option("parent", s->parent, "the parent kernel (bundle path or kernel name)")->required();
   sc->add_option("candidates", s->candidates, "candidate kernels (a GRPO group: 8)")->required();
-  sc->add_option("--max-time", s->max_time, "longest paired timing series per candidate, seconds")->capture_default_str();
-  sc->add_flag("--quick", s->quick, "half the timing effort per candidate");
+  sc->add_option("--max-time", s->gate.max_time, "longest paired timing series per candidate, seconds")->capture_default_str();
+  sc->add_flag("--quick", s->gate.quick, "half the timing effort per candidate");
   sc->footer("Per candidate: reward = paired speedup over the parent when correct and the gate decided it\n"
              "(faster or slower past its margin), 1 when correct but undecided (no gain credited; reward_basis\n"
              "says which), 0 when it fails; advantage = (reward - group mean) / group std. Prints lathe.score/1.\n"

@@ -9,6 +9,7 @@
 
 #include "cli/context.h"
 #include "cli/fail.h"
+#include "cli/gate_options.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
@@ -28,17 +29,11 @@ struct lineage_options {
   bool json = false, quiet = false, no_forward = false, no_induce = false, no_time = false;
   int32_t max_steps = 16, max_rejections = 4;
   std::vector<std::string> prior;  // decompose: mechanisms to take out first
-  double max_time = 1.0;
-  bool quick = false;
+  // --max-time and --quick, bound into the gate's settings (1 s per series: a walk times many
+  // kernels). init always times; decompose asks for timing only when --no-time is off
+  // (decompose_options).
+  gate_settings gate = gate_settings_with(1.0);
 };
-
-// init always times; decompose asks for timing only when --no-time is off (decompose_options).
-lineages::gate_hooks hooks_for(context& ctx, const lineage_options& o) {
-  gate_settings gs;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
-  return make_gate_hooks(ctx, gs);
-}
 
 // --resume: the run's own task and expert, unless the user named them (then they must agree).
 result<void> fill_from_run(context& ctx, lineage_options& o) {
@@ -63,7 +58,7 @@ int run_init(const common_options& common, const lineage_options& o) {
   if (!k) return fail_with(k.error(), 2);
   auto session = open_proposer(*ctx, *t, o.proposer, std::nullopt);
   if (!session) return fail_with(session.error(), 2);
-  lineages::gate_verifier v(hooks_for(*ctx, o));
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   lineages::init_options io;
   if (!o.repo.empty()) io.repo = o.repo;
   if (!o.quiet && !o.json) std::fprintf(stderr, "… init %s %s: gate, screening, re-measure\n", t->name.c_str(), k->name.c_str());
@@ -96,7 +91,7 @@ int run_decompose(const common_options& common, lineage_options o) {
   const std::string run_id = o.resume.empty() ? lineages::new_run_id() : o.resume;
   auto session = open_proposer(*ctx, *t, o.proposer, run_id, {}, {}, !o.resume.empty());
   if (!session) return fail_with(session.error(), 2);
-  lineages::gate_verifier v(hooks_for(*ctx, o));
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
 
   lineages::decompose_options d;
   d.max_steps = o.max_steps;
@@ -154,8 +149,8 @@ int run_decompose(const common_options& common, lineage_options o) {
 void common_lineage_flags(CLI::App* sub, lineage_options& o) {
   sub->add_option("--proposer", o.proposer, "rules | llm | auto (auto: the model in lathe.toml, else the rule engine)")
       ->capture_default_str();
-  sub->add_option("--max-time", o.max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
-  sub->add_flag("--quick", o.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  sub->add_option("--max-time", o.gate.max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  sub->add_flag("--quick", o.gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   sub->add_option("--repo", o.repo, "the expert's repository: read-only context for the proposer");
   sub->add_flag("--json", o.json, "print the result as JSON");
   sub->add_flag("--quiet", o.quiet, "no progress lines on stderr");

@@ -12,6 +12,7 @@
 #include "agent/kernel_text.h"
 #include "cli/context.h"
 #include "cli/fail.h"
+#include "cli/gate_options.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
@@ -32,9 +33,8 @@ struct optimize_cli {
   std::string task, kernel, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
       proposer = "auto", out_dir, propose_only, gate_batch;
   int32_t max_repairs = 1, max_stall = 0;
-  double max_time = 1.0;
-  bool no_free = false, no_expert = false, json = false, quiet = false, quick = false, profile = false,
-       trust_kernel = false;
+  bool no_free = false, no_expert = false, json = false, quiet = false, profile = false, trust_kernel = false;
+  gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
 
 // The options a run stores and a resumed one reads back (besides the proposer, and the start
@@ -47,8 +47,6 @@ const stored_options<optimize_cli> stored = {
     {"budget", &optimize_cli::budget},
     {"max_repairs", &optimize_cli::max_repairs},
     {"max_stall", &optimize_cli::max_stall},
-    {"max_time", &optimize_cli::max_time},
-    {"quick", &optimize_cli::quick},
     {"profile", &optimize_cli::profile},
     {"trust_kernel", &optimize_cli::trust_kernel},
     {"no_free", &optimize_cli::no_free},
@@ -186,6 +184,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
     // --resume: the run's own arguments (a resumed run goes on as it started).
     auto a = resume_options(*ctx, run_kind::optimize, "optimizes", o, stored);
     if (!a) return fail_with(a.error().message, 2);
+    read_stored(*a, o.gate, stored_timing);
     stored_args = *a;
   }
   if (o.task.empty()) return fail_with("optimize needs a TASK (or --resume RUN)", 2);
@@ -225,10 +224,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   }
   auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty(), batch);
   if (!session) return fail_with(session.error().message, 2);
-  gate_settings gs;
-  gs.max_time = o.max_time;
-  gs.quick = o.quick;
-  lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
 
   search::optimize_options so;
   so.strat = *strat;
@@ -244,6 +240,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!o.resume.empty()) so.resume_run = o.resume;
   else so.run_id = run_id;
   json args = stored_json(o, stored);
+  args.update(stored_json(o.gate, stored_timing));
   args["start_hash"] = ks.start ? ks.start->hash : std::string();
   args["proposer"] = o.proposer;
   args["config"] = (*session)->decision.config_source;
@@ -304,12 +301,12 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_option("--max-repairs", o->max_repairs, "repair rounds after a gate failure")->capture_default_str();
   opt->add_option("--max-stall", o->max_stall, "end after this many steps in a row without an accepted one (0: never)")
       ->capture_default_str();
-  opt->add_option("--max-time", o->max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
+  opt->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")->capture_default_str();
   opt->add_flag("--profile", o->profile,
                 "CUDA: an Nsight Compute profile of each best kernel goes to the proposer with its features (lathe profile)");
   opt->add_flag("--trust-kernel", o->trust_kernel,
                 "with --profile: profile the kernel as lathe's own user (where only administrators may read the counters)");
-  opt->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  opt->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
   opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");
   opt->add_option("--propose-only", o->propose_only,

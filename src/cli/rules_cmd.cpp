@@ -32,8 +32,7 @@ struct apply_options {
   std::string task, kernel;
   bool backward = false, forward = false, json = false, no_time = false, no_aa = false;
   std::vector<std::string> rules;
-  double max_time = 3.0;
-  uint32_t seeds = 3;
+  gate_settings gate;  // --max-time, --seeds (the gate's defaults)
 };
 
 struct row {
@@ -166,11 +165,9 @@ int run_apply(const common_options& common, const apply_options& o) {
       if (o.rules.empty() || std::find(o.rules.begin(), o.rules.end(), s.what->name()) != o.rules.end())
         sites.push_back(std::move(s));
 
-  gate_settings gs;
+  gate_settings gs = o.gate;
   gs.time = !o.no_time;
   gs.aa_control = !o.no_aa;
-  gs.max_time = o.max_time;
-  gs.seeds = o.seeds;
   gs.progress = false;
   gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
   std::vector<row> rows;
@@ -281,9 +278,9 @@ void add_rules(CLI::App& app, const common_options& common, int& exit_code) {
   apply->add_flag("--json", o->json, "print the results as JSON (schema lathe.rules_apply/1)");
   apply->add_flag("--no-time", o->no_time, "stop each evaluation after the correctness checks");
   apply->add_flag("--no-aa", o->no_aa, "skip the A/A control of each evaluation");
-  apply->add_option("--max-time", o->max_time, "longest paired timing series per result, seconds")
+  apply->add_option("--max-time", o->gate.max_time, "longest paired timing series per result, seconds")
       ->capture_default_str();
-  apply->add_option("--seeds", o->seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
+  apply->add_option("--seeds", o->gate.seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
   apply->footer("Exit code 0 when it ran, whatever the outcomes; 2 for bad usage (an unknown rule).");
   apply->callback([o, &common, &exit_code] { exit_code = run_apply(common, *o); });
 }

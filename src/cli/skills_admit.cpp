@@ -6,6 +6,7 @@
 
 #include "cli/context.h"
 #include "cli/fail.h"
+#include "cli/gate_options.h"
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "core/json.h"
@@ -22,8 +23,7 @@ namespace {
 struct admit_cli {
   std::vector<std::string> cards, tasks;
   std::string proposer = "auto";
-  double max_time = 1.0;
-  bool quick = false;
+  gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
   bool all = false, json = false, keep_going = false;
 };
 
@@ -103,10 +103,7 @@ int run_admit(const common_options& common, const admit_cli& o) {
       if (!t.allow_fast_math) opts_task = &t;
     auto session = open_proposer(*ctx, *opts_task, o.proposer, std::nullopt);
     if (!session) return fail_with(session.error(), 2);
-    gate_settings gs;
-    gs.max_time = o.max_time;
-    gs.quick = o.quick;
-    lineages::gate_verifier v(make_gate_hooks(*ctx, gs));
+    lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
     skills::admit_options ao;
     ao.tgt = plat == platform::cuda ? *ctx->gpu : ctx->tgt;
     if (!o.json)
@@ -163,8 +160,8 @@ void add_skills_admit(CLI::App* skills, const common_options& common, int& exit_
   admit->add_option("--task", o->tasks, "only these held-out tasks (repeatable; default: every shipped held-out task)");
   admit->add_flag("--all", o->all, "try admitted and refused cards again, not only candidates");
   admit->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
-  admit->add_option("--max-time", o->max_time, "longest paired timing series per trial, seconds")->capture_default_str();
-  admit->add_flag("--quick", o->quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  admit->add_option("--max-time", o->gate.max_time, "longest paired timing series per trial, seconds")->capture_default_str();
+  admit->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
   admit->add_flag("--json", o->json, "print as JSON (schema lathe.admission/1)");
   admit->footer("Source tasks are never admission ground. Admissions made by rule replay are labelled replay-admitted.");
   admit->callback([o, &common, &exit_code] { exit_code = run_admit(common, *o); });

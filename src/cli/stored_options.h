@@ -36,6 +36,18 @@ nlohmann::json stored_json(const O& o, const stored_options<O>& table) {
   return j;
 }
 
+// The stored options of `table` over `o`'s; one the run did not store keeps its value.
+template <class O>
+void read_stored(const nlohmann::json& a, O& o, const stored_options<O>& table) {
+  for (const auto& s : table) std::visit([&](auto m) { o.*m = a.value(s.name, o.*m); }, s.field);
+}
+
+// The gate's settings optimize and evolve store with their run, under the same keys.
+inline const stored_options<gate_settings> stored_timing = {
+    {"max_time", &gate_settings::max_time},
+    {"quick", &gate_settings::quick},
+};
+
 // --resume: the run --resume names (of `kind`, on the command line's task if it names one: `verb`
 // says what the run does to it, "optimizes"), and its stored options over the command line's:
 // each of `table` the run stored, and the proposer when the command line left it "auto".
@@ -48,7 +60,7 @@ result<nlohmann::json> resume_options(context& ctx, run_kind kind, const std::st
   if (!r) return tl::unexpected(r.error());
   auto a = stored_args(*r, o.task, verb);
   if (!a) return a;
-  for (const auto& s : table) std::visit([&](auto m) { o.*m = a->value(s.name, o.*m); }, s.field);
+  read_stored(*a, o, table);
   if (o.proposer == "auto") o.proposer = a->value("proposer", o.proposer);
   return a;
 }

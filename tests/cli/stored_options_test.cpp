@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/gate_options.h"
 #include "cli/stored_options.h"
 #include "core/test_util.h"
 
@@ -36,6 +37,19 @@ TEST(stored_options, written_as_the_verbs_wrote_them_by_hand) {
   EXPECT_EQ(stored_json(o, table).dump(),
             R"({"kernel":"naive","max_repairs":2,"max_time":0.7,"quick":true,"seed":18446744073709551615,"task":"layernorm"})");
   EXPECT_EQ(stored_json(demo_cli{}, stored_options<demo_cli>{}).dump(), "{}");
+}
+
+// The gate's options optimize and evolve store, bound in the verbs straight into their settings:
+// the keys the runs stored before (max_time, quick), read back into the settings.
+TEST(stored_options, the_timing_options_are_stored_from_the_gate_settings) {
+  gate_settings gs = gate_settings_with(1.0);
+  EXPECT_EQ(gs.max_time, 1.0);
+  EXPECT_EQ(gs.seeds, gate_settings{}.seeds);
+  EXPECT_EQ(gs.mode, gate_settings{}.mode);
+  EXPECT_EQ(stored_json(gs, stored_timing).dump(), R"({"max_time":1.0,"quick":false})");
+  read_stored(json::parse(R"({"max_time":0.7,"quick":true,"task":"layernorm"})"), gs, stored_timing);
+  EXPECT_EQ(gs.max_time, 0.7);
+  EXPECT_TRUE(gs.quick);
 }
 
 class resume : public ::testing::Test {
