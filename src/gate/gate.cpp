@@ -143,11 +143,21 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
       auto judged = with_torch_policy(std::move(opt), policy, **staged);
       if (!judged) return tl::unexpected(judged.error());
       opt = std::move(*judged);
+      // Compute the record cannot see: torch's kernels or BLAS called by name from an extension.
+      if (const auto& around = (*staged)->bypass; model_new && !around.empty()) {
+        const std::string what = "torch fallback: an extension calls torch's own kernels or BLAS around "
+                                 "the dispatcher, where lathe's record of torch ops cannot see them (" +
+                                 around.front() +
+                                 (around.size() > 1 ? ", and " + std::to_string(around.size() - 1) + " more" : "") + ")";
+        if (policy == torch_compute::fallback) failed = stop{outcome::forbidden, what, {}};
+        else if (e_.diagnostics.find(what) == std::string::npos)
+          e_.diagnostics += "torch fallback (reported, not refused; --refuse-torch-fallback refuses it): " + what + "\n";
+      }
     }
     opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
   }
   auto w = worker::spawn(opt, region, so.fd);
-  if (!w) return w;
+  if (!w || failed) return w;  // refused before its load
   wire::command load;
   load.kind = wire::op::load;
   load.share = share ? 1 : 0;

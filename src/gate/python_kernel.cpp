@@ -11,6 +11,7 @@
 #include "spec/problem.h"
 #include "gate/process.h"
 #include "gate/python_build.h"
+#include "gate/screen.h"
 #include "spec/safe_file.h"
 
 namespace lathe::gate {
@@ -91,7 +92,11 @@ result<std::shared_ptr<python_stage>> stage_python_build(const fs::path& object)
       if (!copied) return fail(errc::io_error, "cannot stage an extension: " + copied.error().message);
       // Only lathe wrote in the stage, and it copied no link: permissions by path are safe here.
       fs::permissions(stage->dir / dst, readable, ec);
-      for (const auto& f : fs::directory_iterator(stage->dir / dst, ec)) fs::permissions(f.path(), read_only, ec);
+      for (const auto& f : fs::directory_iterator(stage->dir / dst, ec)) {
+        fs::permissions(f.path(), read_only, ec);
+        if (f.path().extension() == ".so" && fs::is_regular_file(fs::symlink_status(f.path(), ec)))
+          for (const auto& sym : dispatcher_bypass(f.path())) stage->bypass.push_back(dst + ": " + sym);
+      }
       list[i]["dir"] = (stage->dir / dst).string();
     }
     if (auto w = write_beneath(stage->dir, "extensions.json", list.dump(), write_mode::create, 0644); !w)

@@ -32,6 +32,9 @@ std::filesystem::path python_kernel_script();
 // build cache is lathe's, private to it. Removed with the last owner.
 struct python_stage {
   std::filesystem::path dir;  // empty: nothing to stage (a launch() kernel)
+  // What the staged extensions call around torch's dispatcher (screen.h dispatcher_bypass):
+  // "ext0: at::cpu::gelu", one per symbol.
+  std::vector<std::string> bypass;
   python_stage() = default;
   python_stage(const python_stage&) = delete;
   python_stage& operator=(const python_stage&) = delete;

@@ -404,6 +404,31 @@ std::vector<finding> screen_object(const std::filesystem::path& object, const ta
   return out;
 }
 
+std::vector<std::string> dispatcher_bypass(const std::filesystem::path& object) {
+  auto nm = run_tool({"nm", "-D", "-C", "--undefined-only", object.string()}, 60);
+  if (nm.exit_code != 0) return {"(nm could not read " + object.filename().string() + ")"};
+  static const char* const around[] = {"at::cpu::", "at::native::", "at::compositeexplicitautograd::",
+                                       "at::compositeimplicitautograd::",
+                                       "at::compositeexplicitautogradnonfunctional::"};
+  std::vector<std::string> out;
+  std::istringstream in(nm.output);
+  for (std::string line; std::getline(in, line);) {
+    // "                 U at::cpu::gelu(at::Tensor const&, c10::basic_string_view<char>)"
+    const size_t u = line.find(" U ");
+    if (u == std::string::npos) continue;
+    std::string sym = line.substr(u + 3);
+    sym = sym.substr(0, sym.find('@'));
+    const bool torch_kernel = std::any_of(std::begin(around), std::end(around),
+                                          [&](const char* ns) { return sym.rfind(ns, 0) == 0; });
+    const bool blas = std::any_of(std::begin(vendors), std::end(vendors), [&](const vendor& v) {
+      return std::string(v.library) != "torch" && std::string(v.library) != "cublas" &&
+             std::string(v.library) != "cudnn" && sym.rfind(v.symbol_prefix, 0) == 0;
+    });
+    if (torch_kernel || blas) out.push_back(sym.substr(0, sym.find('(')));
+  }
+  return out;
+}
+
 std::vector<finding> screen_ptx(const std::string& ptx) {
   // mov.u64 %rd1, %globaltimer; / mov.u32 %r1, %clock; / mov.u64 %rd2, %clock64; (and _lo/_hi)
   static const std::regex timer(R"(%(globaltimer(_lo|_hi)?|clock64|clock)\b)");

@@ -39,6 +39,15 @@ std::vector<finding> screen_ptx(const std::string& ptx);
 // dlopen by itself). Paths only; reading them is the caller's (gate/cpu/worker.h).
 std::vector<finding> screen_mappings(const std::vector<std::string>& mapped, const task& t);
 
+// The undefined symbols of a ModelNew's built extension (`nm -D -C`) that compute around torch's
+// dispatcher, where lathe's record of a candidate's torch ops (gate/cpu/op_record.h) cannot see
+// them: torch's kernels called by namespace (at::cpu::gelu, at::native::linear, the composite
+// ones) and BLAS called directly. An extension calling at::gelu goes through the dispatcher and
+// is recorded; one calling at::cpu::gelu was `ok` under --refuse-torch-fallback. CUDA's
+// at::cuda:: is not screened (its utilities and its kernels share the namespace). Demangled
+// names; an unreadable object gives one entry saying so.
+std::vector<std::string> dispatcher_bypass(const std::filesystem::path& object);
+
 // A Python binding (a bundle's *.py: KernelBench's ModelNew, a ctypes wrapper), read with
 // Python's ast by python/lathe_screen.py, never imported: try/except fallbacks, calls into
 // PyTorch's compute (unless the task allows "torch"), precision below the task's. `name` is the

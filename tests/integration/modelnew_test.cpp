@@ -167,6 +167,24 @@ TEST_F(modelnew, a_torch_fallback_is_refused_wherever_it_is_written) {
   EXPECT_EQ(own.result, outcome::ok) << own.message << "\n" << own.diagnostics;
 }
 
+// The fallback in C++: torch's CPU kernels called by namespace from the inline extension never
+// enter the dispatcher, so no record of ops sees them (it was `ok` under --refuse-torch-fallback).
+// The staged extension's symbols say so: reported by default, refused when asked.
+TEST_F(modelnew, a_torch_fallback_around_the_dispatcher_is_seen_in_the_extension_symbols) {
+  const task t = load(problem_of("linear_gelu"));
+  const fs::path file = candidates() / "linear_gelu_cpu_kernels.py";
+  const evaluation reported = check(t, kernel(file));
+  EXPECT_EQ(reported.result, outcome::ok) << reported.message << "\n" << reported.diagnostics;
+  EXPECT_NE(reported.diagnostics.find("torch fallback (reported, not refused"), std::string::npos)
+      << reported.diagnostics;
+  EXPECT_NE(reported.diagnostics.find("at::cpu::"), std::string::npos) << reported.diagnostics;
+  cfg_.refuse_torch_fallback = true;
+  const evaluation refused = check(t, kernel(file));
+  EXPECT_EQ(refused.result, outcome::forbidden) << refused.message << "\n" << refused.diagnostics;
+  EXPECT_NE(refused.message.find("around the dispatcher"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.message.find("ext0: at::cpu::"), std::string::npos) << refused.message;
+}
+
 TEST_F(modelnew, a_model_new_on_a_task_that_is_no_kernelbench_problem_is_refused_with_the_reason) {
   const task t = load(source_dir() / "tests/integration/tasks/axpy");
   const fs::path file = dir_ / "plain_model_new.py";
