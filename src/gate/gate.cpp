@@ -81,7 +81,9 @@ stop from_worker(const worker_result& r, const std::string& when) {
                   "; this lathe speaks version " + std::to_string(LATHE_ABI_VERSION),
               {}};
     case wire::status::init_failed:
-      return {outcome::load_error, "lathe_init returned " + std::to_string(r.reply.code), {}};
+      // The worker's reason when it gave one (the Python worker's "sandbox not installed: …").
+      return {outcome::load_error,
+              "lathe_init returned " + std::to_string(r.reply.code) + (msg.empty() ? "" : ": " + msg), {}};
     case wire::status::device_error:
       return {outcome::crash, "CUDA error" + at + ": " + msg, {}};
     case wire::status::workspace_too_large:

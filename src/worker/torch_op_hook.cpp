@@ -60,9 +60,11 @@ void write_record(std::string_view name) {
 }
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
-  const char* qual = fn.name();
-  if (state == nullptr || qual == nullptr || *qual == '\0') return nullptr;
-  const std::string name = base_name(qual);
+  // Operator calls only: torch 2 also opens FUNCTION-scope records of its own around them (its
+  // Python dispatch mode's handler, "PythonDispatchMode"), which are no op.
+  const auto op = fn.operator_name();
+  if (state == nullptr || !op || op->name.empty()) return nullptr;
+  const std::string name = base_name(op->name);
   if (state->plumbing.count(name) == 0) write_record(name);
   return nullptr;
 }
