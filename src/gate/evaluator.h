@@ -217,6 +217,8 @@ class evaluator {
   build_output cand_, base_, ref_obj_;
   // A Python ModelNew's staged build files, kept while its workers run (declared before them).
   std::vector<std::shared_ptr<python_stage>> python_stages_;
+  // A ModelNew's extensions' calls around torch's dispatcher (python_kernel.h), read at its first stage.
+  std::optional<std::vector<std::string>> ext_bypass_;
   reference ref_;
   shared_region region_;
   worker cand_worker_;  // the checks' worker

@@ -146,7 +146,10 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
       if (!judged) return tl::unexpected(judged.error());
       opt = std::move(*judged);
       // Compute the record cannot see: torch's kernels or BLAS called by name from an extension.
-      if (const auto& around = (*staged)->bypass; model_new && !around.empty()) {
+      // Read once per evaluation: every worker's stage copies the same extensions.
+      if (model_new && !ext_bypass_) ext_bypass_ = staged_dispatcher_bypass(**staged);
+      if (ext_bypass_ && !ext_bypass_->empty()) {
+        const std::vector<std::string>& around = *ext_bypass_;
         const std::string what = "torch fallback: an extension calls torch's own kernels or BLAS around "
                                  "the dispatcher, where lathe's record of torch ops cannot see them (" +
                                  around.front() +

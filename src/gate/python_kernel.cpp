@@ -92,17 +92,27 @@ result<std::shared_ptr<python_stage>> stage_python_build(const fs::path& object)
       if (!copied) return fail(errc::io_error, "cannot stage an extension: " + copied.error().message);
       // Only lathe wrote in the stage, and it copied no link: permissions by path are safe here.
       fs::permissions(stage->dir / dst, readable, ec);
-      for (const auto& f : fs::directory_iterator(stage->dir / dst, ec)) {
-        fs::permissions(f.path(), read_only, ec);
-        if (f.path().extension() == ".so" && fs::is_regular_file(fs::symlink_status(f.path(), ec)))
-          for (const auto& sym : dispatcher_bypass(f.path())) stage->bypass.push_back(dst + ": " + sym);
-      }
+      for (const auto& f : fs::directory_iterator(stage->dir / dst, ec)) fs::permissions(f.path(), read_only, ec);
       list[i]["dir"] = (stage->dir / dst).string();
     }
     if (auto w = write_beneath(stage->dir, "extensions.json", list.dump(), write_mode::create, 0644); !w)
       return fail(errc::io_error, "cannot stage extensions.json: " + w.error().message);
   }
   return stage;
+}
+
+std::vector<std::string> staged_dispatcher_bypass(const python_stage& stage) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (stage.dir.empty()) return out;
+  for (size_t i = 0;; ++i) {  // ext0, ext1, ... as stage_python_build names them
+    const std::string name = "ext" + std::to_string(i);
+    if (!fs::is_directory(fs::symlink_status(stage.dir / name, ec))) break;
+    for (const auto& f : fs::directory_iterator(stage.dir / name, ec))
+      if (f.path().extension() == ".so" && fs::is_regular_file(fs::symlink_status(f.path(), ec)))
+        for (const auto& sym : dispatcher_bypass(f.path())) out.push_back(name + ": " + sym);
+  }
+  return out;
 }
 
 result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage) {

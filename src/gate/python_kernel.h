@@ -32,15 +32,15 @@ std::filesystem::path python_kernel_script();
 // build cache is lathe's, private to it. Removed with the last owner.
 struct python_stage {
   std::filesystem::path dir;  // empty: nothing to stage (a launch() kernel)
-  // What the staged extensions call around torch's dispatcher (screen.h dispatcher_bypass):
-  // "ext0: at::cpu::gelu", one per symbol.
-  std::vector<std::string> bypass;
   python_stage() = default;
   python_stage(const python_stage&) = delete;
   python_stage& operator=(const python_stage&) = delete;
   ~python_stage();
 };
 result<std::shared_ptr<python_stage>> stage_python_build(const std::filesystem::path& object);
+// What the staged extensions call around torch's dispatcher (screen.h dispatcher_bypass), one
+// entry per symbol ("ext0: at::cpu::gelu"): read from the stage's copies, which only lathe wrote.
+std::vector<std::string> staged_dispatcher_bypass(const python_stage& stage);
 
 // `opt` changed to start the Python worker instead of lathe-worker: the interpreter as the
 // executable, the script and liblathe-confine.so (beside lathe-worker) as its arguments, and
