@@ -138,7 +138,7 @@ class evaluator {
   // verdicts must agree (the evaluation's first trial). `checked` stays false when the link
   // failed before a verdict: the caller runs the trial on the host.
   std::optional<stop> check_trial_ipc(const slot_layout& l, const trial_spec& spec, bool mirror,
-                                      std::vector<std::vector<uint8_t>>& previous,
+                                      std::string& previous,
                                       uint64_t& checksum, bool& checked);
   // A verdict computed on the device (the CUDA oracle's or the problem's worker's).
   std::optional<stop> apply_verdict(const slot_layout& l, const device_verdict& v, uint64_t seed,
@@ -157,14 +157,20 @@ class evaluator {
   std::optional<stop> share_with_oracle(worker& w, uint32_t peer);
   std::optional<stop> oracle_failed(const worker_result& r, const std::string& when);
   std::optional<stop> check_trial(const slot_layout& l, const trial_data& d, uint8_t* slot,
-                                  std::vector<std::vector<uint8_t>>& previous,
+                                  std::string& previous,
                                   const std::string& where);
+  // The digest of a slot's outputs, for the cached-output check (byte-identical outputs of two
+  // trials with different inputs).
+  std::string outputs_digest(const slot_layout& l, const uint8_t* slot) const;
   // check_trial once the slot is back in host memory: inputs, cached outputs, outputs.
   std::optional<stop> judge_host_slot(const slot_layout& l, const trial_data& d, const uint8_t* slot,
-                                      std::vector<std::vector<uint8_t>>& previous,
+                                      std::string& previous,
                                       const std::string& where);
   std::optional<stop> check_slot_outputs(const slot_layout& l, const trial_data& d,
                                          const uint8_t* slot, const std::string& where);
+  // The same on an output area alone (output i at l.output_offset[i] - l.input_bytes).
+  std::optional<stop> check_outputs(const slot_layout& l, const trial_data& d, const uint8_t* outputs,
+                                    const std::string& where);
   std::optional<stop> time_all();
   // The CPU's decision timing (time_cpu.cpp, timing_arena.h): every timed call on inputs of its
   // own and an output of its own, a uniform sample of calls checked, workers frozen between

@@ -121,13 +121,12 @@ void poison_areas(const task& t, const arena_layout& a, const slot_layout& l, ui
   }
 }
 
-std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region,
-                                 const arena_call& c) {
-  std::vector<uint8_t> in(l.input_bytes, 0);
+void call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region, const arena_call& c,
+                 std::vector<uint8_t>& in) {
+  in.assign(l.input_bytes, 0);  // in a vector that held a sample before: no new pages
   for (size_t i = 0; i < l.inputs.size(); ++i)
     std::memcpy(in.data() + l.input_offset[i], region + a.input_at[c.pool][i] + c.shift[i],
                 l.inputs[i].bytes);
-  return in;
 }
 
 namespace {
@@ -292,33 +291,34 @@ bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const st
     slot = rng() % st.blocks;
     if (slot >= size_) return true;
   }
-  call_sample s;
+  // A replaced sample's buffers are written in place: a fresh copy of a large task's areas (64 MiB
+  // each for softmax's timed shape) cost more in page faults than in copying on the 2-core VM.
+  if (slot == st.kept.size()) st.kept.emplace_back();
+  call_sample& s = st.kept[slot];
   s.block = blocks_;
   s.pair = pair;
   s.call = calls[rng() % calls.size()];
   const uint8_t* area = region + a.areas_begin + uint64_t{s.call.area} * a.area_bytes;
   s.outputs.assign(area, area + a.area_bytes);
   // Its pool is drawn again before the next block: its inputs are copied now, and only from a
-  // pool that still holds what lathe staged.
+  // pool that still holds what lathe staged (when it does not, the evaluation ends here).
   if (!pools.intact(region, s.call.pool)) return false;
-  s.inputs = call_inputs(a, l, region, s.call);
+  call_inputs(a, l, region, s.call, s.inputs);
   s.spec = pools.spec(s.call.pool);
-  if (slot == st.kept.size()) st.kept.push_back(std::move(s));
-  else st.kept[slot] = std::move(s);
   return true;
 }
 
-std::vector<call_sample> call_reservoir::samples(std::mt19937_64& rng) const {
+std::vector<const call_sample*> call_reservoir::samples(std::mt19937_64& rng) const {
   // A uniform pick of `n` of a stratum's kept calls: a uniform sample of a uniform sample.
-  auto pick = [&rng](const stratum& st, size_t n, std::vector<call_sample>& out) {
+  auto pick = [&rng](const stratum& st, size_t n, std::vector<const call_sample*>& out) {
     std::vector<size_t> order(st.kept.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::shuffle(order.begin(), order.end(), rng);
-    for (size_t i = 0; i < n && i < order.size(); ++i) out.push_back(st.kept[order[i]]);
+    for (size_t i = 0; i < n && i < order.size(); ++i) out.push_back(&st.kept[order[i]]);
   };
   const size_t from_first = first_.kept.empty() ? 0 : 1;
   const size_t from_later = std::min(later_.kept.size(), size_ - std::min(size_, from_first));
-  std::vector<call_sample> out;
+  std::vector<const call_sample*> out;
   pick(later_, from_later, out);
   pick(first_, size_ - out.size(), out);
   return out;

@@ -77,10 +77,10 @@ void stage_pools(const arena_layout& a, const std::vector<std::vector<uint8_t>>&
 // Output areas [from, to) poisoned.
 void poison_areas(const task& t, const arena_layout& a, const slot_layout& l, uint32_t from,
                   uint32_t to, uint8_t* region);
-// A call's inputs as a slot's input area, read from a region (for the reference of a sampled
-// call: the caller knows the pool is intact).
-std::vector<uint8_t> call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region,
-                                 const arena_call& c);
+// A call's inputs as a slot's input area, read from a region into `in` (for the reference of a
+// sampled call: the caller knows the pool is intact).
+void call_inputs(const arena_layout& a, const slot_layout& l, const uint8_t* region, const arena_call& c,
+                 std::vector<uint8_t>& in);
 
 // The pools of one timing process drawn again between its blocks (issue 42, item 5). A task's
 // pool is redrawn from its base draw (pool_contents), new for every block and every process, by a
@@ -162,8 +162,8 @@ class call_reservoir {
   // (false when it is not: the kernel wrote its inputs).
   bool offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
              uint32_t pair, const uint8_t* region, const pool_refresher& pools, std::mt19937_64& rng);
-  // The calls to check, chosen from both strata as above.
-  std::vector<call_sample> samples(std::mt19937_64& rng) const;
+  // The calls to check, chosen from both strata as above (valid until the next offer).
+  std::vector<const call_sample*> samples(std::mt19937_64& rng) const;
   uint32_t blocks() const { return blocks_; }
 
  private:

@@ -172,10 +172,14 @@ static result<void> problem_reference(const slot_layout& l, problem_oracle& o, t
   return {};
 }
 
-result<trial_data> make_inputs(const task& t, const slot_layout& l, const reference& ref,
-                               const trial_spec& spec) {
-  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);  // draws outputs too
-  trial_data d;
+result<void> make_inputs_into(const task& t, const slot_layout& l, const reference& ref,
+                              const trial_spec& spec, trial_data& d) {
+  if (problem_oracle* o = ref.problem()) {  // draws outputs too
+    auto p = problem_trial(l, *o, spec);
+    if (!p) return tl::unexpected(p.error());
+    d = std::move(*p);
+    return {};
+  }
   d.spec = spec;
   d.inputs.assign(l.input_bytes, 0);
   for (size_t i = 0; i < t.inputs.size(); ++i) {
@@ -184,15 +188,27 @@ result<trial_data> make_inputs(const task& t, const slot_layout& l, const refere
                 floating ? spec.shift : 0.0, spec.seed, static_cast<uint32_t>(i),
                 d.inputs.data() + l.input_offset[i], l.inputs[i].elements);
   }
+  return {};
+}
+
+result<trial_data> make_inputs(const task& t, const slot_layout& l, const reference& ref,
+                               const trial_spec& spec) {
+  trial_data d;
+  if (auto r = make_inputs_into(t, l, ref, spec, d); !r) return tl::unexpected(r.error());
   return d;
+}
+
+result<void> make_trial_into(const task& t, const slot_layout& l, const reference& ref,
+                             const trial_spec& spec, trial_data& d) {
+  if (auto r = make_inputs_into(t, l, ref, spec, d); !r) return r;
+  if (ref.problem()) return {};  // the problem's draw brought its reference
+  return compute_reference(t, l, ref, d);
 }
 
 result<trial_data> make_trial(const task& t, const slot_layout& l, const reference& ref,
                               const trial_spec& spec) {
-  if (problem_oracle* o = ref.problem()) return problem_trial(l, *o, spec);
-  auto d = make_inputs(t, l, ref, spec);
-  if (!d) return d;
-  if (auto r = compute_reference(t, l, ref, *d); !r) return tl::unexpected(r.error());
+  trial_data d;
+  if (auto r = make_trial_into(t, l, ref, spec, d); !r) return tl::unexpected(r.error());
   return d;
 }
 

@@ -75,6 +75,30 @@ TEST(rng, deterministic_and_independent_of_buffer_length) {
   EXPECT_NE(a, sample(dtype::f32, d, 1000, 7, 1));              // another tensor
 }
 
+// A tensor large enough to be drawn in parallel chunks (rng.cpp) holds, element for element, what
+// the one-element draw gives: chunk borders must not shift or repeat a draw.
+TEST(rng, a_tensor_drawn_in_chunks_equals_the_element_draws) {
+  const distribution d{distribution_kind::normal, 0, 0, 0.5, 2.0, 0};
+  const uint64_t big = (uint64_t{3} << 20) + 12345;  // several chunks, a ragged last one
+  std::vector<float> v(big);
+  fill_tensor(dtype::f32, d, 1.5, -0.25, 99, 2, v.data(), big);
+  rng::element_params p;
+  p.kind = rng::kind_normal;
+  p.a = 0.5;
+  p.b = 2.0;
+  p.scale = 1.5;
+  p.shift = -0.25;
+  p.seed = 99;
+  p.tensor = 2;
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < big; ++i) {
+    float want = 0;
+    rng::store_element(dtype::f32, &want, 0, rng::element_value(p, dtype::f32, i));
+    if (std::memcmp(&want, &v[i], sizeof want) != 0) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 TEST(rng, uniform_moments) {
   const auto v = sample(dtype::f64, {distribution_kind::uniform, -2.0, 6.0, 0, 1, 0}, n);
   double mean, var;

@@ -149,16 +149,16 @@ TEST(call_reservoir, a_sample_holds_later_blocks_and_a_first_one_however_few_blo
         std::vector<arena_call> calls = plan_block(f.a, 4, next, rng);
         ASSERT_TRUE(r.offer(f.a, f.l, calls, pair, f.region.data(), pools, rng));
       }
-    std::vector<call_sample> s = r.samples(rng);
+    std::vector<const call_sample*> s = r.samples(rng);
     ASSERT_EQ(s.size(), 4u) << "blocks a process: " << blocks_each;
     // Blocks are counted in the order offered: the first `pairs` were each process's first.
-    const auto later = std::count_if(s.begin(), s.end(), [&](const call_sample& c) { return c.block > pairs; });
+    const auto later = std::count_if(s.begin(), s.end(), [&](const call_sample* c) { return c->block > pairs; });
     if (blocks_each == 1)
       EXPECT_EQ(later, 0);
     else
       EXPECT_EQ(later, 3) << "blocks a process: " << blocks_each;
     std::vector<uint32_t> seen;
-    for (const call_sample& c : s) seen.push_back(c.block);
+    for (const call_sample* c : s) seen.push_back(c->block);
     std::sort(seen.begin(), seen.end());
     EXPECT_EQ(std::unique(seen.begin(), seen.end()), seen.end()) << "a block sampled twice";
   }
@@ -180,7 +180,7 @@ TEST(call_reservoir, each_later_block_is_as_likely_to_be_checked) {
         uint32_t next = 0;
         ASSERT_TRUE(r.offer(f.a, f.l, plan_block(f.a, 2, next, rng), pair, f.region.data(), pools, rng));
       }
-    for (const call_sample& c : r.samples(rng)) ++hits[c.block];
+    for (const call_sample* c : r.samples(rng)) ++hits[c->block];
   }
   // 16 later blocks share 3 checks a series: 3000 * 3 / 16 = 562 each; binomial sd ~22.
   for (uint32_t block = 3; block <= 18; ++block)
