@@ -45,8 +45,12 @@ function(lathe_add_test)
   lathe_test_options(${T_NAME})
   target_precompile_headers(${T_NAME} REUSE_FROM lathe_test_pch)
   target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/tests)
+  # The paths as calls (core/build_paths.h, forced in), not as literals on the compile line: a
+  # path there made every test object miss ccache in a fresh clone at another path.
+  target_link_libraries(${T_NAME} PRIVATE lathe_build_paths)
   target_compile_definitions(${T_NAME} PRIVATE
-    LATHE_SOURCE_DIR="${PROJECT_SOURCE_DIR}" LATHE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+    "LATHE_SOURCE_DIR=::lathe::build_paths::source_dir()" "LATHE_BINARY_DIR=::lathe::build_paths::binary_dir()")
+  target_compile_options(${T_NAME} PRIVATE -include ${PROJECT_SOURCE_DIR}/src/core/build_paths.h)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME} ${T_ARGS})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)

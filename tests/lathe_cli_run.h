@@ -37,7 +37,7 @@ inline run_result run_lathe(const std::string& args, const std::filesystem::path
   namespace fs = std::filesystem;
   const fs::path err = fs::temp_directory_path() / ("lathe-cli-err-" + std::to_string(getpid()));
   const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
-  return run_shell(cd + "'" LATHE_BINARY_DIR "/lathe' " + args, err);
+  return run_shell(cd + "'" + LATHE_BINARY_DIR + "/lathe' " + args, err);
 }
 
 }  // namespace lathe::testing

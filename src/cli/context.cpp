@@ -1,4 +1,5 @@
 #include "cli/context.h"
+#include "core/build_paths.h"
 #include "cli/did_you_mean.h"
 
 #include <unistd.h>
@@ -25,17 +26,17 @@ paths locate() {
   std::error_code ec;
   p.exe_dir = fs::read_symlink("/proc/self/exe", ec).parent_path();
   // Installed layout first (bin/../share/lathe), then the source tree this binary was built from.
-  for (const fs::path& inc : {p.exe_dir / "../share/lathe/include", fs::path(LATHE_SOURCE_DIR) / "include"})
+  for (const fs::path& inc : {p.exe_dir / "../share/lathe/include", fs::path(build_paths::source_dir()) / "include"})
     if (fs::exists(inc / "lathe/abi.h", ec)) {
       p.include_dir = fs::weakly_canonical(inc, ec);
       break;
     }
-  for (const fs::path& t : {p.exe_dir / "../share/lathe/tasks", fs::path(LATHE_SOURCE_DIR) / "tasks"})
+  for (const fs::path& t : {p.exe_dir / "../share/lathe/tasks", fs::path(build_paths::source_dir()) / "tasks"})
     if (fs::is_directory(t, ec)) {
       p.tasks_dir = fs::weakly_canonical(t, ec);
       break;
     }
-  for (const fs::path& d : {p.exe_dir / "../share/lathe/prompts", fs::path(LATHE_SOURCE_DIR) / "prompts"})
+  for (const fs::path& d : {p.exe_dir / "../share/lathe/prompts", fs::path(build_paths::source_dir()) / "prompts"})
     if (fs::is_directory(d, ec)) {
       p.prompts_dir = fs::weakly_canonical(d, ec);
       break;

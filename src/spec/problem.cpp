@@ -1,4 +1,5 @@
 #include "spec/problem.h"
+#include "core/build_paths.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -67,9 +68,9 @@ fs::path python_script(const char* name, const char* override_var) {
   if (const char* p = std::getenv(override_var); p && *p) return p;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec).parent_path();
-  for (const fs::path& c : {exe / "../share/lathe/python" / name, fs::path(LATHE_SOURCE_DIR) / "python" / name})
+  for (const fs::path& c : {exe / "../share/lathe/python" / name, fs::path(build_paths::source_dir()) / "python" / name})
     if (fs::exists(c, ec)) return fs::weakly_canonical(c, ec);
-  return fs::path(LATHE_SOURCE_DIR) / "python" / name;
+  return fs::path(build_paths::source_dir()) / "python" / name;
 }
 
 fs::path problem_worker_script() { return python_script("lathe_problem.py", "LATHE_PROBLEM_WORKER"); }

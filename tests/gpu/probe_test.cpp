@@ -101,7 +101,7 @@ TEST_F(gpu_probe, nvml_reads_the_same_device) {
 }
 
 TEST_F(gpu_probe, doctor_reports_the_gpu) {
-  const std::string cmd = "'" LATHE_BINARY_DIR "/lathe' --workspace '" + dir_.string() + "' doctor --json";
+  const std::string cmd = "'" + LATHE_BINARY_DIR + "/lathe' --workspace '" + dir_.string() + "' doctor --json";
   FILE* p = popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;

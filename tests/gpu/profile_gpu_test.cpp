@@ -34,7 +34,7 @@ struct run_result {
 run_result run_lathe(const std::string& args) {
   const fs::path err =
       fs::temp_directory_path() / ("lathe-profile-gpu-err-" + std::to_string(getpid()));
-  const std::string cmd = "'" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
+  const std::string cmd = "'" + LATHE_BINARY_DIR + "/lathe' " + args + " 2>'" + err.string() + "'";
   run_result r;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -197,7 +197,7 @@ TEST_F(profile_gpu, a_profilers_failure_is_one_verbatim_line_and_nothing_is_stor
   EXPECT_TRUE(r.out.empty()) << r.out;
   EXPECT_NE(r.err.find("lathe: profiling failed: " + perm + "\n"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("==PROF=="), std::string::npos) << r.err;
-  auto expert = lathe::load_bundle(LATHE_SOURCE_DIR "/tasks/reduction_cuda/kernels/expert");
+  auto expert = lathe::load_bundle(LATHE_SOURCE_DIR + "/tasks/reduction_cuda/kernels/expert");
   ASSERT_TRUE(expert.has_value());
   EXPECT_TRUE(stored(expert->hash).empty());
 }

@@ -29,7 +29,7 @@ run_result run_lathe(const std::string& args, const std::string& env = "") {
   const fs::path err =
       fs::temp_directory_path() / ("lathe-profile-cli-err-" + std::to_string(getpid()));
   const std::string cmd =
-      env + " '" LATHE_BINARY_DIR "/lathe' " + args + " 2>'" + err.string() + "'";
+      env + " '" + LATHE_BINARY_DIR + "/lathe' " + args + " 2>'" + err.string() + "'";
   run_result r;
   FILE* p = popen(cmd.c_str(), "r");
   char buf[4096];
@@ -110,7 +110,7 @@ TEST_F(profile_cli, an_ncu_that_is_not_there_is_reported) {
 
 TEST_F(profile_cli, bad_arguments_are_usage_errors) {
   // A CPU task: there is no device counter to read.
-  auto cpu = run_lathe(ws() + " profile '" LATHE_SOURCE_DIR "/tests/integration/tasks/axpy' naive");
+  auto cpu = run_lathe(ws() + " profile '" + LATHE_SOURCE_DIR + "/tests/integration/tasks/axpy' naive");
   EXPECT_EQ(cpu.code, 2) << cpu.err;
   EXPECT_NE(cpu.err.find("CUDA"), std::string::npos) << cpu.err;
   auto shape = run_lathe(ws() + " profile reduction_cuda expert --shape nope");

@@ -53,8 +53,7 @@ class config_verbs : public ::testing::Test {
                             "HOME='" + (dir_ / "home").string() + "' LATHE_LOCK_DIR='" +
                             (dir_ / "locks").string() + "' ";
     const fs::path err = dir_ / "stderr";
-    return lathe::testing::run_shell("cd '" + project().string() + "' && " + env + "'" LATHE_BINARY_DIR
-                                     "/lathe' --workspace . " + args,
+    return lathe::testing::run_shell("cd '" + project().string() + "' && " + env + "'" + LATHE_BINARY_DIR + "/lathe' --workspace . " + args,
                                      err);
   }
 

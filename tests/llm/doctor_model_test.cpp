@@ -44,7 +44,7 @@ class doctor_model : public ::testing::Test {
                             (dir_ / "home").string() + "' XDG_CONFIG_HOME='" +
                             (dir_ / "xdg").string() + "' LATHE_LOCK_DIR='" +
                             (dir_ / "locks").string() + "' " + env +
-                            " '" LATHE_BINARY_DIR "/lathe' --workspace . doctor --no-measure " +
+                            " '" + LATHE_BINARY_DIR + "/lathe' --workspace . doctor --no-measure " +
                             args + (with_stderr ? " 2>&1" : " 2>/dev/null");
     run_result r;
     FILE* p = popen(cmd.c_str(), "r");

@@ -39,8 +39,7 @@ const fs::path artifacts = fs::path(LATHE_BINARY_DIR) / "artifacts" / "report";
 // The lathe binary on the workspace dir/ws with its own stderr file, so that several can run at
 // once, timing under the lock directory `locks` (runs sharing one take turns timing, PROTOCOL.md).
 run_result lathe_in(const fs::path& dir, const std::string& args, const std::string& locks = "locks") {
-  return lathe::testing::run_shell("LATHE_LOCK_DIR='" + (dir.parent_path() / locks).string() + "' '" LATHE_BINARY_DIR
-                                   "/lathe' --workspace '" + (dir / "ws").string() + "' " + args,
+  return lathe::testing::run_shell("LATHE_LOCK_DIR='" + (dir.parent_path() / locks).string() + "' '" + LATHE_BINARY_DIR + "/lathe' --workspace '" + (dir / "ws").string() + "' " + args,
                                    dir / "stderr.txt");
 }
 

@@ -54,8 +54,8 @@ std::map<std::string, kernel_build> catalogue() {
 void build(const std::string& name, kernel_build& k) {
   k.path = g_dir + "/" + name + ".so";
   const std::string log = g_dir + "/" + name + ".log";
-  const std::string cmd = "g++ -std=c++17 -O1 -shared -fPIC -I" LATHE_SOURCE_DIR "/include " +
-                          k.flags + " " LATHE_SOURCE_DIR "/tests/worker/kernels/" + k.source +
+  const std::string cmd = "g++ -std=c++17 -O1 -shared -fPIC -I" + LATHE_SOURCE_DIR + "/include " +
+                          k.flags + " " + LATHE_SOURCE_DIR + "/tests/worker/kernels/" + k.source +
                           " -o " + k.path + " > " + log + " 2>&1";
   k.ok = std::system(cmd.c_str()) == 0;
   std::ifstream in(log);
@@ -114,7 +114,7 @@ std::string worker_test::open_dir() {
 
 gate::sandbox_options worker_test::options() {
   gate::sandbox_options o;
-  o.worker_exe = LATHE_BINARY_DIR "/lathe-worker";
+  o.worker_exe = LATHE_BINARY_DIR + "/lathe-worker";
   o.threads = 2;
   o.address_space_bytes = uint64_t{4} << 30;
   o.rss_limit_bytes = uint64_t{1} << 30;
