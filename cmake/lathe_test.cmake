@@ -39,6 +39,7 @@ function(lathe_add_test)
       <gtest/gtest.h> <nlohmann/json.hpp> <tl/expected.hpp>
       <algorithm> <chrono> <cstdint> <cstdio> <filesystem> <fstream> <functional> <map> <memory>
       <optional> <set> <sstream> <string> <vector>)
+    lathe_pch_launcher(lathe_test_pch)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
@@ -60,3 +61,12 @@ function(lathe_add_test)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
 endfunction()
+
+# lathe_build_file_define(test NAME target): the test's macro NAME, the path of the file `target`
+# builds, as a call (build_paths.h) and the file's path inside the build folder: the same compile
+# line in every clone, so that ccache serves it (an absolute path made each clone miss).
+function(lathe_build_file_define test name target)
+  target_compile_definitions(${test} PRIVATE
+    "${name}=(::lathe::build_paths::binary_dir()+\"/$<PATH:RELATIVE_PATH,$<TARGET_FILE:${target}>,${PROJECT_BINARY_DIR}>\")")
+endfunction()
+

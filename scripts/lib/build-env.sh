@@ -19,6 +19,10 @@ if command -v ccache >/dev/null 2>&1; then
   # Precompiled headers: ccache may serve an object built with one only when it may trust the
   # header's time stamps and the -include it was built with (ccache's manual, "Precompiled headers").
   export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+  # A .gch holds the clone's own paths, so its bytes differ in every clone and each object built
+  # with it missed in CI (17 of lathe_cli's); ccache hashes the .gch.sum beside it instead, a
+  # digest of the header's meaning (cmake/pch_sum.cmake).
+  export CCACHE_PCH_EXTSUM="${CCACHE_PCH_EXTSUM:-true}"
   lathe_cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
                      -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi

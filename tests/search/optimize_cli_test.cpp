@@ -167,7 +167,7 @@ TEST_F(optimize_cli, a_batch_round_trip_through_a_folder) {
   auto answer = [&](const json& waiting) {
     for (const auto& name : waiting) {
       const std::string p = name.get<std::string>(), s = p.substr(0, p.size() - std::string(".prompt").size());
-      const std::string cmd = "cd '" + (q / (s + ".bundle")).string() + "' && '" LATHE_MOCK_MODEL "' < '" +
+      const std::string cmd = "cd '" + (q / (s + ".bundle")).string() + "' && '" + LATHE_MOCK_MODEL + "' < '" +
                               (q / p).string() + "' > '" + (q / (s + ".reply")).string() + "' 2>/dev/null";
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     }
