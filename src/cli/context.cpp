@@ -2,7 +2,12 @@
 #include "core/build_paths.h"
 #include "cli/did_you_mean.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <optional>
 
 #include <algorithm>
 #include <chrono>
@@ -13,13 +18,50 @@
 
 #include "core/json.h"
 #include "spec/bundle.h"
+#include "gate/device_lock.h"
 #include "gate/gpu_target.h"
 #include "gate/host_target.h"
+#include "spec/safe_file.h"
 #include "spec/task_file.h"
 
 namespace fs = std::filesystem;
 
 namespace lathe::cli {
+
+namespace {
+
+// The CPU ceilings are the machine's, so every workspace of this user on it shares them: they are
+// kept beside the device locks (gate/device_lock.h: a folder of this user's alone, mode 0700, for
+// as long as the machine is up) as well as in the workspace. Each fresh workspace used to measure
+// them again, ~1.3 s of its first command on the 2-core VM, and a test suite makes hundreds.
+std::string machine_ceilings_name(const std::string& key) {
+  std::string name = "ceilings";
+  for (char ch : key.substr(key.find('/')))
+    name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' ? ch : '_';
+  return name + ".json";
+}
+
+bool machine_dir_is_ours(const std::string& dir) {
+  struct stat st{};
+  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() && (st.st_mode & 0077) == 0;
+}
+
+std::optional<std::string> machine_ceilings(const std::string& key) {
+  const std::string dir = gate::device_lock::directory();
+  if (!machine_dir_is_ours(dir)) return std::nullopt;
+  auto text = gate::read_beneath(dir, machine_ceilings_name(key), 4096);
+  if (!text) return std::nullopt;
+  return *text;
+}
+
+void keep_machine_ceilings(const std::string& key, const std::string& json_text) {
+  const std::string dir = gate::device_lock::directory();
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
+  if (!machine_dir_is_ours(dir)) return;
+  (void)gate::write_beneath(dir, machine_ceilings_name(key), json_text, gate::write_mode::replace, 0600);
+}
+
+}  // namespace
 
 paths locate() {
   paths p;
@@ -210,33 +252,37 @@ result<context> open_context(const std::optional<fs::path>& workspace_dir, bool 
   if (measure_ceilings) {
     const std::string key = "ceilings/cpu/" + c.tgt.device + "/" + c.tgt.arch + "/" +
                             std::to_string(c.tgt.cores);
-    auto cached = c.db->get_measurement(key);
-    if (cached && *cached) {
-      auto j = nlohmann::json::parse(**cached, nullptr, false);
-      if (!j.is_discarded()) {
-        c.tgt.copy_bytes_per_s = j.value("dram_bytes_per_s", 0.0);
-        c.tgt.cache_bytes_per_s = j.value("llc_bytes_per_s", 0.0);
-        c.tgt.l2_bytes_per_s = j.value("l2_bytes_per_s", 0.0);
-        c.tgt.flops_per_s = j.value("flops_per_s", 0.0);
-      }
-    }
-    // Ceilings cached before the L2 one existed are measured again once (the others ratchet).
-    const bool no_l2 = c.tgt.l2_bytes_per_s <= 0 && gate::l2_ceiling_measurable();
-    if (c.tgt.copy_bytes_per_s <= 0 || no_l2 || refresh) {
+    auto take = [&c](const std::string& text) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return;
       // Ceilings only ratchet up: a measurement taken while other work shares the cores reads
       // low (seen here: 37 GFLOP/s under load against ~54 per core alone), and a low ceiling
       // would put the roofline floor above honest kernels.
+      c.tgt.copy_bytes_per_s = std::max(c.tgt.copy_bytes_per_s, j.value("dram_bytes_per_s", 0.0));
+      c.tgt.cache_bytes_per_s = std::max(c.tgt.cache_bytes_per_s, j.value("llc_bytes_per_s", 0.0));
+      c.tgt.l2_bytes_per_s = std::max(c.tgt.l2_bytes_per_s, j.value("l2_bytes_per_s", 0.0));
+      c.tgt.flops_per_s = std::max(c.tgt.flops_per_s, j.value("flops_per_s", 0.0));
+    };
+    auto cached = c.db->get_measurement(key);
+    if (cached && *cached) take(**cached);
+    const std::optional<std::string> machine = machine_ceilings(key);
+    if (machine) take(*machine);
+    // Ceilings cached before the L2 one existed are measured again once (the others ratchet).
+    const bool no_l2 = c.tgt.l2_bytes_per_s <= 0 && gate::l2_ceiling_measurable();
+    const bool measure = c.tgt.copy_bytes_per_s <= 0 || no_l2 || refresh;
+    if (measure) {
       gate::cpu_ceilings m = gate::measure_cpu_ceilings(c.tgt);
       c.tgt.copy_bytes_per_s = std::max(c.tgt.copy_bytes_per_s, m.dram_bytes_per_s);
       c.tgt.cache_bytes_per_s = std::max(c.tgt.cache_bytes_per_s, m.llc_bytes_per_s);
       c.tgt.l2_bytes_per_s = std::max(c.tgt.l2_bytes_per_s, m.l2_bytes_per_s);
       c.tgt.flops_per_s = std::max(c.tgt.flops_per_s, m.flops_per_s);
-      nlohmann::json j{{"dram_bytes_per_s", c.tgt.copy_bytes_per_s},
-                       {"llc_bytes_per_s", c.tgt.cache_bytes_per_s},
-                       {"l2_bytes_per_s", c.tgt.l2_bytes_per_s},
-                       {"flops_per_s", c.tgt.flops_per_s}};
-      (void)c.db->put_measurement(key, j.dump());
     }
+    const std::string now = nlohmann::json{{"dram_bytes_per_s", c.tgt.copy_bytes_per_s},
+                                           {"llc_bytes_per_s", c.tgt.cache_bytes_per_s},
+                                           {"l2_bytes_per_s", c.tgt.l2_bytes_per_s},
+                                           {"flops_per_s", c.tgt.flops_per_s}}.dump();
+    if (measure || !cached || !*cached || **cached != now) (void)c.db->put_measurement(key, now);
+    if (measure || machine != now) keep_machine_ceilings(key, now);
   }
   if (gate::has_cuda_device()) {
     const fs::path probe = c.where.exe_dir / "lathe-probe-cuda";
