@@ -10,24 +10,8 @@ namespace fs = std::filesystem;
 
 namespace lathe::cli {
 
-namespace {
-
-// "an optimize run", "a bench run": the article the kind's name takes.
-std::string a_run(run_kind k) {
-  const std::string name = to_string(k);
-  return (std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ") + name + " run";
-}
-
-}  // namespace
-
 result<run> run_to_resume(context& ctx, const std::string& id, run_kind kind) {
-  auto r = ctx.db->get_run(id);
-  if (!r) return tl::unexpected(r.error());
-  const std::string kind_name = to_string(kind);
-  if (!*r) return fail(errc::not_found, "no run '" + id + "' to resume (`lathe runs list --kind " + kind_name + "`)");
-  if ((*r)->kind != kind)
-    return fail(errc::invalid_argument, "run '" + id + "' is " + a_run((*r)->kind) + ", not " + a_run(kind));
-  return std::move(**r);
+  return ctx.db->run_to_resume(id, kind);
 }
 
 result<nlohmann::json> stored_args(const run& r, const std::string& task, const std::string& verb) {

@@ -8,6 +8,11 @@
 
 namespace lathe {
 
+std::string a_run(run_kind k) {
+  const std::string name = to_string(k);
+  return (std::string("aeiou").find(name.front()) == std::string::npos ? "a " : "an ") + name + " run";
+}
+
 const char* to_string(run_kind k) {
   switch (k) {
     case run_kind::decompose:

@@ -26,6 +26,8 @@ struct run {
 
 const char* to_string(run_kind k);
 const char* to_string(run_state s);
+// "an optimize run", "a bench run": the kind's name with its article, for messages.
+std::string a_run(run_kind k);
 // A new run's id: "<kind>-YYYYMMDD-HHMMSS-xxxx" (UTC, 4 random hex digits).
 std::string new_run_id(run_kind k);
 

@@ -51,26 +51,11 @@ std::string inspection_of(const evaluation& e) {
   return join(parts, "; ");
 }
 
-namespace {
-
-// "an optimize run", "a bench run": the article the kind's name takes.
-std::string a_run(run_kind k) {
-  const std::string name = to_string(k);
-  return cat(std::string_view("aeiou").find(name.front()) == std::string_view::npos ? "a " : "an ", name, " run");
-}
-
-}  // namespace
-
 result<run> resumable_run(store& db, const std::string& id, run_kind kind, const std::string& task) {
-  auto got = db.get_run(id);
-  if (!got) return tl::unexpected(got.error());
-  if (!*got)
-    return fail(errc::not_found, "no run '" + id + "' to resume (`lathe runs list --kind " + to_string(kind) + "`)");
-  const run& r = **got;
-  if (r.kind != kind)
-    return fail(errc::invalid_argument, "run '" + r.id + "' is " + a_run(r.kind) + ", not " + a_run(kind));
-  if (r.task != task)
-    return fail(errc::invalid_argument, "run '" + r.id + "' works on task " + r.task + ", not " + task);
+  auto r = db.run_to_resume(id, kind);
+  if (!r) return r;
+  if (r->task != task)
+    return fail(errc::invalid_argument, "run '" + r->id + "' works on task " + r->task + ", not " + task);
   return r;
 }
 

@@ -69,6 +69,16 @@ result<void> store::put_run(const run& r) {
   return tx->commit();
 }
 
+result<run> store::run_to_resume(const std::string& id, run_kind kind) const {
+  auto got = get_run(id);
+  if (!got) return tl::unexpected(got.error());
+  if (!*got)
+    return fail(errc::not_found, "no run '" + id + "' to resume (`lathe runs list --kind " + to_string(kind) + "`)");
+  if ((*got)->kind != kind)
+    return fail(errc::invalid_argument, "run '" + id + "' is " + a_run((*got)->kind) + ", not " + a_run(kind));
+  return std::move(**got);
+}
+
 result<std::optional<run>> store::get_run(const std::string& id) const {
   auto s = sql::statement::prepare(db_.get(), "SELECT run_json FROM runs WHERE id = ?1");
   if (!s) return tl::unexpected(s.error());

@@ -28,6 +28,7 @@ struct lineage;
 struct skill_card;
 struct card_trial;
 struct run;
+enum class run_kind : uint8_t;
 
 // One record of a run's history (store/lineage_store.cpp): what happened, in order.
 struct run_event {
@@ -88,6 +89,9 @@ class store {
   // created_at are kept from the first write). created_at/updated_at are set by the store.
   result<void> put_run(const run& r);
   result<std::optional<run>> get_run(const std::string& id) const;
+  // The run a `--resume` names: it must exist and be of `kind`; the errors say which, and how to
+  // list the runs of that kind.
+  result<run> run_to_resume(const std::string& id, run_kind kind) const;
   // Newest first; an empty kind_filter lists every kind; limit <= 0 lists them all.
   result<std::vector<run>> list_runs(const std::string& kind_filter, int limit) const;
   // Appends one event (its seq is the next in the run) and returns the seq. The run must exist.

@@ -163,6 +163,25 @@ TEST(lineage_store, runs_upsert_keeps_identity_and_lists_newest_first) {
   EXPECT_EQ(nameless.error().code, errc::invalid_argument);
 }
 
+// The run a --resume names (the one check the verbs and the search shared two copies of): a
+// missing one says how to list them, one of another kind says both kinds with their articles.
+TEST(lineage_store, a_run_to_resume_must_exist_and_be_of_the_kind_asked) {
+  temp_dir dir;
+  store s = open_ok(dir / "lathe.db");
+  ASSERT_TRUE(s.put_run(sample_run("e1", run_kind::evolve, "gemm")).has_value());
+  auto ok = s.run_to_resume("e1", run_kind::evolve);
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->task, "gemm");
+  auto missing = s.run_to_resume("nope", run_kind::optimize);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, errc::not_found);
+  EXPECT_EQ(missing.error().message, "no run 'nope' to resume (`lathe runs list --kind optimize`)");
+  auto other = s.run_to_resume("e1", run_kind::bench);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, errc::invalid_argument);
+  EXPECT_EQ(other.error().message, "run 'e1' is an evolve run, not a bench run");
+}
+
 TEST(lineage_store, run_events_are_numbered_per_run_and_append_only) {
   temp_dir dir;
   store s = open_ok(dir / "lathe.db");
