@@ -2,11 +2,9 @@
 #include "core/build_paths.h"
 #include "cli/did_you_mean.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cerrno>
 #include <optional>
 
 #include <algorithm>
@@ -41,24 +39,18 @@ std::string machine_ceilings_name(const std::string& key) {
   return name + ".json";
 }
 
-bool machine_dir_is_ours(const std::string& dir) {
-  struct stat st{};
-  return lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() && (st.st_mode & 0077) == 0;
-}
-
 std::optional<std::string> machine_ceilings(const std::string& key) {
-  const std::string dir = gate::device_lock::directory();
-  if (!machine_dir_is_ours(dir)) return std::nullopt;
-  auto text = gate::read_beneath(dir, machine_ceilings_name(key), 4096);
+  auto dir = gate::device_lock::own_directory();
+  if (!dir) return std::nullopt;
+  auto text = gate::read_beneath(*dir, machine_ceilings_name(key), 4096);
   if (!text) return std::nullopt;
   return *text;
 }
 
 void keep_machine_ceilings(const std::string& key, const std::string& json_text) {
-  const std::string dir = gate::device_lock::directory();
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return;
-  if (!machine_dir_is_ours(dir)) return;
-  (void)gate::write_beneath(dir, machine_ceilings_name(key), json_text, gate::write_mode::replace, 0600);
+  auto dir = gate::device_lock::own_directory();
+  if (!dir) return;
+  (void)gate::write_beneath(*dir, machine_ceilings_name(key), json_text, gate::write_mode::replace, 0600);
 }
 
 }  // namespace

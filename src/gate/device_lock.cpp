@@ -16,7 +16,7 @@ std::string device_lock::directory() {
   return "/tmp/lathe-locks-" + std::to_string(getuid());
 }
 
-result<device_lock> device_lock::acquire(const std::string& device, mode m) {
+result<std::string> device_lock::own_directory() {
   const std::string dir = directory();
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return fail(errc::io_error, "cannot create lock directory " + dir + ": " + std::strerror(errno));
@@ -24,7 +24,13 @@ result<device_lock> device_lock::acquire(const std::string& device, mode m) {
   if (stat(dir.c_str(), &st) != 0 || st.st_uid != getuid() || (st.st_mode & 0077) != 0)
     return fail(errc::io_error, "lock directory " + dir +
                                     " must be owned by this user with mode 0700 (it is not)");
-  const std::string path = dir + "/" + device + ".lock";
+  return dir;
+}
+
+result<device_lock> device_lock::acquire(const std::string& device, mode m) {
+  auto dir = own_directory();
+  if (!dir) return tl::unexpected(dir.error());
+  const std::string path = *dir + "/" + device + ".lock";
   device_lock l;
   l.fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (l.fd_ < 0) return fail(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));

@@ -20,6 +20,10 @@ class device_lock {
   ~device_lock();
   // The lock directory: $LATHE_LOCK_DIR, else /tmp/lathe-locks-<uid>.
   static std::string directory();
+  // The same, made where missing and checked: owned by this user, mode 0700 (candidate code, run
+  // as a user of its own, can neither hold a lock nor plant a file there). The machine's CPU
+  // ceilings are kept there too (cli/context.cpp).
+  static result<std::string> own_directory();
 
  private:
   int fd_ = -1;
