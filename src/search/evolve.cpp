@@ -1,99 +1,30 @@
 #include "search/evolve.h"
 
-#include <chrono>
 #include <future>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "core/json.h"
 #include "core/text.h"
 #include "features/feature_audit.h"
+#include "search/evolve_prompt.h"
 #include "search/journal.h"
 #include "search/progress.h"
+#include "search/records.h"
+#include "search/run_loop.h"
 
 namespace lathe::search {
 
 using nlohmann::json;
-using detail::amounts_from;
-using detail::amounts_json;
 using detail::event_key;
+using detail::measured;
+using detail::measured_from;
+using detail::measured_json;
 
 namespace {
 
-std::string head(const std::string& s, size_t max) { return s.size() <= max ? s : s.substr(0, max) + "…"; }
 std::string line1(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// What the gate said about a kernel against the baseline, kept for the scores and the feedback.
-struct measured {
-  verdict_summary v;
-  std::optional<lathe::outcome> outcome;  // none: a migrant's, never gated here
-  std::string message, diagnostics;
-  std::string inspection;       // median, roofline position, ptxas resources
-  int64_t id = 0;
-  std::optional<double> ratio;  // the paired ratio whatever the outcome (a contest reads it)
-  double margin = 0.05;         // the gate's margin for that ratio
-};
-
-json measured_json(const measured& m) {
-  return {{"compiles", m.v.compiles}, {"correct", m.v.correct},
-          {"speedup", m.v.speedup ? json(*m.v.speedup) : json(nullptr)}, {"outcome", outcome_text(m.outcome)},
-          {"message", m.message}, {"diagnostics", m.diagnostics}, {"inspection", m.inspection}, {"id", m.id}};
-}
-
-measured measured_from(const json& j) {
-  measured m;
-  m.v.compiles = j.value("compiles", false);
-  m.v.correct = j.value("correct", false);
-  if (j.contains("speedup") && j["speedup"].is_number()) m.v.speedup = j["speedup"].get<double>();
-  m.outcome = outcome_field(j, "outcome");
-  m.message = j.value("message", std::string());
-  m.diagnostics = j.value("diagnostics", std::string());
-  m.inspection = j.value("inspection", std::string());
-  m.id = j.value("id", int64_t{0});
-  return m;
-}
-
-measured summarize(const evaluation& e) {
-  measured m;
-  m.outcome = e.result;
-  m.message = line1(e.message);
-  m.diagnostics = head(e.diagnostics, 1500);
-  m.inspection = detail::inspection_of(e);
-  m.id = e.id;
-  m.v.compiles = built(e.result);
-  m.v.correct = correct(e.result);
-  if (lineages::passed(e)) m.v.speedup = lineages::ratio(e);
-  return m;
-}
-
-// The execution feedback of a kernel's last evaluation, as the proposer reads it.
-std::string feedback_text(const measured& m) {
-  std::string s = cat("outcome ", outcome_text(m.outcome), ": ", m.message);
-  if (m.v.speedup) s += cat("\nspeedup over the task's baseline: ", std::to_string(*m.v.speedup), "x (paired)");
-  if (!m.inspection.empty()) s += "\ntiming and resources: " + m.inspection;
-  if (!m.diagnostics.empty() && m.outcome != outcome::ok) s += "\ndiagnostics:\n" + head(m.diagnostics, 1200);
-  return s;
-}
-
-size_t source_lines(const kernel_bundle& k) {
-  size_t n = 0;
-  for (const auto& [path, text] : k.sources) {
-    std::istringstream in(text);
-    for (std::string l; std::getline(in, l);)
-      if (l.find_first_not_of(" \t\r") != std::string::npos) ++n;
-  }
-  return n;
-}
-
-std::string placement_text(const child_record& c) {
-  if (c.placement == "contest")
-    return cat("contest ", c.placed ? "won" : "lost",
-               c.contest_ratio ? cat(" (", std::to_string(*c.contest_ratio), "x against the incumbent)") : "");
-  return c.placement + (c.placed ? " (placed)" : "");
-}
 
 class runner {
  public:
@@ -101,30 +32,31 @@ class runner {
          llm::ledger& ledger, const evolve_options& o, detail::journal& j, evolve_result& out)
       : t_(t), baseline_(baseline), v_(v), screen_(o.screen ? *o.screen : v), p_(p), db_(db),
         ledger_(ledger), o_(o), j_(j), out_(out),
+        loop_(ledger, j, out.evaluations, [this](const std::string&, const std::string& message) { tell(message); }),
         arch_(o.descriptors, o.islands), rng_(o.seed) {}
 
   result<void> run(const kernel_bundle& start) {
     if (start.sources.empty()) {
       // No start kernel: the initial population is the proposer's translations of the reference.
-      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
-        for (int32_t k = 0; k < o_.population && !stopped_; ++k)
+      for (int32_t i = 0; i < o_.islands && !loop_.stopped(); ++i)
+        for (int32_t k = 0; k < o_.population && !loop_.stopped(); ++k)
           if (auto c = translation(event_key::translation(i, k), i, k); !c) return c;
-      if (waiting_) return {};
+      if (loop_.waiting()) return {};
       if (arch_.size() == 0)
         return fail(errc::invalid_argument, "no translation of the reference passed the gate: nothing to evolve");
     } else {
       if (auto s = seed(start); !s) return s;
       // The initial population: mutations of the start kernel on every island.
-      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
-        for (int32_t k = 1; k < o_.population && !stopped_; ++k)
+      for (int32_t i = 0; i < o_.islands && !loop_.stopped(); ++i)
+        for (int32_t k = 1; k < o_.population && !loop_.stopped(); ++k)
           if (auto c = child(event_key::child(0, i, k), 0, i, k, "initial", start_elite_); !c)
             return c;
     }
-    if (waiting_) return {};
+    if (loop_.waiting()) return {};
     const int32_t batch = std::max(1, o_.in_flight);
-    for (int32_t g = 1; g <= o_.generations && !stopped_; ++g) {
-      for (int32_t i = 0; i < o_.islands && !stopped_; ++i)
-        for (int32_t c0 = 0; c0 < o_.children && !stopped_; c0 += batch) {
+    for (int32_t g = 1; g <= o_.generations && !loop_.stopped(); ++g) {
+      for (int32_t i = 0; i < o_.islands && !loop_.stopped(); ++i)
+        for (int32_t c0 = 0; c0 < o_.children && !loop_.stopped(); c0 += batch) {
           // The batch's parents are sampled before any of its children is placed; then its
           // children are proposed (in order), gated together (builds and checks overlap, timing is
           // serialized by the device lock) and placed in order.
@@ -132,11 +64,11 @@ class runner {
           for (int32_t c = c0; c < std::min(o_.children, c0 + batch); ++c)
             if (const elite* parent = arch_.parent(i, o_.samp, rng_)) parents.push_back({c, *parent});
           if (auto r = children(g, i, parents); !r) return r;
-          if (waiting_) break;  // batch mode: this island's later batches need these children placed
+          if (loop_.waiting()) break;  // batch mode: this island's later batches need these children placed
         }
       // Batch mode: every island's prompts of this generation are written; the run waits for them.
-      if (waiting_) return {};
-      if (!stopped_ && o_.migrate_every > 0 && g % o_.migrate_every == 0)
+      if (loop_.waiting()) return {};
+      if (!loop_.stopped() && o_.migrate_every > 0 && g % o_.migrate_every == 0)
         if (auto m = migrate(g); !m) return m;
       const elite* b = arch_.best();
       out_.best_per_generation.push_back(b ? b->score : 0);
@@ -152,49 +84,32 @@ class runner {
   }
 
   const archive& arch() const { return arch_; }
-  const std::string& stop_detail() const { return stop_detail_; }
-  bool waiting() const { return waiting_; }
+  const std::string& stop_detail() const { return loop_.detail(); }
+  bool waiting() const { return loop_.waiting(); }
 
  private:
-  double elapsed() const { return ledger_.spent().seconds; }
-  // A recorded action's use, charged again on resume (as the live run reserved it).
-  void charge(const llm::amounts& a) {
-    if (auto r = ledger_.reserve(a)) ledger_.commit(std::move(*r), a);
-  }
-
   result<void> emit(const std::string& kind, const event_key& key, json body, const std::string& message) {
-    auto wrote = j_.emit(kind, key, std::move(body), elapsed());
-    if (!wrote) return tl::unexpected(wrote.error());
-    if (*wrote && o_.progress) {
-      evolve_progress pr;
-      pr.run_id = out_.r.id;
-      pr.message = message;
-      const elite* b = arch_.best();
-      pr.best_score = b ? b->score : 0;
-      pr.evaluations = out_.evaluations;
-      pr.seconds = elapsed();
-      o_.progress(pr);
-    }
-    return {};
+    return loop_.emit(kind, key, std::move(body), message);
+  }
+  void tell(const std::string& message) {
+    if (!o_.progress) return;
+    evolve_progress pr;
+    pr.run_id = out_.r.id;
+    pr.message = message;
+    const elite* b = arch_.best();
+    pr.best_score = b ? b->score : 0;
+    pr.evaluations = out_.evaluations;
+    pr.seconds = loop_.elapsed();
+    o_.progress(pr);
   }
 
   // One evaluation against `against` (the baseline, or an incumbent in a contest) by `by`, within
   // the budget; nullopt when the budget refused it (the run stops).
   std::optional<measured> gate(const kernel_bundle& k, const kernel_bundle& against, const provenance& prov,
                                lineages::verifier& by) {
-    auto hold = ledger_.reserve(llm::one_evaluation);
-    if (!hold) {
-      stopped_ = true;
-      stop_detail_ = hold.error().message;
-      return std::nullopt;
-    }
-    const evaluation e = by.compare(t_, k, against, prov);
-    ledger_.commit(std::move(*hold), llm::one_evaluation);
-    ++out_.evaluations;
-    measured m = summarize(e);
-    m.ratio = lineages::ratio(e);
-    m.margin = lineages::margin(e, t_.plat);
-    return m;
+    const auto e = loop_.gate([&] { return by.compare(t_, k, against, prov); });
+    if (!e) return std::nullopt;
+    return detail::summarize(*e, t_.plat);
   }
 
   std::vector<double> values_of(const kernel_bundle& k, double score) {
@@ -206,7 +121,7 @@ class runner {
       features_[k.hash] = names;
     }
     for (const auto& d : o_.descriptors) {
-      if (d.name == "complexity") out.push_back(static_cast<double>(source_lines(k)));
+      if (d.name == "complexity") out.push_back(static_cast<double>(detail::source_lines(k)));
       else if (d.name == "score") out.push_back(score);
       else if (d.name == "features") out.push_back(static_cast<double>(names.size()));
       else {
@@ -223,11 +138,10 @@ class runner {
     measured m;
     if (const json* rec = j_.recorded(event_key::start())) {
       m = measured_from(rec->at("verdict"));
-      ++out_.evaluations;
-      charge(llm::one_evaluation);
+      loop_.replayed_evaluation();
     } else {
       auto got = gate(start, baseline_, {"human", "evolve start", false}, v_);
-      if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + stop_detail_);
+      if (!got) return fail(errc::invalid_argument, "the budget cannot hold the start kernel's evaluation: " + loop_.detail());
       m = *got;
       if (!m.v.correct)
         return fail(errc::invalid_argument, cat("the start kernel fails the gate (", outcome_text(m.outcome), "): ", m.message));
@@ -238,38 +152,12 @@ class runner {
     start_elite_.score = composite_score(m.v);
     start_elite_.values = values_of(start, start_elite_.score);
     start_elite_.evaluation = m.id;
-    feedback_[start.hash] = feedback_text(m);
+    feedback_[start.hash] = detail::feedback_text(m);
     gated_[start.hash] = m;
     for (int32_t i = 0; i < o_.islands; ++i) arch_.put(i, start_elite_);
     return emit("start", event_key::start(), {{"kernel", start.hash}, {"verdict", measured_json(m)}},
                 cat("start ", start.hash.substr(0, 12), ": ", outcome_text(m.outcome), ", score ",
                     std::to_string(start_elite_.score)));
-  }
-
-  std::string direction(const elite& parent, const std::vector<const elite*>& insp,
-                        const std::vector<skill_card>& cards, int32_t g, int32_t island, int32_t index) {
-    // The child's place in the run is part of the prompt: siblings asked from one parent with the
-    // same inspirations get different prompts (a deterministic proposer, like the mock model,
-    // would otherwise write the same kernel for each).
-    std::string s = cat("Evolutionary search, generation ", std::to_string(g), ", island ", std::to_string(island),
-                        ", child ", std::to_string(index),
-                        ". Make one focused change to the parent that could make it faster while keeping "
-                        "it correct.\n\nThe parent's last evaluation (composite score ",
-                        std::to_string(parent.score), "):\n", feedback_[parent.hash]);
-    if (!insp.empty()) {
-      s += "\n\nInspirations (other elites of the archive, shown under `inspirations`):";
-      for (const elite* e : insp)
-        s += cat("\n- ", e->hash.substr(0, 12), ": score ", std::to_string(e->score),
-                 e->verdict.speedup ? cat(", ", std::to_string(*e->verdict.speedup), "x over the baseline") : "");
-    }
-    if (!cards.empty()) {
-      s += "\n\nSkill cards retrieved for the parent's verified features (apply at most one, where its "
-           "preconditions hold):";
-      for (const auto& c : cards) s += cat("\n- ", c.name, ": ", c.intent);
-    }
-    if (!o_.reference_source.empty())
-      s += "\n\nThe task's reference (what the kernel must compute):\n" + head(o_.reference_source, 4000);
-    return s;
   }
 
   // Places a gated kernel on `island`: an empty cell takes it; a lower-scoring incumbent is
@@ -353,12 +241,8 @@ class runner {
     std::map<std::string, llm::reservation> holds;
     for (const auto& p : live) {
       if (!p.pr || gated_.count(p.pr->kernel.hash) || jobs.count(p.pr->kernel.hash)) continue;
-      auto hold = ledger_.reserve(llm::one_evaluation);
-      if (!hold) {
-        stopped_ = true;
-        stop_detail_ = hold.error().message;
-        break;
-      }
+      auto hold = loop_.reserve(llm::one_evaluation);
+      if (!hold) break;
       holds.emplace(p.pr->kernel.hash, std::move(*hold));
       const kernel_bundle* k = &p.pr->kernel;
       const provenance prov = p.pr->prov;
@@ -367,12 +251,9 @@ class runner {
     }
     for (auto& [hash, job] : jobs) {
       const evaluation e = job.get();
-      ledger_.commit(std::move(holds.at(hash)), llm::one_evaluation);
+      loop_.commit(std::move(holds.at(hash)), llm::one_evaluation);
       ++out_.evaluations;
-      measured m = summarize(e);
-      m.ratio = lineages::ratio(e);
-      m.margin = lineages::margin(e, t_.plat);
-      fresh_[hash] = m;
+      fresh_[hash] = detail::summarize(e, t_.plat);
     }
     for (auto& p : live) {
       if (p.pr && !gated_.count(p.pr->kernel.hash) && !fresh_.count(p.pr->kernel.hash)) break;  // not gated: the budget
@@ -392,15 +273,14 @@ class runner {
     } else {
       for (auto& b : batch) b.pr = p_.mutate(b.mr);
     }
-    for (auto& b : batch) ledger_.commit(std::move(*b.step), llm::one_step);
+    for (auto& b : batch) loop_.commit(std::move(*b.step), llm::one_step);
     // Batch mode (llm/batch_dir.h): a prompt of the batch waits for its answer, so none of the
     // batch is gated or recorded; a resumed run asks them all again, the answered ones from its
     // log of calls. The run goes on to the other islands (their parents do not depend on this
     // batch) and stops at the end of the generation.
     for (const auto& b : batch)
       if (!b.pr && b.pr.error().kind == agent::failure_kind::waiting) {
-        waiting_ = true;
-        stop_detail_ = b.pr.error().message;
+        loop_.ends_run(b.pr.error());
         batch.clear();
         return;
       }
@@ -409,8 +289,7 @@ class runner {
     // again), rather than each counted as a failed child while the run goes on.
     for (size_t i = 0; i < batch.size(); ++i)
       if (!batch[i].pr && batch[i].pr.error().kind == agent::failure_kind::budget) {
-        stopped_ = true;
-        stop_detail_ = batch[i].pr.error().message;
+        loop_.ends_run(batch[i].pr.error());
         batch.erase(batch.begin() + static_cast<std::ptrdiff_t>(i), batch.end());
         break;
       }
@@ -419,12 +298,8 @@ class runner {
   // The mutate request for one child, its step reserved (nullopt: the budget ended the run).
   std::optional<pending> prepare(const event_key& key, int32_t g, int32_t island, int32_t index,
                                  const std::string& kind, const elite& parent) {
-    auto step = ledger_.reserve(llm::one_step);
-    if (!step) {
-      stopped_ = true;
-      stop_detail_ = step.error().message;
-      return std::nullopt;
-    }
+    auto step = loop_.reserve(llm::one_step);
+    if (!step) return std::nullopt;
     child_record c;
     c.generation = g, c.island = island, c.index = index, c.kind = kind, c.parent = parent.hash;
     c.parent_speedup = parent.verdict.speedup;
@@ -448,7 +323,8 @@ class runner {
       c.inspirations.push_back(e->hash);
     }
     for (const auto& cd : cards) c.cards.push_back(cd.id);
-    mr.direction = direction(parent, insp, cards, g, island, index);
+    mr.direction = detail::child_direction(parent, feedback_[parent.hash], insp, cards, g, island, index,
+                                           o_.reference_source);
     mr.target = o_.target_text;
     // What the child's prompt says of the search: the parent's paired speedup over the baseline
     // (the times and the roofline stay in its inspection, in the direction), and the budget left.
@@ -501,7 +377,7 @@ class runner {
       c.outcome = m->outcome;
       c.speedup = m->v.speedup;
       c.score = composite_score(m->v);
-      feedback_[pr->kernel.hash] = feedback_text(*m);
+      feedback_[pr->kernel.hash] = detail::feedback_text(*m);
       if (m->v.correct) {
         if (auto pl = place(c, island, pr->kernel, *m, values_of(pr->kernel, c.score)); !pl) return pl;
       } else {
@@ -514,18 +390,14 @@ class runner {
     return emit("child", key, std::move(body),
                 what + (c.kernel.empty() ? "proposer failed (" + c.failure + ")"
                                          : cat(c.action, " -> ", outcome_text(c.outcome), c.duplicate ? " (gated before)" : "",
-                                               ", score ", std::to_string(c.score), ", ", placement_text(c))));
+                                               ", score ", std::to_string(c.score), ", ", detail::placement_text(c))));
   }
 
   // One translation of the reference by the proposer (seed_baseline), gated and placed.
   result<void> translation(const event_key& key, int32_t island, int32_t index) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
-    auto step = ledger_.reserve(llm::one_step);
-    if (!step) {
-      stopped_ = true;
-      stop_detail_ = step.error().message;
-      return {};
-    }
+    auto step = loop_.reserve(llm::one_step);
+    if (!step) return {};
     child_record c;
     c.generation = 0, c.island = island, c.index = index, c.kind = "translation";
     agent::seed_request sr;
@@ -534,10 +406,9 @@ class runner {
     sr.target = o_.target_text;
     c.prompt_context = "Translate the task's reference into a kernel on lathe's ABI.\n\n" + o_.reference_source;
     auto pr = p_.seed_baseline(sr);
-    ledger_.commit(std::move(*step), llm::one_step);
+    loop_.commit(std::move(*step), llm::one_step);
     if (!pr && pr.error().kind == agent::failure_kind::waiting) {
-      waiting_ = true;  // batch mode: not recorded, asked again on resume
-      stop_detail_ = pr.error().message;
+      loop_.wait(pr.error().message);  // batch mode: not recorded, asked again on resume
       return {};
     }
     if (pr && pr->action.empty()) c.action = "translate";
@@ -548,11 +419,8 @@ class runner {
   // A recorded child: its budget charged again, its kernel known, its placement redone.
   result<void> replay(const json& rec, int32_t island) {
     child_record c = child_from(rec);
-    if (c.kind != "migrant") charge(llm::one_step);
-    for (size_t i = 0; i < c.evaluations.size(); ++i) {
-      charge(llm::one_evaluation);
-      ++out_.evaluations;
-    }
+    if (c.kind != "migrant") loop_.charge(llm::one_step);
+    for (size_t i = 0; i < c.evaluations.size(); ++i) loop_.replayed_evaluation();
     if (!c.kernel.empty()) {
       auto k = db_.get_kernel(c.kernel);
       if (!k) return tl::unexpected(k.error());
@@ -603,13 +471,13 @@ class runner {
       mm.v = m.verdict;
       mm.id = m.evaluation;
       if (auto pl = place(c, to, kernels_.at(m.hash), mm, m.values); !pl) return pl;
-      if (stopped_) return {};
+      if (loop_.stopped()) return {};
       out_.children.push_back(c);
       json body = child_json(c);
       body["feedback"] = feedback_[m.hash];
       if (auto e = emit("child", key, std::move(body),
                         cat("g", std::to_string(g), " migrant ", m.hash.substr(0, 12), " -> island ",
-                            std::to_string(to), ": ", placement_text(c)));
+                            std::to_string(to), ": ", detail::placement_text(c)));
           !e)
         return e;
     }
@@ -626,6 +494,7 @@ class runner {
   const evolve_options& o_;
   detail::journal& j_;
   evolve_result& out_;
+  detail::run_loop loop_;
   archive arch_;
   std::mt19937_64 rng_;
   elite start_elite_;
@@ -635,9 +504,6 @@ class runner {
   std::map<std::string, measured> gated_;  // every kernel gated against the baseline, by hash
   std::map<std::string, measured> fresh_;  // gated with the current batch, not yet placed
   std::map<std::string, std::optional<double>> contests_lost_;  // "child|incumbent" -> its ratio
-  bool stopped_ = false;
-  bool waiting_ = false;  // batch mode: prompts written out wait for their answers
-  std::string stop_detail_;
 };
 
 json options_json(const evolve_options& o) {
@@ -652,50 +518,6 @@ json options_json(const evolve_options& o) {
 }
 
 }  // namespace
-
-json child_json(const child_record& c) {
-  auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
-  return {{"generation", c.generation}, {"island", c.island}, {"index", c.index}, {"kind", c.kind},
-          {"parent", c.parent}, {"inspirations", c.inspirations}, {"cards", c.cards}, {"kernel", c.kernel},
-          {"action", c.action}, {"edits", c.edits}, {"rationale", c.rationale}, {"provenance", c.prov},
-          {"failure", c.failure}, {"outcome", outcome_text(c.outcome)}, {"speedup", opt(c.speedup)},
-          {"parent_speedup", opt(c.parent_speedup)}, {"score", c.score}, {"placement", c.placement},
-          {"contest_ratio", opt(c.contest_ratio)}, {"placed", c.placed}, {"duplicate", c.duplicate},
-          {"evaluations", c.evaluations},
-          {"prompt_context", c.prompt_context}};
-}
-
-child_record child_from(const json& j) {
-  child_record c;
-  auto opt = [&](const char* k) -> std::optional<double> {
-    if (j.contains(k) && j[k].is_number()) return j[k].get<double>();
-    return std::nullopt;
-  };
-  c.generation = j.value("generation", 0);
-  c.island = j.value("island", 0);
-  c.index = j.value("index", 0);
-  c.kind = j.value("kind", std::string());
-  c.parent = j.value("parent", std::string());
-  c.inspirations = j.value("inspirations", std::vector<std::string>{});
-  c.cards = j.value("cards", std::vector<std::string>{});
-  c.kernel = j.value("kernel", std::string());
-  c.action = j.value("action", std::string());
-  c.edits = j.value("edits", std::string());
-  c.rationale = j.value("rationale", std::string());
-  if (j.contains("provenance")) c.prov = j.at("provenance").get<provenance>();
-  c.failure = j.value("failure", std::string());
-  c.outcome = outcome_field(j, "outcome");
-  c.speedup = opt("speedup");
-  c.parent_speedup = opt("parent_speedup");
-  c.score = j.value("score", 0.0);
-  c.placement = j.value("placement", std::string());
-  c.contest_ratio = opt("contest_ratio");
-  c.placed = j.value("placed", false);
-  c.duplicate = j.value("duplicate", false);
-  c.evaluations = j.value("evaluations", std::vector<int64_t>{});
-  c.prompt_context = j.value("prompt_context", std::string());
-  return c;
-}
 
 std::string new_evolve_id() { return new_run_id(run_kind::evolve); }
 
@@ -724,9 +546,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   if (auto w = j.emit("started", event_key::started(), st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
   auto body = loop.run(start);
   if (!body) {
-    r.state = run_state::failed;
-    r.message = body.error().message;
-    (void)db.put_run(r);
+    (void)detail::end_run(db, r, body, false, "", "");  // the run stored as failed, with the error's message
     return tl::unexpected(body.error());
   }
   out.waiting = loop.waiting();
@@ -754,30 +574,24 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
       elites.push_back({{"island", i}, {"cell", loop.arch().cell_of(e->values)}, {"kernel", e->hash},
                         {"score", e->score}, {"values", e->values}, {"generation", e->generation},
                         {"speedup", e->verdict.speedup ? json(*e->verdict.speedup) : json(nullptr)}});
-  r.summary = json{{"task", t.name},
-                   {"proposer", o.proposer_label},
-                   {"children", out.children.size()},
-                   {"placed", placed},
-                   {"failed", failed},
-                   {"failures", failures},
-                   {"duplicates", duplicates},
-                   {"evaluations", out.evaluations},
-                   {"best", out.best},
-                   {"best_speedup", out.best_speedup ? json(*out.best_speedup) : json(nullptr)},
-                   {"best_per_generation", out.best_per_generation},
-                   {"archive", elites},
-                   {"stopped", loop.stop_detail()},
-                   {"options", options_json(o)}}
-                  .dump();
-  if (out.waiting) {
-    // Batch mode: interrupted and resumable (`--gate-batch DIR` continues it).
-    r.state = run_state::interrupted;
-    r.message = loop.stop_detail();
-    if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
-    return out;
-  }
-  r.state = run_state::finished;
-  if (auto put = db.put_run(r); !put) return tl::unexpected(put.error());
+  const json summary{{"task", t.name},
+                     {"proposer", o.proposer_label},
+                     {"children", out.children.size()},
+                     {"placed", placed},
+                     {"failed", failed},
+                     {"failures", failures},
+                     {"duplicates", duplicates},
+                     {"evaluations", out.evaluations},
+                     {"best", out.best},
+                     {"best_speedup", out.best_speedup ? json(*out.best_speedup) : json(nullptr)},
+                     {"best_per_generation", out.best_per_generation},
+                     {"archive", elites},
+                     {"stopped", loop.stop_detail()},
+                     {"options", options_json(o)}};
+  // Batch mode: interrupted and resumable (`--gate-batch DIR` continues it).
+  if (auto ended = detail::end_run(db, r, body, out.waiting, loop.stop_detail(), summary.dump()); !ended)
+    return tl::unexpected(ended.error());
+  if (out.waiting) return out;
   (void)j.emit("finished", event_key::finished(), {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
   return out;
 }

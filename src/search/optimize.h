@@ -37,19 +37,12 @@
 #include "core/task.h"
 #include "llm/budget.h"
 #include "search/strategy.h"
+#include "search/stop.h"
 #include "store/store.h"
 #include "verify/verifier.h"
 
 namespace lathe::search {
 
-// Why a run ended.
-enum class stop_reason : uint8_t {
-  steps, evals, calls, tokens, usd, seconds,  // that budget limit
-  exhausted,   // the proposer had nothing left to try on the best kernel
-  stalled,     // max_stall steps in a row without an accepted one
-  waiting,     // batch mode: a prompt is written out and waits for its answer (resumable)
-};
-const char* to_string(stop_reason s);
 
 // What a progress callback sees after each stored event.
 struct optimize_progress {
