@@ -114,7 +114,7 @@ search::bench_producer optimizer(context& ctx, const bench_cli& o, search::strat
 search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
   return [&ctx, &o](const task& t, const kernel_bundle& k, bool is_baseline) {
     gate_settings gs;
-    gs.mode = "do_bench";
+    gs.mode = gate::timing_mode::do_bench;
     gs.seeds = 3;
     gs.quick = o.gate.quick;
     gs.progress = false;

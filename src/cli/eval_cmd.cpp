@@ -91,11 +91,11 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   if (e.aa)
     std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]\n", e.aa->ratio, e.aa->ci_low, e.aa->ci_high);
   // The gate's decision (gate/paired.h decide), the rule every verb uses.
-  if (!e.decision.empty() && e.epsilon) {
+  if (e.decision && e.epsilon) {
     const double eps = *e.epsilon;
-    const std::string verdict = e.decision == "faster"    ? "this kernel is faster"
-                                : e.decision == "slower"  ? "this kernel is slower"
-                                : e.decision == "same"    ? "neither is faster"
+    const std::string verdict = e.decision == decision::faster   ? "this kernel is faster"
+                                : e.decision == decision::slower ? "this kernel is slower"
+                                : e.decision == decision::same   ? "neither is faster"
                                                           : "undecided: the noise is too close to the effect";
     std::printf("decision  %s: faster means the interval's low end > %.3f (epsilon %.1f%%)\n",
                 verdict.c_str(), 1 + eps, eps * 100);
@@ -127,7 +127,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   if (common.workspace) ws = *common.workspace;
   // Ceilings are measured once per workspace for decision mode (roofline floors); the
   // comparability modes use them when cached and never wait for a measurement.
-  auto ctx = open_context(ws, !o.no_time && o.gate.mode == "decision");
+  auto ctx = open_context(ws, !o.no_time && o.gate.mode == gate::timing_mode::decision);
   if (!ctx) return fail_with(ctx.error(), 2);
   auto t = find_task(o.task, ctx->where, problem_platform_of(o.kernel));
   if (!t) return fail_with(t.error(), 2);
@@ -149,12 +149,12 @@ int run_eval(const common_options& common, const eval_options& o) {
   // A KernelBench problem without kernels: its own Model, eager PyTorch in a Python worker, is
   // the baseline of a paired decision.
   const std::optional<kernel_bundle> eager = base_name.empty() ? gate::eager_baseline(*t) : std::nullopt;
-  if (eager && gs.mode == "decision" && gs.time) {
+  if (eager && gs.mode == gate::timing_mode::decision && gs.time) {
     base = *eager;
     if (!o.json)
       std::fprintf(stderr, "lathe: %s has no baseline kernel: paired against eager PyTorch (the "
                            "problem's Model in a Python worker)\n", t->name.c_str());
-  } else if (base_name.empty() && gs.mode == "decision" && gs.time) {
+  } else if (base_name.empty() && gs.mode == gate::timing_mode::decision && gs.time) {
     std::fprintf(stderr, "lathe: %s has no baseline kernel: checked, not timed (--baseline KERNEL for "
                          "a paired ratio; --mode kernelbench or do_bench times it against eager "
                          "PyTorch)\n", t->name.c_str());
@@ -206,13 +206,19 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
                   "stop a timing series once the relative standard error of its log ratio is below "
                   "this (default 0.005 on CPU tasks, 0.0015 on CUDA tasks)");
   sub->add_option("--seed", o->gate.seed, "base seed of the inputs (default: random per evaluation)");
-  sub->add_option("--mode", o->gate.mode,
-                  "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
-                  "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
-                  "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
-                  "numbers next to those harnesses: no baseline, no decision")
+  sub->add_option_function<std::string>(
+         "--mode",
+         [o](const std::string& m) {
+           o->gate.mode = m == "kernelbench" ? gate::timing_mode::kernelbench
+                          : m == "do_bench"  ? gate::timing_mode::do_bench
+                                             : gate::timing_mode::decision;
+         },
+         "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
+         "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
+         "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
+         "numbers next to those harnesses: no baseline, no decision")
       ->check(CLI::IsMember({"decision", "kernelbench", "do_bench"}))
-      ->capture_default_str();
+      ->default_str("decision");
   sub->add_option("--warmup", o->gate.warmup, "kernelbench mode: warm-up calls")->capture_default_str();
   sub->add_option("--trials", o->gate.trials, "kernelbench mode: timed calls")->capture_default_str();
   sub->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,

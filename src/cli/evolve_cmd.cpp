@@ -257,8 +257,8 @@ int run_score(const common_options& common, const score_cli& o) {
     const search::candidate_reward cr = search::reward_of(e);
     const double reward = cr.reward;
     rewards.push_back(reward);
-    // `faster`: what an elite replacement asks, the ratio clearing the gate's margin (1 + ε).
-    const bool faster = lineages::passed(e) && r && *r > 1.0 + lineages::margin(e, t->plat);
+    // `faster`: what an elite replacement asks, the gate deciding faster (the interval clears 1 + ε).
+    const bool faster = lineages::faster(e);
     rows.push_back({{"candidate", o.candidates[i]}, {"hash", cands[i].hash}, {"outcome", to_string(e.result)},
                     {"correct", correct}, {"decided", lineages::passed(e)}, {"reward", reward},
                     {"reward_basis", search::to_string(cr.basis)},
@@ -329,7 +329,7 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->add_flag("--json", o->json, "print the summary as JSON (schema lathe.evolve/1)");
   e->add_flag("--quiet", o->quiet, "no progress lines");
   e->footer("An elite is replaced only after a paired re-measure of the child against it in fresh worker\n"
-            "processes clears the gate's margin. Every child is a run event: --resume goes on without\n"
+            "processes is decided faster by the gate (its interval clears 1 + margin). Every child is a run event: --resume goes on without\n"
             "repeating one. Exit code 0: the run finished; 1: it failed; 2: usage.");
   e->callback([o, budget_opt, &common, &exit_code] {
     o->budget_given = budget_opt->count() > 0;

@@ -318,8 +318,8 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_flag("--json", o->json, "print the result as JSON (schema lathe.optimize/1)");
   opt->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   opt->footer(
-      "A candidate replaces the best only when its paired ratio against the best clears 1 + margin twice: in the\n"
-      "first series and in a fresh re-measure. Kill it at any time: `--resume RUN` goes on without repeating a\n"
+      "A candidate replaces the best only when the gate decides it faster than the best twice (the paired ratio's\n"
+      "interval clears 1 + margin, as `lathe eval` prints): in the first series and in a fresh re-measure. Kill it at any time: `--resume RUN` goes on without repeating a\n"
       "finished evaluation or model call.\n"
       "Exit code 0: the run finished; 1: it failed; 2: usage or setup.");
   opt->callback([o, &common, &exit_code] { exit_code = run_optimize(common, *o); });

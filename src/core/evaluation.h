@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/decision.h"
 #include "core/outcome.h"
 #include "core/provenance.h"
 #include "core/target.h"
@@ -109,7 +110,7 @@ struct evaluation {
   // "faster" when the interval's low end clears 1 + epsilon, "slower" when its high end is below
   // 1 / (1 + epsilon), "same" between, "undecided" where the machine's noise leaves it open (the
   // outcome is then `unstable`). Empty when nothing was timed in decision mode.
-  std::string decision;
+  std::optional<lathe::decision> decision;
   std::optional<double> epsilon;
   std::string timing_shape;
   double wall_seconds = 0.0;

@@ -141,7 +141,7 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "paired", e.paired);
   put_opt(j, "aa", e.aa);
   put_opt(j, "roofline_fraction", e.roofline_fraction);
-  if (!e.decision.empty()) j["decision"] = e.decision;
+  if (e.decision) j["decision"] = to_string(*e.decision);
   put_opt(j, "epsilon", e.epsilon);
   put_opt(j, "comparability", e.comparability);
   put_opt(j, "gpu_before", e.gpu_before);
@@ -185,7 +185,7 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "paired", e.paired);
   get_opt(j, "aa", e.aa);
   get_opt(j, "roofline_fraction", e.roofline_fraction);
-  e.decision = j.value("decision", std::string());
+  e.decision = parse_decision(j.value("decision", std::string()));
   get_opt(j, "epsilon", e.epsilon);
   get_opt(j, "comparability", e.comparability);
   get_opt(j, "gpu_before", e.gpu_before);

@@ -90,7 +90,7 @@ std::optional<stop> evaluator::control_and_decide(std::vector<timed_worker>& b,
   const decision_result d = decide(main, &*e_.aa, cfg_.policy, decision_floor(t_.plat));
   e_.decision = d.decision;
   e_.epsilon = d.epsilon;
-  if (d.decision == "undecided")
+  if (d.decision == decision::undecided)
     return stop{outcome::unstable,
                 "the machine is too noisy to decide: A/A interval [" + std::to_string(e_.aa->ci_low) +
                     ", " + std::to_string(e_.aa->ci_high) + "] against the candidate's [" +

@@ -147,9 +147,9 @@ decision_result decide(const paired_series& c, const paired_series* aa, const ti
   double spread = 0;
   if (aa) spread = std::max(std::fabs(aa->ci_high - 1), std::fabs(1 - aa->ci_low));
   const bool noisy = aa && (!std::isfinite(spread) || spread > policy.aa_unstable);
-  d.decision = faster ? "faster" : slower ? "slower" : noisy ? "undecided" : "same";
+  d.decision = faster ? decision::faster : slower ? decision::slower : noisy ? decision::undecided : decision::same;
   if (!std::isfinite(c.ci_low) || !std::isfinite(c.ci_high) || !(c.ci_low > 0))
-    d.decision = faster || slower ? d.decision : "undecided";
+    d.decision = faster || slower ? d.decision : decision::undecided;
   return d;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/decision.h"
+
 namespace lathe {
 struct paired_series;
 struct timing_policy;
@@ -63,7 +65,7 @@ double decision_floor(platform p);
 // candidate's interval comes within epsilon of 1: an effect far beyond the machine's noise is
 // decided however noisy the machine (5.7x-9.3x kernels were refused as unstable on a loaded VM).
 struct decision_result {
-  std::string decision;  // faster | slower | same | undecided
+  lathe::decision decision = lathe::decision::undecided;
   double epsilon = 0;
 };
 decision_result decide(const paired_series& candidate, const paired_series* aa,

@@ -6,8 +6,7 @@ namespace lathe::gate {
 
 gate_config gate_config_for(const gate_settings& s, platform plat) {
   gate_config cfg;
-  if (s.mode == "kernelbench") cfg.mode = timing_mode::kernelbench;
-  else if (s.mode == "do_bench") cfg.mode = timing_mode::do_bench;
+  cfg.mode = s.mode;
   cfg.bench_warmup = s.warmup;
   cfg.bench_trials = std::max<uint32_t>(s.trials, 1);
   cfg.device_trials = !s.host_trials;

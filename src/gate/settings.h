@@ -20,7 +20,7 @@ struct gate_settings {
   double max_time = 3.0;    // longest paired series, seconds (--max-time)
   std::optional<double> target_rse;  // default: the platform's (gate_config_for)
   uint64_t seed = 0;        // input seed base; 0: random per evaluation
-  std::string mode = "decision";     // decision | kernelbench | do_bench
+  timing_mode mode = timing_mode::decision;
   uint32_t warmup = 3, trials = 100; // kernelbench mode
   bool host_trials = false;          // CUDA: inputs and references on the host
   bool refuse_torch_fallback = false;  // a ModelNew's calls of the reference's ops: forbidden

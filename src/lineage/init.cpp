@@ -33,13 +33,19 @@ speed judge(const evaluation& e, const task& t, const kernel_bundle& base, std::
     why = "no paired ratio was measured";
     return speed::slow;
   }
-  auto clears = [&](double mm) { return vendor ? *r >= 1 - mm : *r > 1 + mm; };
-  const bool ok = clears(m);
-  why = cat("ratio ", fixed(*r), " vs ", base.name, vendor ? " (a vendor library: on par counts)" : "",
-            ok ? " clears " : " does not clear ", vendor ? ">= " : "> ", fixed(vendor ? 1 - m : 1 + m),
-            " (margin ", fixed(m), ")");
+  // The gate's rule (verifier.h faster): the ratio's interval clears 1 + margin; against a
+  // vendor library, on par counts: the gate did not decide it slower (nor left it undecided).
+  const bool ok = vendor ? e.decision == decision::faster || e.decision == decision::same : faster(e);
+  const std::string interval = e.paired ? cat(" [", fixed(e.paired->ci_low), ", ", fixed(e.paired->ci_high), "]") : "";
+  why = cat("ratio ", fixed(*r), interval, " vs ", base.name,
+            vendor ? " (a vendor library: on par counts): the gate decided " : ": the gate decided ",
+            e.decision ? std::string(to_string(*e.decision)) : std::string("nothing"), " (faster: the interval's low end > ",
+            fixed(1 + m), "; margin ", fixed(m), ")");
   if (ok) return speed::fast;
-  return clears(floor) ? speed::noisy : speed::slow;
+  // Only the noise stands in the way when the point ratio would clear the platform's floor
+  // margin: asked again, like an evaluation the gate calls unstable.
+  const bool near = vendor ? *r >= 1 - floor : *r > 1 + floor;
+  return near ? speed::noisy : speed::slow;
 }
 
 // One paired comparison, asked again while the gate calls it unstable or the noise alone keeps

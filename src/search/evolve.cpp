@@ -190,7 +190,7 @@ class runner {
         if (!again) return {};
         c.evaluations.push_back(again->id);
         c.contest_ratio = again->ratio;
-        c.placed = again->outcome == outcome::ok && again->ratio && *again->ratio > 1.0 + again->margin;
+        c.placed = again->outcome == outcome::ok && again->decision == decision::faster;  // the gate's rule
         if (!c.placed) contests_lost_[pair] = again->ratio;
       }
     }

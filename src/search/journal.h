@@ -15,7 +15,8 @@
 //                "calls", "failure": {"kind", "message"}, "used"}
 //   evaluation  {"purpose": start|candidate|remeasure|final_best|final_expert, "kernel",
 //                "against", "id", "outcome", "message", "diagnostics", "ratio", "margin",
-//                "passed", "inspection", "used"}
+//                "passed", "decision" and "interval" (the gate's, on the ratio's interval: what
+//                `faster` means since issue 43 step 10; absent in older records), "inspection", "used"}
 //   start       {"kernel", "name", "how"}
 //   accepted    {"step", "kernel", "from", "ratio", "first_ratio", "source", "cards", "transition"}
 //   rejected    {"step", "attempt", "stage", "kernel", "summary"}

@@ -46,6 +46,21 @@ std::string speed_reading(double ratio, double margin) {
   return r + ": slower (below 1 / (1 + " + m + "))";
 }
 
+std::string speed_reading(double ratio, double margin, decision d, double ci_low, double ci_high) {
+  char m[24], r[96];
+  std::snprintf(m, sizeof m, "%.3f", margin);
+  std::snprintf(r, sizeof r, "%.3fx [%.3f, %.3f]", ratio, ci_low, ci_high);
+  switch (d) {
+    case decision::faster: return std::string(r) + ": faster (the interval clears 1 + " + m + ")";
+    case decision::slower: return std::string(r) + ": slower (the interval lies below 1 / (1 + " + m + "))";
+    case decision::undecided: return std::string(r) + ": undecided: the machine's noise leaves it open";
+    case decision::same: break;
+  }
+  if (ratio > 1.0)
+    return std::string(r) + ": read faster, but the interval reaches below 1 + " + m + ": undecided, not slower";
+  return std::string(r) + ": the same within the noise margin (1 + " + m + ")";
+}
+
 namespace detail {
 
 // One step: a proposal, its gate, repairs, the re-measure, the verdict.
@@ -131,7 +146,7 @@ result<void> optimize_runner::step(int32_t n) {
     ++stall;
     return reject(n, 0, "not_faster", cand.kernel.hash,
                   cat(first_line(cand.rationale), ": not faster: paired ",
-                      first->ratio ? speed_reading(*first->ratio, first->margin) : std::string("(untimed)")));
+                      first->ratio ? first->reading() : std::string("(untimed)")));
   }
   auto again = compare(event_key::remeasure(n), "remeasure", cand.kernel, best, cand.prov);
   if (!again) return tl::unexpected(again.error());
@@ -140,7 +155,7 @@ result<void> optimize_runner::step(int32_t n) {
   const verdict second = **again;
   if (!second.faster()) {
     ++stall;
-    const std::string reread = second.ratio ? speed_reading(*second.ratio, second.margin)
+    const std::string reread = second.ratio ? second.reading()
                                              : std::string(outcome_text(second.outcome));
     gated[cand.kernel.hash] = cat("did not hold on re-measure: ", reread);
     return reject(n, 0, "remeasure", cand.kernel.hash,

@@ -6,8 +6,9 @@
 // -> the strategy's request (strategy.h: cards retrieved from the features and ranked by the
 // proposer, or a mutation with the strategy's memory) -> the proposer writes a candidate -> the
 // gate times it against the best in a paired series -> on a gate failure, bounded repair rounds
-// with the gate's diagnostics -> a candidate whose ratio clears 1 + margin is re-measured against
-// the best in a fresh evaluation, and replaces it only if it clears the margin again.
+// with the gate's diagnostics -> a candidate the gate decides faster (the paired ratio's interval
+// clears 1 + margin: PROTOCOL.md's rule, the one `lathe eval` prints) is re-measured against the
+// best in a fresh evaluation, and replaces it only if the gate decides it faster again.
 //
 // Budget (llm/budget.h): every step reserves one step and its expected seconds, every gate
 // evaluation one evaluation, every model call its tokens and money (through the metered
@@ -37,6 +38,7 @@
 #include "core/task.h"
 #include "llm/budget.h"
 #include "search/strategy.h"
+#include "core/decision.h"
 #include "search/stop.h"
 #include "store/store.h"
 #include "verify/verifier.h"
@@ -133,11 +135,19 @@ result<double> resume_seconds(store& db, const std::string& run_id);
 // "optimize-YYYYMMDD-HHMMSS-xxxx".
 std::string new_run_id();
 
-// A paired ratio as a proposer should read it against the margin it had to clear (1 + margin):
+// A paired ratio as a proposer should read it, by the point ratio against the margin it had to
+// clear (1 + margin) — how runs decided before the gate's decision was kept in their records:
 // "1.120x: faster (clears 1 + 0.050)", "1.030x: read faster, but inside the noise margin (1 +
 // 0.050): undecided, not slower", "0.990x: the same within the noise margin (1 + 0.050)",
 // "0.800x: slower (below 1 / (1 + 0.050))". A re-measure that read faster inside the noise is
 // not a verdict that the kernel is not faster (issue 23).
 std::string speed_reading(double ratio, double margin);
+// The same by the gate's decision on the ratio's interval [ci_low, ci_high] (the rule since issue
+// 43, step 10): "1.120x [1.080, 1.160]: faster (the interval clears 1 + 0.050)", "1.080x [1.020,
+// 1.140]: read faster, but the interval reaches below 1 + 0.050: undecided, not slower",
+// "0.990x [0.950, 1.030]: the same within the noise margin (1 + 0.050)", "0.800x [0.780, 0.820]:
+// slower (the interval lies below 1 / (1 + 0.050))", and "…: undecided: the machine's noise
+// leaves it open" when the gate could not tell.
+std::string speed_reading(double ratio, double margin, decision d, double ci_low, double ci_high);
 
 }  // namespace lathe::search

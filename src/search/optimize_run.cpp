@@ -163,6 +163,11 @@ result<std::optional<verdict>> optimize_runner::evaluate(const event_key& key, c
   if (e.roofline_fraction && e.median_seconds) vd.floor = *e.roofline_fraction * *e.median_seconds;
   vd.margin = lineages::margin(e, t.plat);
   vd.passed = lineages::passed(e);
+  vd.decision = e.decision;
+  if (e.paired && e.paired->ci_low > 0 && e.paired->ci_high > 0) {
+    vd.ci_low = e.paired->ci_low;
+    vd.ci_high = e.paired->ci_high;
+  }
   vd.inspection = detail::inspection_of(e);
   json body = verdict_json(vd);
   body["purpose"] = purpose;

@@ -84,6 +84,7 @@ measured summarize(const evaluation& e, platform plat) {
   if (lineages::passed(e)) m.v.speedup = lineages::ratio(e);
   m.ratio = lineages::ratio(e);
   m.margin = lineages::margin(e, plat);
+  m.decision = e.decision;
   return m;
 }
 

@@ -37,6 +37,7 @@ struct measured {
   int64_t id = 0;
   std::optional<double> ratio;  // the paired ratio whatever the outcome (a contest reads it)
   double margin = 0.05;         // the gate's margin for that ratio
+  std::optional<lathe::decision> decision;  // the gate's, on that ratio (a contest reads it)
 };
 nlohmann::json measured_json(const measured& m);
 measured measured_from(const nlohmann::json& j);

@@ -18,7 +18,7 @@ candidate_reward reward_of(const evaluation& e) {
   r.basis = reward_basis::undecided;
   r.reward = 1.0;
   const bool ratio = e.paired && e.paired->ratio > 0;
-  if (e.result == outcome::ok && ratio && (e.decision == "faster" || e.decision == "slower")) {
+  if (e.result == outcome::ok && ratio && (e.decision == decision::faster || e.decision == decision::slower)) {
     r.basis = reward_basis::decided;
     r.reward = e.paired->ratio;
   }

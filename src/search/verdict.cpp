@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/json.h"
+#include "search/optimize.h"
 
 namespace lathe::search::detail {
 
@@ -17,6 +18,8 @@ json verdict_json(const verdict& v) {
   if (v.seconds) j["seconds"] = *v.seconds;
   if (v.against_seconds) j["against_seconds"] = *v.against_seconds;
   if (v.floor) j["floor"] = *v.floor;
+  if (v.decision) j["decision"] = to_string(*v.decision);
+  if (v.ci_low && v.ci_high) j["interval"] = {*v.ci_low, *v.ci_high};
   return j;
 }
 
@@ -32,7 +35,24 @@ verdict verdict_from(const json& j) {
   if (j.contains("ratio") && j.at("ratio").is_number()) v.ratio = j.at("ratio").get<double>();
   for (auto [key, to] : {std::pair{"seconds", &v.seconds}, {"against_seconds", &v.against_seconds}, {"floor", &v.floor}})
     if (j.contains(key) && j.at(key).is_number()) *to = j.at(key).get<double>();
+  v.decision = parse_decision(j.value("decision", std::string()));
+  if (j.contains("interval") && j.at("interval").is_array() && j.at("interval").size() == 2 &&
+      j.at("interval")[0].is_number() && j.at("interval")[1].is_number()) {
+    v.ci_low = j.at("interval")[0].get<double>();
+    v.ci_high = j.at("interval")[1].get<double>();
+  }
   return v;
+}
+
+bool verdict::faster() const {
+  if (decision) return passed && *decision == lathe::decision::faster;
+  return passed && ratio && *ratio >= 1.0 + margin;  // a record from before the decision was kept
+}
+
+std::string verdict::reading() const {
+  if (!ratio) return "";
+  if (decision && ci_low && ci_high) return speed_reading(*ratio, margin, *decision, *ci_low, *ci_high);
+  return speed_reading(*ratio, margin);
 }
 
 }  // namespace lathe::search::detail

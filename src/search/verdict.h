@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/decision.h"
 #include "core/outcome.h"
 
 namespace lathe::search::detail {
@@ -20,7 +21,14 @@ struct verdict {
   std::optional<double> seconds, against_seconds, floor;  // medians and the roofline floor
   double margin = 0;
   bool passed = false;
-  bool faster() const { return passed && ratio && *ratio >= 1.0 + margin; }
+  // The gate's decision and the ratio's interval; absent in records from before they were kept
+  // (those runs decided by the point ratio, and replay as they decided).
+  std::optional<lathe::decision> decision;
+  std::optional<double> ci_low, ci_high;
+  // Faster by the gate's rule (verify/verifier.h faster): the interval's low end clears 1 + margin.
+  bool faster() const;
+  // The ratio as a proposer reads it (optimize.h speed_reading), "" when none was measured.
+  std::string reading() const;
 };
 
 // The record (inspection: the roofline position and resource report the evaluation gave).

@@ -116,14 +116,18 @@ class trial_runner {
       tr.reason = "the gate said " + tr.outcome + (e.message.empty() ? "" : ": " + e.message);
       return tr;
     }
+    // The gate's rule (verifier.h faster): the ratio's interval clears 1 + margin.
     const double m = lineages::margin(e, t.plat);
     const std::string need = "1 + margin " + margin_text(m);
-    if (tr.ratio && *tr.ratio >= 1 + m) {
+    const std::string interval =
+        e.paired ? " [" + ratio_text(e.paired->ci_low) + ", " + ratio_text(e.paired->ci_high) + "]" : "";
+    if (lineages::faster(e)) {
       tr.verdict = trial_verdict::reproduced;
-      tr.reason = "paired ratio " + ratio_text(*tr.ratio) + " clears " + need;
+      tr.reason = "paired ratio " + ratio_text(*tr.ratio) + interval + ": the interval clears " + need;
     } else {
       tr.verdict = trial_verdict::not_reproduced;
-      tr.reason = tr.ratio ? "paired ratio " + ratio_text(*tr.ratio) + " below " + need
+      tr.reason = tr.ratio ? "paired ratio " + ratio_text(*tr.ratio) + interval + ": the interval does not clear " + need +
+                                 " (the gate: " + (e.decision ? std::string(to_string(*e.decision)) : "no decision") + ")"
                            : std::string("passed, but no paired ratio was measured");
     }
     return tr;

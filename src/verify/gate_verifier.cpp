@@ -16,6 +16,8 @@ double margin(const evaluation& e, platform p) {
 
 bool passed(const evaluation& e) { return e.result == outcome::ok; }
 
+bool faster(const evaluation& e) { return passed(e) && e.decision == decision::faster; }
+
 std::optional<double> ratio(const evaluation& e) {
   if (!e.paired || !(e.paired->ratio > 0)) return std::nullopt;
   return e.paired->ratio;

@@ -47,6 +47,10 @@ class verifier {
 double margin(const evaluation& e, platform p);
 // Whether `e` passed the gate (outcome ok) and, when timed, its paired ratio.
 bool passed(const evaluation& e);
+// Whether the gate decided `e`'s candidate faster: it passed and the paired ratio's interval lies
+// above 1 + epsilon (PROTOCOL.md's rule, the one `lathe eval` prints; gate/paired.h decide). The
+// rule optimize, evolve, the lineage walks and admission accept a step by (issue 43, step 10).
+bool faster(const evaluation& e);
 std::optional<double> ratio(const evaluation& e);
 
 // How gate_verifier reaches the gate and the store: the cli builds these from its context

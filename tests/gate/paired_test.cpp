@@ -143,20 +143,20 @@ TEST(paired, decide_an_effect_beyond_the_noise_even_on_a_noisy_machine) {
   const lathe::paired_series quiet = series(0.98, 1.02), noisy = series(0.76, 1.29);
   // epsilon from the noisy control: expm1(3 * log(1 / 0.76)) = 1.28
   const auto far = lathe::gate::decide(series(5.7, 9.3), &noisy, policy, 0.05);
-  EXPECT_EQ(far.decision, "faster");
+  EXPECT_EQ(far.decision, lathe::decision::faster);
   EXPECT_NEAR(far.epsilon, std::expm1(3 * std::log(1 / 0.76)), 1e-9);
-  EXPECT_EQ(lathe::gate::decide(series(1.3, 1.6), &noisy, policy, 0.05).decision, "undecided");
-  EXPECT_EQ(lathe::gate::decide(series(1.3, 1.6), &quiet, policy, 0.05).decision, "faster");
-  EXPECT_EQ(lathe::gate::decide(series(0.99, 1.04), &quiet, policy, 0.05).decision, "same");
-  EXPECT_EQ(lathe::gate::decide(series(0.50, 0.60), &quiet, policy, 0.05).decision, "slower");
-  EXPECT_EQ(lathe::gate::decide(series(0.10, 0.20), &noisy, policy, 0.05).decision, "slower");
+  EXPECT_EQ(lathe::gate::decide(series(1.3, 1.6), &noisy, policy, 0.05).decision, lathe::decision::undecided);
+  EXPECT_EQ(lathe::gate::decide(series(1.3, 1.6), &quiet, policy, 0.05).decision, lathe::decision::faster);
+  EXPECT_EQ(lathe::gate::decide(series(0.99, 1.04), &quiet, policy, 0.05).decision, lathe::decision::same);
+  EXPECT_EQ(lathe::gate::decide(series(0.50, 0.60), &quiet, policy, 0.05).decision, lathe::decision::slower);
+  EXPECT_EQ(lathe::gate::decide(series(0.10, 0.20), &noisy, policy, 0.05).decision, lathe::decision::slower);
   // Without a control the floor is epsilon; CUDA's floor is 1%.
-  EXPECT_EQ(lathe::gate::decide(series(1.02, 1.04), nullptr, policy, 0.01).decision, "faster");
-  EXPECT_EQ(lathe::gate::decide(series(1.02, 1.04), nullptr, policy, 0.05).decision, "same");
+  EXPECT_EQ(lathe::gate::decide(series(1.02, 1.04), nullptr, policy, 0.01).decision, lathe::decision::faster);
+  EXPECT_EQ(lathe::gate::decide(series(1.02, 1.04), nullptr, policy, 0.05).decision, lathe::decision::same);
   EXPECT_DOUBLE_EQ(lathe::gate::decision_floor(lathe::platform::cuda), 0.01);
   EXPECT_DOUBLE_EQ(lathe::gate::decision_floor(lathe::platform::cpu), 0.05);
   // An interval from too few rounds decides nothing.
   lathe::paired_series open = series(0.5, 2.0);
   open.ci_high = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(lathe::gate::decide(open, &quiet, policy, 0.05).decision, "undecided");
+  EXPECT_EQ(lathe::gate::decide(open, &quiet, policy, 0.05).decision, lathe::decision::undecided);
 }

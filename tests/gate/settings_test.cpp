@@ -35,7 +35,7 @@ TEST(gate_settings, quick_halves_the_timing_and_floors_hold) {
   s.quick = true;
   s.seeds = 1;
   s.trials = 0;
-  s.mode = "kernelbench";
+  s.mode = timing_mode::kernelbench;
   s.host_trials = true;
   s.max_time = 1.5;
   const gate_config cfg = gate_config_for(s, platform::cpu);
@@ -46,7 +46,7 @@ TEST(gate_settings, quick_halves_the_timing_and_floors_hold) {
   EXPECT_EQ(cfg.bench_trials, 1u);
   EXPECT_EQ(cfg.mode, timing_mode::kernelbench);
   EXPECT_FALSE(cfg.device_trials);
-  s.mode = "do_bench";
+  s.mode = timing_mode::do_bench;
   EXPECT_EQ(gate_config_for(s, platform::cpu).mode, timing_mode::do_bench);
 }
 

@@ -167,7 +167,7 @@ TEST_F(python_timed, a_python_kernel_gets_a_paired_decision_against_a_cpp_baseli
   ASSERT_TRUE(e.aa.has_value()) << e.message;
   EXPECT_GT(e.paired->ratio, 0);
   EXPECT_FALSE(e.paired->a_seconds.empty());
-  EXPECT_FALSE(e.decision.empty());
+  EXPECT_TRUE(e.decision.has_value());
 }
 
 TEST(python_cli, lathe_eval_takes_a_python_kernel_file) {

@@ -243,6 +243,35 @@ TEST_F(optimize_env, a_candidate_replaces_the_best_only_after_a_fresh_re_measure
   EXPECT_TRUE(remeasure_rejection);
 }
 
+// One decision rule (issue 43, step 10): a candidate is faster when the gate decides so, the
+// ratio's interval clearing 1 + margin, not when its point ratio does. omp_parallel reads 2.0x;
+// an interval of +-60% around it reaches below 1.05, so no step is accepted, and the proposer
+// reads why.
+TEST_F(optimize_env, a_point_ratio_past_the_margin_is_not_faster_while_its_interval_reaches_below_it) {
+  store db = open_store("w.db");
+  scripted_verifier v;
+  v.spread = 0.6;
+  auto r = run(db, rules_, v, steps(3), options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->steps.empty());
+  bool timed_above_margin = false;
+  for (const auto& c : v.calls) timed_above_margin |= c.timed && c.ratio && *c.ratio >= 1.5;
+  EXPECT_TRUE(timed_above_margin);  // the point rule would have accepted it
+  auto events = db.run_events(r->r.id);
+  ASSERT_TRUE(events);
+  bool said = false;
+  for (const auto& e : *events)
+    said |= e.kind == "rejected" && e.json.find("\"stage\":\"not_faster\"") != std::string::npos &&
+            e.json.find("the interval reaches below 1 + 0.050") != std::string::npos;
+  EXPECT_TRUE(said);
+  // The evaluation events keep the decision and the interval.
+  bool kept = false;
+  for (const auto& e : *events)
+    kept |= e.kind == "evaluation" && e.json.find("\"decision\":\"same\"") != std::string::npos &&
+            e.json.find("\"interval\":[") != std::string::npos;
+  EXPECT_TRUE(kept);
+}
+
 TEST_F(optimize_env, a_final_series_that_does_not_decide_leaves_the_figure_empty_and_says_why) {
   store db = open_store("u.db");
   ASSERT_TRUE(db.put_card(card("omp-card", "omp_parallel", 1.6)));
@@ -666,4 +695,16 @@ TEST(optimize_feedback, a_ratio_is_read_against_its_margin) {
   EXPECT_EQ(lathe::search::speed_reading(0.96, 0.05), "0.960x: the same within the noise margin (1 + 0.050)");
   EXPECT_EQ(lathe::search::speed_reading(0.80, 0.05), "0.800x: slower (below 1 / (1 + 0.050))");
   EXPECT_EQ(lathe::search::speed_reading(1.0, 0.05), "1.000x: the same within the noise margin (1 + 0.050)");
+  // By the gate's decision on the interval (issue 43, step 10).
+  using lathe::decision;
+  EXPECT_EQ(lathe::search::speed_reading(1.12, 0.05, decision::faster, 1.08, 1.16),
+            "1.120x [1.080, 1.160]: faster (the interval clears 1 + 0.050)");
+  EXPECT_EQ(lathe::search::speed_reading(1.08, 0.05, decision::same, 1.02, 1.14),
+            "1.080x [1.020, 1.140]: read faster, but the interval reaches below 1 + 0.050: undecided, not slower");
+  EXPECT_EQ(lathe::search::speed_reading(0.99, 0.05, decision::same, 0.95, 1.03),
+            "0.990x [0.950, 1.030]: the same within the noise margin (1 + 0.050)");
+  EXPECT_EQ(lathe::search::speed_reading(0.80, 0.05, decision::slower, 0.78, 0.82),
+            "0.800x [0.780, 0.820]: slower (the interval lies below 1 / (1 + 0.050))");
+  EXPECT_EQ(lathe::search::speed_reading(1.30, 0.05, decision::undecided, 0.9, 1.9),
+            "1.300x [0.900, 1.900]: undecided: the machine's noise leaves it open");
 }

@@ -36,6 +36,34 @@ TEST(records, an_old_optimize_evaluation_record_is_written_back_byte_for_byte) {
   EXPECT_EQ(detail::verdict_from(json::parse(kOldVerdicts[1])).outcome, outcome::wrong_result);
 }
 
+// A record from before the decision was kept decides by its point ratio, as its run did; one
+// with the gate's decision decides by it (issue 43, step 10), and keeps it and the interval.
+TEST(records, an_old_verdict_decides_by_its_point_ratio_and_a_new_one_by_the_gates_decision) {
+  const detail::verdict old = detail::verdict_from(json::parse(kOldVerdicts[0]));  // 5.15x, margin 0.48
+  EXPECT_FALSE(old.decision.has_value());
+  EXPECT_TRUE(old.faster());
+  EXPECT_EQ(old.reading().rfind("5.151x: faster (clears 1 + 0.480)", 0), 0u) << old.reading();
+
+  detail::verdict v = old;
+  v.decision = decision::same;  // the interval reached below 1 + margin
+  v.ci_low = 1.3;
+  v.ci_high = 9.0;
+  EXPECT_FALSE(v.faster());
+  const json j = detail::verdict_json(v);
+  EXPECT_EQ(j.at("decision"), "same");
+  EXPECT_EQ(j.at("interval"), json({1.3, 9.0}));
+  const detail::verdict back = detail::verdict_from(j);
+  EXPECT_EQ(back.decision, decision::same);
+  EXPECT_EQ(back.ci_low, 1.3);
+  EXPECT_EQ(back.ci_high, 9.0);
+  EXPECT_EQ(detail::verdict_json(back).dump(), j.dump());
+  EXPECT_NE(back.reading().find("the interval reaches below 1 + 0.480"), std::string::npos) << back.reading();
+  v.decision = decision::faster;
+  EXPECT_TRUE(v.faster());
+  v.passed = false;
+  EXPECT_FALSE(v.faster());
+}
+
 // child_json's fields as the older lathe wrote them: a placed child, and one whose proposer failed
 // (no kernel, outcome "").
 const char* const kOldChildren[] = {

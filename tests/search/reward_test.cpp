@@ -15,7 +15,7 @@ evaluation timed(outcome o, double ratio, double lo, double hi, const std::strin
   p.ci_low = lo;
   p.ci_high = hi;
   e.paired = p;
-  e.decision = decision;
+  e.decision = parse_decision(decision);
   return e;
 }
 

@@ -30,6 +30,8 @@ class scripted_verifier final : public lineages::verifier {
  public:
   std::map<std::string, double> gains{{"omp_parallel", 2.0}, {"simd", 1.3}, {"restrict", 1.02}};
   std::function<double(const std::string&, int)> drift;
+  // The ratio's interval, ratio * (1 -/+ spread); the decision is the gate's rule on it.
+  double spread = 0.01;
   // Comparisons asked with provenance detail `away_for` (evolve's contests: "evolve contest")
   // have their ratio multiplied by `away`.
   std::string away_for;
@@ -110,7 +112,17 @@ class scripted_verifier final : public lineages::verifier {
       e.paired = paired_series{};
       e.paired->ratio = score(k) / score(b) * (drift ? drift(k.hash, nth) : 1.0) *
                         (!away_for.empty() && p.detail == away_for ? away : 1.0);
-      if (unstable && unstable(k.hash, b.hash, nth)) e.result = outcome::unstable;
+      // A tight interval and the gate's decision on it (gate/paired.h decide, the CPU floor 0.05):
+      // the rule optimize and evolve accept by.
+      e.paired->ci_low = e.paired->ratio * (1 - spread);
+      e.paired->ci_high = e.paired->ratio * (1 + spread);
+      e.decision = e.paired->ci_low > 1.05 ? decision::faster
+                   : e.paired->ci_high < 1 / 1.05 ? decision::slower
+                                                  : decision::same;
+      if (unstable && unstable(k.hash, b.hash, nth)) {
+        e.result = outcome::unstable;
+        e.decision = decision::undecided;
+      }
       e.median_seconds = 1e-3 / score(k);
       e.baseline_median_seconds = 1e-3 / score(b);
       e.roofline_fraction = floor_seconds / *e.median_seconds;

@@ -222,35 +222,14 @@ TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) 
   EXPECT_EQ(a->refused[0].task, "gemm");
   EXPECT_NE(a->refused[0].reason.find("source"), std::string::npos) << a->refused[0].reason;
 
-  const card_admission& ao = a->cards[0];
-  // The experts' OpenMP is worth ~1.3-1.9x on an idle 2-core machine; with other processes on
-  // the cores it measures ~1.0 (measured here: x0.94-1.07 at a load of 3), and a card that
-  // declares no speedup is refused untried. That is the rule working, not the card failing:
-  // say so instead of reporting a failure the machine caused.
-  const bool measured_speedup = *omp->declared_ratio >= 1.05;
-  if (!measured_speedup) {
-    std::printf("NOTE: the lineages measured OpenMP at x%.3f (a loaded machine): the card is refused untried\n",
-                *omp->declared_ratio);
-    EXPECT_EQ(ao.status, card_status::refused);
-    EXPECT_NE(ao.reason.find("no speedup"), std::string::npos) << ao.reason;
-    EXPECT_TRUE(ao.trials.empty());
-    // Admission itself is still tried: the same card as an idle machine measures it.
-    skill_card idle = *omp;
-    idle.id = "test-omp-idle";
-    idle.name = "test-omp-idle";
-    idle.declared_ratio = 1.8;
-    ASSERT_TRUE(env.db->put_card(idle));
-    auto again = admit({idle}, heldout, *env.verifier, p, *env.db, o);
-    ASSERT_TRUE(again) << again.error().message;
-    for (const auto& t : again->cards[0].trials)
-      std::printf("%s on %s: %s %s (%s)\n", idle.name.c_str(), t.task.c_str(), to_string(t.verdict),
-                  t.ratio ? std::to_string(*t.ratio).c_str() : "-", t.reason.c_str());
-    // The machine that measured no speedup in the lineages is the one replaying them: whether
-    // OpenMP clears the margins here is the machine's to say (a fresh-clone CI run under load
-    // reproduced it on layernorm, x2.02, and not on silu, row_mean or transpose, x1.05-1.15
-    // against margins of 0.13-0.24). What must hold is the rule: every held-out task was tried
-    // through the gate, and the card is admitted exactly when enough reproduced.
-    const card_admission& ca = again->cards[0];
+  // Whether OpenMP clears the gate's rule on the held-out tasks is the machine's to say: the
+  // rule is that the ratio's interval clears 1 + margin (issue 43, step 10), and on the 2-core
+  // VM the A/A margins reach 0.2-0.8 (a fresh-clone CI run under load reproduced it on
+  // layernorm, x2.02, and not on silu, row_mean or transpose, x1.05-1.15 against margins of
+  // 0.13-0.24; transpose read x1.62 [1.32, 1.99] against a margin of 0.595). What must hold is
+  // the rule: every held-out task was tried through the gate, and the card is admitted exactly
+  // when enough reproduced.
+  auto check_rule = [&](const card_admission& ca) {
     ASSERT_FALSE(ca.trials.empty());
     int32_t reproduced = 0;
     for (const auto& t : ca.trials) {
@@ -278,10 +257,36 @@ TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) 
       std::printf("NOTE: on this machine OpenMP reproduced on %d of the %d held-out tasks needed\n",
                   reproduced, o.min_tasks);
     }
+  };
+
+  const card_admission& ao = a->cards[0];
+  // The experts' OpenMP is worth ~1.3-1.9x on an idle 2-core machine; with other processes on
+  // the cores it measures ~1.0 (measured here: x0.94-1.07 at a load of 3), and a card that
+  // declares no speedup is refused untried. That is the rule working, not the card failing:
+  // say so instead of reporting a failure the machine caused.
+  const bool measured_speedup = *omp->declared_ratio >= 1.05;
+  if (!measured_speedup) {
+    std::printf("NOTE: the lineages measured OpenMP at x%.3f (a loaded machine): the card is refused untried\n",
+                *omp->declared_ratio);
+    EXPECT_EQ(ao.status, card_status::refused);
+    EXPECT_NE(ao.reason.find("no speedup"), std::string::npos) << ao.reason;
+    EXPECT_TRUE(ao.trials.empty());
+    // Admission itself is still tried: the same card as an idle machine measures it.
+    skill_card idle = *omp;
+    idle.id = "test-omp-idle";
+    idle.name = "test-omp-idle";
+    idle.declared_ratio = 1.8;
+    ASSERT_TRUE(env.db->put_card(idle));
+    auto again = admit({idle}, heldout, *env.verifier, p, *env.db, o);
+    ASSERT_TRUE(again) << again.error().message;
+    for (const auto& t : again->cards[0].trials)
+      std::printf("%s on %s: %s %s (%s)\n", idle.name.c_str(), t.task.c_str(), to_string(t.verdict),
+                  t.ratio ? std::to_string(*t.ratio).c_str() : "-", t.reason.c_str());
+    check_rule(again->cards[0]);
   } else {
-    EXPECT_EQ(ao.status, card_status::replay_admitted) << ao.reason;
-    EXPECT_GE(ao.reproduced, 2);
-    EXPECT_NE(ao.reason.find("rule replay"), std::string::npos) << ao.reason;
+    check_rule(ao);
+    if (ao.status == card_status::replay_admitted)
+      EXPECT_NE(ao.reason.find("rule replay"), std::string::npos) << ao.reason;
   }
   for (const auto& t : ao.trials) {
     EXPECT_NE(t.task, "gemm");
@@ -293,6 +298,12 @@ TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) 
       EXPECT_EQ(e->kernel_hash, t.kernel_after);
       EXPECT_EQ(e->baseline_hash, t.kernel_before);
       EXPECT_EQ(e->result, outcome::ok);
+    }
+    // Reproduced exactly when the gate decided the result faster (issue 43, step 10).
+    if (t.verdict == trial_verdict::reproduced || t.verdict == trial_verdict::not_reproduced) {
+      auto e = env.db->get_evaluation(t.evaluations.back());
+      ASSERT_TRUE(e) << e.error().message;
+      EXPECT_EQ(e->decision == decision::faster, t.verdict == trial_verdict::reproduced) << t.task << ": " << t.reason;
     }
   }
 
@@ -325,7 +336,10 @@ TEST(skills_admit, omp_card_admitted_restrict_card_refused_source_task_refused) 
   EXPECT_GT(a->cost.seconds, 0);
   ASSERT_TRUE(a->rates.count("cpu"));
   EXPECT_EQ(a->rates.at("cpu").decided, 2);
-  if (!measured_speedup) return;
+  if (ao.status != card_status::replay_admitted) {
+    EXPECT_EQ(a->rates.at("cpu").admitted, 0);
+    return;  // the machine's noise left OpenMP unreproduced: nothing admitted to retrieve
+  }
   EXPECT_EQ(a->rates.at("cpu").admitted, 1);
   EXPECT_DOUBLE_EQ(a->rates.at("cpu").rate(), 0.5);
 
