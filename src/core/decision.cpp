@@ -1,5 +1,7 @@
 #include "core/decision.h"
 
+#include "core/enum_parse.h"
+
 namespace lathe {
 
 std::string_view to_string(decision d) {
@@ -12,10 +14,6 @@ std::string_view to_string(decision d) {
   return "?";
 }
 
-std::optional<decision> parse_decision(std::string_view name) {
-  for (decision d : {decision::faster, decision::slower, decision::same, decision::undecided})
-    if (to_string(d) == name) return d;
-  return std::nullopt;
-}
+std::optional<decision> parse_decision(std::string_view name) { return parse_enum(name, decision::undecided); }
 
 }  // namespace lathe

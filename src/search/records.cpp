@@ -2,6 +2,7 @@
 // (evolve.h).
 #include "search/records.h"
 
+#include "core/enum_parse.h"
 #include "core/json.h"
 #include "core/json_lineage.h"
 #include "search/evolve.h"
@@ -45,10 +46,10 @@ result<agent::proposal> proposal_from(const json& rec, store& db) {
 agent::failure failure_from(const json& rec) {
   const json f = rec.value("failure", json::object());
   agent::failure out;
-  out.kind = agent::failure_kind::refused;
-  for (auto k : {agent::failure_kind::call, agent::failure_kind::budget, agent::failure_kind::invalid_reply,
-                 agent::failure_kind::edit_not_applied, agent::failure_kind::unsupported, agent::failure_kind::refused})
-    if (f.value("kind", std::string()) == agent::to_string(k)) out.kind = k;
+  // Batch mode's `waiting` is never recorded: such a record, or a kind lathe does not know, reads
+  // as `refused`.
+  const auto kind = parse_enum(f.value("kind", std::string()), agent::failure_kind::refused);
+  out.kind = kind && *kind != agent::failure_kind::waiting ? *kind : agent::failure_kind::refused;
   out.message = f.value("message", std::string());
   return out;
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "search/evolve.h"
+#include "search/records.h"
 #include "search/verdict.h"
 
 namespace lathe::search {
@@ -62,6 +63,23 @@ TEST(records, an_old_verdict_decides_by_its_point_ratio_and_a_new_one_by_the_gat
   EXPECT_TRUE(v.faster());
   v.passed = false;
   EXPECT_FALSE(v.faster());
+}
+
+// A recorded proposer failure reads back as its kind; `waiting` (never recorded) and a kind lathe
+// does not know read as `refused`.
+TEST(records, a_recorded_proposer_failure_reads_back_its_kind) {
+  auto kind_of = [](const char* k) {
+    return detail::failure_from(json{{"failure", {{"kind", k}, {"message", "m"}}}}).kind;
+  };
+  EXPECT_EQ(kind_of("call"), agent::failure_kind::call);
+  EXPECT_EQ(kind_of("budget"), agent::failure_kind::budget);
+  EXPECT_EQ(kind_of("invalid_reply"), agent::failure_kind::invalid_reply);
+  EXPECT_EQ(kind_of("edit_not_applied"), agent::failure_kind::edit_not_applied);
+  EXPECT_EQ(kind_of("unsupported"), agent::failure_kind::unsupported);
+  EXPECT_EQ(kind_of("waiting"), agent::failure_kind::refused);
+  EXPECT_EQ(kind_of("no such kind"), agent::failure_kind::refused);
+  EXPECT_EQ(detail::failure_from(json{{"failure", {{"kind", "call"}, {"message", "m"}}}}).message, "m");
+  EXPECT_EQ(detail::failure_from(json::object()).kind, agent::failure_kind::refused);
 }
 
 // child_json's fields as the older lathe wrote them: a placed child, and one whose proposer failed
