@@ -1,6 +1,7 @@
-// Edits: the reply format of docs/edits.md, and exact application to a kernel bundle. Every
-// failure message is written for the model that produced the edit: it names the file and the
-// block, says why, and shows what the file really holds, because the model only sees this text.
+// Exact application of edits to a kernel bundle (apply in edit.h; the reply format is read in
+// edit_parse.cpp). Every failure message is written for the model that produced the edit: it names
+// the file and the block, says why, and shows what the file really holds, because the model only
+// sees this text.
 #include "agent/edit.h"
 
 #include <algorithm>
@@ -9,257 +10,19 @@
 #include <set>
 #include <unordered_map>
 
+#include "agent/edit_lines.h"
 #include "spec/bundle.h"
 
 namespace lathe::agent {
 namespace {
 
+using detail::at_line;
+using detail::clip;
+using detail::err;
+using detail::split_lines;
+using detail::trim;
 using std::string;
 using std::string_view;
-
-// ---- lines ---------------------------------------------------------------------------------
-
-std::vector<string_view> split_lines(string_view text) {
-  std::vector<string_view> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t nl = text.find('\n', start);
-    if (nl == string_view::npos) {
-      out.push_back(text.substr(start));
-      break;
-    }
-    out.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
-string_view rtrim(string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
-string_view trim(string_view s) {
-  s = rtrim(s);
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  return s;
-}
-
-bool is_fence(string_view line) {
-  return trim(line).starts_with("```");
-}
-
-// A marker line: the marker alone, trailing blanks (and a CR) tolerated.
-bool is_marker(string_view line, string_view marker) {
-  return rtrim(line) == marker;
-}
-
-string clip(string_view s, size_t n = 160) {
-  return s.size() <= n ? string(s) : string(s.substr(0, n)) + "…";
-}
-
-edit_error err(string path, int32_t block, string message) {
-  return edit_error{std::move(path), block, std::move(message)};
-}
-
-string at_line(int32_t line) {
-  return "reply line " + std::to_string(line);
-}
-
-// ---- parsing -------------------------------------------------------------------------------
-
-class parser {
- public:
-  explicit parser(string_view reply) : lines_(split_lines(reply)) {}
-
-  edit_result<edit_set> run() {
-    edit_set out;
-    while (i_ < lines_.size()) {
-      const string_view line = rtrim(lines_[i_]);
-      const int32_t no = static_cast<int32_t>(i_ + 1);
-      if (is_marker(line, marker_search))
-        return tl::unexpected(
-            err("", 0,
-                at_line(no) + ": a SEARCH/REPLACE block outside a FILE block; put '@@@ FILE path' "
-                              "on the line before it (a FILE block ends at '@@@ END' or at the "
-                              "first line of prose)"));
-      if (line != "@@@" && !line.starts_with("@@@ ")) {
-        ++i_;  // prose
-        continue;
-      }
-      // "@@@ WORD argument"
-      const string_view rest = trim(line.substr(3));
-      const string word(rest.substr(0, rest.find(' ')));
-      const string arg(rest.size() > word.size() ? trim(rest.substr(word.size())) : "");
-      const bool takes_path =
-          word == "FILE" || word == "WHOLE" || word == "DELETE" || word == "INVALID";
-      if (takes_path && arg.empty())
-        return tl::unexpected(err("", 0, at_line(no) + ": '@@@ " + word + "' needs a file path"));
-      if (word == "FILE") {
-        auto fe = file_block(arg, no);
-        if (!fe) return tl::unexpected(fe.error());
-        out.files.push_back(std::move(*fe));
-      } else if (word == "WHOLE" || word == "INVALID") {
-        auto body = until_end(arg, no, word);
-        if (!body) return tl::unexpected(body.error());
-        if (word == "WHOLE")
-          out.files.push_back({arg, file_edit_kind::whole, {}, strip_fences(*body), no});
-        else
-          out.files.push_back({arg, file_edit_kind::invalid, {}, *body, no});
-      } else if (word == "DELETE") {
-        out.files.push_back({arg, file_edit_kind::remove, {}, {}, no});
-        ++i_;
-      } else if (word == "ISA") {
-        if (arg.empty())
-          return tl::unexpected(
-              err("", 0, at_line(no) + ": '@@@ ISA' needs a level ('@@@ ISA x86-64-v2')"));
-        if (out.isa)
-          return tl::unexpected(err("", 0,
-                                    at_line(no) + ": a second '@@@ ISA' line (the first says " +
-                                        clip(*out.isa) + "); a kernel has one target ISA"));
-        out.isa = arg;
-        ++i_;
-      } else if (word == "FLAGS" && arg.empty()) {
-        auto fl = flags_block(no);
-        if (!fl) return tl::unexpected(fl.error());
-        out.flags.insert(out.flags.end(), fl->begin(), fl->end());
-      } else if (word == "END") {
-        return tl::unexpected(
-            err("", 0,
-                at_line(no) + ": '@@@ END' without a block to end (WHOLE, FLAGS and FILE blocks "
-                              "end with it)"));
-      } else {
-        return tl::unexpected(
-            err("", 0,
-                at_line(no) + ": unknown marker '" + clip(line) +
-                    "' (markers: @@@ FILE path, @@@ WHOLE path, @@@ DELETE path, @@@ FLAGS, "
-                    "@@@ ISA level, @@@ END)"));
-      }
-    }
-    if (out.empty())
-      return tl::unexpected(
-          err("", 0,
-              "the reply contains no edit: write each change as a '@@@ FILE path' block of "
-              "SEARCH/REPLACE blocks, a '@@@ WHOLE path' block, a '@@@ DELETE path' line, a "
-              "'@@@ FLAGS' block or an '@@@ ISA level' line (docs/edits.md)"));
-    return out;
-  }
-
- private:
-  edit_result<file_edit> file_block(const string& path, int32_t no) {
-    file_edit fe{path, file_edit_kind::blocks, {}, {}, no};
-    ++i_;
-    while (i_ < lines_.size()) {
-      const string_view line = lines_[i_];
-      if (is_marker(line, marker_end)) {
-        ++i_;
-        break;
-      }
-      if (trim(line).empty() || is_fence(line)) {
-        ++i_;
-        continue;
-      }
-      if (!is_marker(line, marker_search)) break;  // a marker or prose ends the block
-      const int32_t block_no = static_cast<int32_t>(fe.blocks.size() + 1);
-      const int32_t start = static_cast<int32_t>(i_ + 1);
-      const string where =
-          path + ", block " + std::to_string(block_no) + " (" + at_line(start) + ")";
-      search_replace sr;
-      sr.reply_line = start;
-      ++i_;
-      auto search = section(marker_divider, where, "'=======' after its SEARCH text");
-      if (!search) return tl::unexpected(search.error());
-      sr.search = std::move(*search);
-      auto replace = section(marker_replace, where, "'>>>>>>> REPLACE' after its REPLACE text");
-      if (!replace) return tl::unexpected(replace.error());
-      sr.replace = std::move(*replace);
-      fe.blocks.push_back(std::move(sr));
-    }
-    if (fe.blocks.empty())
-      return tl::unexpected(err(path, 0,
-                                path + " (" + at_line(no) +
-                                    "): a FILE block with no SEARCH/REPLACE block; write "
-                                    "'<<<<<<< SEARCH', the exact lines, '=======', their "
-                                    "replacement, '>>>>>>> REPLACE'"));
-    return fe;
-  }
-
-  // Lines up to the `end` marker (consumed). Any other block marker first is an error: the
-  // block is malformed, and guessing where it ends would be fuzzing.
-  edit_result<string> section(string_view end, const string& where, const string& expected) {
-    string text;
-    while (i_ < lines_.size()) {
-      const string_view line = lines_[i_];
-      if (is_marker(line, end)) {
-        ++i_;
-        return text;
-      }
-      if (is_marker(line, marker_search) || is_marker(line, marker_divider) ||
-          is_marker(line, marker_replace) || rtrim(line).starts_with("@@@ ")) {
-        return tl::unexpected(err("", 0,
-                                  where + ": expected " + expected + ", found '" +
-                                      clip(rtrim(line)) + "' on " +
-                                      at_line(static_cast<int32_t>(i_ + 1))));
-      }
-      text.append(line).push_back('\n');
-      ++i_;
-    }
-    return tl::unexpected(err("", 0, where + ": the reply ends before " + expected));
-  }
-
-  edit_result<string> until_end(const string& path, int32_t no, string_view what) {
-    ++i_;
-    string text;
-    while (i_ < lines_.size()) {
-      if (is_marker(lines_[i_], marker_end)) {
-        ++i_;
-        return text;
-      }
-      text.append(lines_[i_]).push_back('\n');
-      ++i_;
-    }
-    return tl::unexpected(err(
-        path, 0,
-        path + " (" + at_line(no) + "): '@@@ " + string(what) + "' without its '@@@ END' line"));
-  }
-
-  edit_result<std::vector<flag_edit>> flags_block(int32_t no) {
-    std::vector<flag_edit> out;
-    ++i_;
-    while (i_ < lines_.size()) {
-      const string_view line = trim(lines_[i_]);
-      const int32_t at = static_cast<int32_t>(i_ + 1);
-      ++i_;
-      if (line == marker_end) return out;
-      if (line.empty() || line.starts_with("```")) continue;
-      // The sign, a blank, the flag: "-O2" alone would be ambiguous (remove "O2"? add "-O2"?).
-      const string_view flag = line.size() > 2 ? trim(line.substr(2)) : string_view{};
-      if ((line[0] != '+' && line[0] != '-') || (line[1] != ' ' && line[1] != '\t') || flag.empty())
-        return tl::unexpected(
-            err("", 0,
-                at_line(at) + ": a FLAGS line is '+ FLAG' (add) or '- FLAG' (remove), found '" +
-                    clip(line) + "'"));
-      out.push_back({line[0] == '+', string(flag)});
-    }
-    return tl::unexpected(err("", 0, at_line(no) + ": '@@@ FLAGS' without its '@@@ END' line"));
-  }
-
-  // A WHOLE block wrapped in a code fence (```cpp … ```) holds what is inside the fence: no C++
-  // or CUDA source starts with ```, so this reading is exact, not a guess.
-  static string strip_fences(const string& body) {
-    const auto lines = split_lines(body);
-    if (lines.size() >= 2 && is_fence(lines.front()) && trim(lines.back()) == "```") {
-      string out;
-      for (size_t k = 1; k + 1 < lines.size(); ++k) out.append(lines[k]).push_back('\n');
-      return out;
-    }
-    return body;
-  }
-
-  std::vector<string_view> lines_;
-  size_t i_ = 0;
-};
 
 // ---- paths ---------------------------------------------------------------------------------
 
@@ -498,10 +261,6 @@ edit_result<void> apply_isa(kernel_manifest& m, const string& level) {
 
 }  // namespace
 
-edit_result<edit_set> parse_edits(std::string_view reply) {
-  return parser(reply).run();
-}
-
 edit_result<kernel_bundle> apply(const kernel_bundle& bundle, const edit_set& edits) {
   if (edits.empty()) return tl::unexpected(err("", 0, "no edit to apply"));
   kernel_bundle out = bundle;
@@ -588,48 +347,6 @@ edit_result<kernel_bundle> apply_reply(const kernel_bundle& bundle, std::string_
   auto edits = parse_edits(reply);
   if (!edits) return tl::unexpected(edits.error());
   return apply(bundle, *edits);
-}
-
-std::string render_edits(const edit_set& edits) {
-  string out;
-  const auto body = [&](const string& text) {
-    out += text;
-    if (!text.empty() && text.back() != '\n') out.push_back('\n');
-  };
-  for (const file_edit& fe : edits.files) {
-    switch (fe.kind) {
-      case file_edit_kind::blocks:
-        out.append(marker_file).append(fe.path).push_back('\n');
-        for (const auto& sr : fe.blocks) {
-          out.append(marker_search).push_back('\n');
-          body(sr.search);
-          out.append(marker_divider).push_back('\n');
-          body(sr.replace);
-          out.append(marker_replace).push_back('\n');
-        }
-        break;
-      case file_edit_kind::whole:
-        out.append(marker_whole).append(fe.path).push_back('\n');
-        body(fe.contents);
-        break;
-      case file_edit_kind::remove:
-        out.append(marker_delete).append(fe.path).push_back('\n');
-        continue;  // one line, no END
-      case file_edit_kind::invalid:
-        out.append(marker_invalid).append(fe.path).push_back('\n');
-        body(fe.contents);
-        break;
-    }
-    out.append(marker_end).push_back('\n');
-  }
-  if (!edits.flags.empty()) {
-    out.append(marker_flags).push_back('\n');
-    for (const auto& f : edits.flags)
-      out.append(f.add ? "+ " : "- ").append(f.flag).push_back('\n');
-    out.append(marker_end).push_back('\n');
-  }
-  if (edits.isa) out.append(marker_isa).append(*edits.isa).push_back('\n');  // one line, no END
-  return out;
 }
 
 }  // namespace lathe::agent
