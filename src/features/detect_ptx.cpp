@@ -1,8 +1,7 @@
-// Detectors on the PTX of a CUDA build (docs/rules.md "Detectors"). PTX is read, not compiled:
-// comments are dropped first (so `// mma.sync` in a comment is nothing), each `.entry`/`.func`
-// body is split into instructions (inline asm blocks included: nvcc pastes them between
-// "begin inline asm" comments, and they run like any other instruction), and the detectors look
-// at opcodes, operands and, for smem_tiling, warp_reduce and fast_math, at short def-use chains.
+// Detectors on the PTX of a CUDA build (docs/rules.md "Detectors"). PTX is read, not compiled
+// (ptx_parse.h splits it into functions of instructions, comments dropped and inline asm kept),
+// and the detectors look at opcodes, operands and, for smem_tiling, warp_reduce and fast_math, at
+// short def-use chains.
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -13,161 +12,16 @@
 
 #include "features/detect.h"
 #include "features/detect_util.h"
+#include "features/ptx_parse.h"
 
 namespace lathe::agent::rules {
 namespace {
 
 using detail::trim;
-
-struct insn {
-  std::string op;                     // "ld.global.nc.v4.u32"
-  std::vector<std::string> operands;  // top-level comma split: "{%r1, %r2}", "[%rd4+16]"
-  int32_t line = 0;                   // 1-based line of the PTX text
-  std::string text;                   // the instruction as written, for evidence
-};
-
-struct function {
-  std::string name;  // short name (short_function_name of the symbol)
-  std::vector<insn> body;
-  std::vector<std::pair<std::string, int32_t>> directives;  // ".maxntid 128, 1, 1", line
-};
-
-// Removes // and /* */ comments; a PTX string literal never holds either in nvcc output.
-std::string strip_comments(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '/' && i + 1 < text.size() && text[i + 1] == '/') {
-      while (i < text.size() && text[i] != '\n') ++i;
-      if (i < text.size()) out += '\n';
-    } else if (text[i] == '/' && i + 1 < text.size() && text[i + 1] == '*') {
-      i += 2;
-      while (i + 1 < text.size() && !(text[i] == '*' && text[i + 1] == '/')) {
-        if (text[i] == '\n') out += '\n';  // keep line numbers
-        ++i;
-      }
-      ++i;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> split_operands(std::string_view s) {
-  std::vector<std::string> out;
-  int depth = 0;
-  std::string cur;
-  for (char c : s) {
-    if (c == '{' || c == '[' || c == '(') ++depth;
-    if (c == '}' || c == ']' || c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      out.emplace_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!trim(cur).empty()) out.emplace_back(trim(cur));
-  return out;
-}
-
-// `.entry NAME(`, `.func (.param .b32 r) NAME(`: the symbol, or empty.
-std::string header_symbol(std::string_view line) {
-  size_t p = line.find(".entry");
-  size_t skip = 6;
-  if (p == std::string_view::npos) {
-    p = line.find(".func");
-    skip = 5;
-  }
-  if (p == std::string_view::npos) return {};
-  std::string_view rest = trim(line.substr(p + skip));
-  if (!rest.empty() && rest.front() == '(') {  // return value list
-    const size_t close = rest.find(')');
-    if (close == std::string_view::npos) return {};
-    rest = trim(rest.substr(close + 1));
-  }
-  size_t end = 0;
-  while (end < rest.size() && rest[end] != '(' && rest[end] != ' ' && rest[end] != '\t' &&
-         rest[end] != ';')
-    ++end;
-  return std::string(rest.substr(0, end));
-}
-
-std::vector<function> parse_ptx(std::string_view ptx) {
-  const std::string clean = strip_comments(ptx);
-  const auto lines = detail::split_lines(clean);
-  std::vector<function> out;
-  function pending;
-  bool have_pending = false;
-  bool in_body = false;  // inside the body of out.back()
-  int depth = 0;         // brace depth; 1 = a function body
-  for (size_t li = 0; li < lines.size(); ++li) {
-    const int32_t line_no = static_cast<int32_t>(li + 1);
-    std::string_view line = trim(lines[li]);
-    if (line.empty()) continue;
-    if (depth == 0) {
-      if (std::string sym = header_symbol(line); !sym.empty()) {
-        pending = function{};
-        pending.name = short_function_name(sym);
-        have_pending = true;
-      } else if (have_pending && line.starts_with(".")) {
-        pending.directives.emplace_back(std::string(line), line_no);
-      }
-      if (have_pending && line.find(';') != std::string_view::npos &&
-          line.find('{') == std::string_view::npos && !line.starts_with(".maxntid") &&
-          !line.starts_with(".minnctapersm") && !line.starts_with(".reqntid") &&
-          !line.starts_with(".maxnreg")) {
-        have_pending = false;  // a prototype (`.extern .func f(…);`), no body
-      }
-    }
-    // Statements of the line: `;` ends one; braces open and close bodies and inline asm scopes.
-    std::string cur;
-    auto flush = [&] {
-      const std::string stmt = std::move(cur);
-      cur.clear();
-      std::string_view s = trim(stmt);
-      if (!in_body || s.empty() || s.front() == '.' || s.back() == ':') return;  // directive, label
-      if (s.front() == '@') {                                                    // guard predicate
-        const size_t sp = s.find_first_of(" \t");
-        if (sp == std::string_view::npos) return;
-        s = trim(s.substr(sp));
-      }
-      const size_t sp = s.find_first_of(" \t");
-      insn in;
-      in.op = std::string(s.substr(0, sp));
-      if (sp != std::string_view::npos) in.operands = split_operands(s.substr(sp));
-      in.line = line_no;
-      in.text = std::string(s);
-      out.back().body.push_back(std::move(in));
-    };
-    for (char c : line) {
-      if (c == '{' && cur.find_first_not_of(" \t") == std::string::npos) {
-        if (depth == 0 && have_pending) {
-          out.push_back(std::move(pending));
-          have_pending = false;
-          in_body = true;
-        }
-        ++depth;
-      } else if (c == '}' && depth > 0) {
-        // A closing brace of a vector operand never reaches here: operands are inside `cur`.
-        if (cur.find('{') != std::string::npos &&
-            std::count(cur.begin(), cur.end(), '{') > std::count(cur.begin(), cur.end(), '}')) {
-          cur += c;
-          continue;
-        }
-        flush();
-        if (--depth == 0) in_body = false;
-      } else if (c == ';') {
-        flush();
-      } else {
-        cur += c;
-      }
-    }
-    flush();
-  }
-  return out;
-}
+using detail::ptx::function;
+using detail::ptx::insn;
+using detail::ptx::parse_ptx;
+using detail::ptx::split_operands;
 
 std::vector<std::string> registers_in(std::string_view operand) {
   static const std::regex reg(R"(%[A-Za-z_][A-Za-z0-9_]*)");
@@ -366,11 +220,8 @@ int64_t immediate(std::string_view s) {
   return any ? v : -1;
 }
 
-void detect_function(const function& f, detail::detection_set& set) {
-  const dataflow df(f);
-  const std::string& fn = f.name;
-
-  // launch_bounds: the PTX of __launch_bounds__(T, B) is `.maxntid T, 1, 1` / `.minnctapersm B`.
+// launch_bounds: the PTX of __launch_bounds__(T, B) is `.maxntid T, 1, 1` / `.minnctapersm B`.
+void detect_launch_bounds(const function& f, detail::detection_set& set) {
   std::map<std::string, std::string> bounds;
   std::string bounds_evidence;
   for (const auto& [text, line] : f.directives) {
@@ -386,7 +237,17 @@ void detect_function(const function& f, detail::detection_set& set) {
       bounds["min_blocks"] = std::to_string(immediate(std::string_view(text).substr(13)));
     }
   }
-  if (!bounds.empty()) set.add("launch_bounds", fn, bounds_evidence).what.params = bounds;
+  if (!bounds.empty()) set.add("launch_bounds", f.name, bounds_evidence).what.params = bounds;
+}
+
+// One pass over a function's instructions, in order: each instruction's own detections as it
+// comes (the set keeps them in order of first evidence), and what the detections of the whole
+// function (cp_async_pipeline, smem_tiling) gather on the way.
+struct function_scan {
+  const function& f;
+  const dataflow df;
+  const std::string& fn;
+  detail::detection_set& set;
 
   bool global_to_shared = false, shared_read = false, barrier = false;
   std::string tiling_evidence;
@@ -395,9 +256,27 @@ void detect_function(const function& f, detail::detection_set& set) {
   const insn* first_cp_async = nullptr;
   const insn* first_wait = nullptr;
 
-  for (const insn& in : f.body) {
+  function_scan(const function& f, detail::detection_set& set)
+      : f(f), df(f), fn(f.name), set(set) {}
+
+  void run() {
+    for (const insn& in : f.body) {
+      const std::string base = op_base(in.op);
+      opcode_detections(in, base);
+      cp_async_groups(in);
+      note_overlap(in, base);
+      global_vector_access(in, base);
+      smem_tiling_parts(in, base);
+      fast_math(in, base);
+    }
+    report_cp_async_pipeline();
+    report_smem_tiling();
+  }
+
+  // Instructions that are a feature by their opcode: matrix units, TMA, warp reductions, register
+  // reallocation, and the counting atomics of a radix pass.
+  void opcode_detections(const insn& in, const std::string& base) {
     const std::string& op = in.op;
-    const std::string base = op_base(op);
     if (op.starts_with("mma.sync") || op.starts_with("wmma.mma")) {
       auto& d = set.add("mma_sync", fn, evidence(in));
       if (auto s = mma_shape(op); !s.empty()) detail::add_param_item(d, "shape", s);
@@ -427,7 +306,8 @@ void detect_function(const function& f, detail::detection_set& set) {
       // Registers moved between warpgroups at run time: only warpgroups with different roles
       // (a producer that needs few, consumers that need many) have a reason to.
       set.add("warp_specialization", fn, evidence(in));
-    } else if ((base == "atom" || base == "red") && has_space(op, "shared") && has_part(op, "add")) {
+    } else if ((base == "atom" || base == "red") && has_space(op, "shared") &&
+               has_part(op, "add")) {
       // radix_select: a count of one added to a shared counter picked by a digit of a value.
       const size_t addr = base == "atom" ? 1 : 0;
       if (in.operands.size() == addr + 2 && trim(in.operands[addr + 1]) == "1")
@@ -437,8 +317,11 @@ void detect_function(const function& f, detail::detection_set& set) {
             break;
           }
     }
+  }
 
-    // cp.async copies (not the bulk tensor ones, counted above) and their groups.
+  // cp.async copies (not the bulk tensor ones, counted above) and their groups.
+  void cp_async_groups(const insn& in) {
+    const std::string& op = in.op;
     if (op == "cp.async.commit_group" || op == "cp.async.bulk.commit_group") {
       ++commits;
       after_commit = true;
@@ -466,15 +349,21 @@ void detect_function(const function& f, detail::detection_set& set) {
           detail::keep_max_param(set.add("vector_access", fn, evidence(in)), "width", bytes * 8);
       }
     }
+  }
 
-    // Compute while copies are in flight: what makes cp.async a pipeline rather than an
-    // asynchronous memcpy that is waited for at once.
+  // Compute while copies are in flight: what makes cp.async a pipeline rather than an
+  // asynchronous memcpy that is waited for at once.
+  void note_overlap(const insn& in, const std::string& base) {
+    const std::string& op = in.op;
     if (after_commit && (base == "fma" || base == "mma" || base == "wgmma" || base == "ldmatrix" ||
                          ((base == "add" || base == "mul") && has_part(op, "f32")) ||
                          (base == "ld" && has_space(op, "shared"))))
       overlap = true;
+  }
 
-    // Global vector loads and stores: `ld.global[.nc|.cs|.L2::…].v4.u32`.
+  // Global vector loads and stores: `ld.global[.nc|.cs|.L2::…].v4.u32`.
+  void global_vector_access(const insn& in, const std::string& base) {
+    const std::string& op = in.op;
     if ((base == "ld" || base == "st" || base == "ldu") && has_space(op, "global")) {
       int32_t lanes = has_part(op, "v2") ? 2 : has_part(op, "v4") ? 4 : has_part(op, "v8") ? 8 : 1;
       if (lanes > 1)
@@ -482,8 +371,11 @@ void detect_function(const function& f, detail::detection_set& set) {
                                int64_t(lanes) * element_bits(op));
       if (base == "ld" && has_part(op, "nc")) set.add("read_only_load", fn, evidence(in));
     }
+  }
 
-    // smem_tiling's three parts (see below).
+  // smem_tiling's three parts (report_smem_tiling says what they make).
+  void smem_tiling_parts(const insn& in, const std::string& base) {
+    const std::string& op = in.op;
     if ((base == "ld" && has_space(op, "shared"))) shared_read = true;
     if (base == "st" && has_space(op, "shared") && in.operands.size() >= 2) {
       for (size_t o = 1; o < in.operands.size() && !global_to_shared; ++o)
@@ -498,8 +390,11 @@ void detect_function(const function& f, detail::detection_set& set) {
         op.starts_with("barrier.cta.sync") || op.starts_with("bar.cta.sync") ||
         op.starts_with("mbarrier.try_wait") || op.starts_with("mbarrier.test_wait"))
       barrier = true;
+  }
 
-    // fast_math: approximate instructions that only fast intrinsics or --use_fast_math produce.
+  // fast_math: approximate instructions that only fast intrinsics or --use_fast_math produce.
+  void fast_math(const insn& in, const std::string& base) {
+    const std::string& op = in.op;
     if (base == "div" && (has_part(op, "approx") || has_part(op, "full"))) {
       set.add("fast_math", fn, evidence(in));
     } else if ((base == "rsqrt" || base == "sin" || base == "cos" || base == "tanh") &&
@@ -522,16 +417,20 @@ void detect_function(const function& f, detail::detection_set& set) {
   // least); the groups committed before the first wait (the prologue, unrolled by nvcc) fill all
   // but one buffer in the usual multistage loop (prologue + 1). The larger of the two is
   // reported; both are in the evidence.
-  if (first_cp_async && commits > 0 && first_wait && max_wait >= 0 && (max_wait >= 1 || overlap)) {
-    const int32_t by_wait = max_wait + 1;
-    const int32_t by_prologue = std::max(commits_before_wait, 0) + 1;
-    const int32_t stages = std::max({by_wait, by_prologue, 2});
-    {
-      auto& d = set.add("cp_async_pipeline", fn, evidence(*first_cp_async));
-      d.what.params["stages"] = std::to_string(stages);
-      d.evidence += "; " + evidence(*first_wait) + "; wait_group " + std::to_string(max_wait) +
-                    " -> at least " + std::to_string(by_wait) + " stages, " +
-                    std::to_string(commits_before_wait) + " groups committed before the first wait";
+  void report_cp_async_pipeline() {
+    if (first_cp_async && commits > 0 && first_wait && max_wait >= 0 &&
+        (max_wait >= 1 || overlap)) {
+      const int32_t by_wait = max_wait + 1;
+      const int32_t by_prologue = std::max(commits_before_wait, 0) + 1;
+      const int32_t stages = std::max({by_wait, by_prologue, 2});
+      {
+        auto& d = set.add("cp_async_pipeline", fn, evidence(*first_cp_async));
+        d.what.params["stages"] = std::to_string(stages);
+        d.evidence += "; " + evidence(*first_wait) + "; wait_group " + std::to_string(max_wait) +
+                      " -> at least " + std::to_string(by_wait) + " stages, " +
+                      std::to_string(commits_before_wait) +
+                      " groups committed before the first wait";
+      }
     }
   }
 
@@ -539,7 +438,14 @@ void detect_function(const function& f, detail::detection_set& set) {
   // load passed only through moves and conversions, or a cp.async / TMA copy), read back from
   // shared memory (ld.shared, ldmatrix, wgmma) and a block barrier between. Partial sums of a
   // block reduction are arithmetic results, so a reduction through shared memory is not a tile.
-  if (global_to_shared && shared_read && barrier) set.add("smem_tiling", fn, tiling_evidence);
+  void report_smem_tiling() {
+    if (global_to_shared && shared_read && barrier) set.add("smem_tiling", fn, tiling_evidence);
+  }
+};
+
+void detect_function(const function& f, detail::detection_set& set) {
+  detect_launch_bounds(f, set);
+  function_scan(f, set).run();
 }
 
 }  // namespace
