@@ -147,201 +147,246 @@ std::string store(std::string_view name, kind k, const char* ptr, const std::str
 // The four 32-bit lanes a shuffle immediate picks: lanes 0-1 from a, 2-3 from b, per 128 bits.
 const char* const kShuffle = "(i % 4 < 2 ? a : b).v[i / 4 * 4 + ((imm >> (2 * (i % 4))) & 3)]";
 
-std::vector<shim_entry> build() {
+// The table in the order shim_header writes its entries, one part of <immintrin.h> at a time.
+struct shim_table {
   std::vector<shim_entry> t;
-  auto add = [&](std::string name, std::string text) {
-    t.push_back({std::move(name), std::move(text)});
-  };
-  for (const char* type : {"__m128", "__m128i", "__m256", "__m256i"}) add(type, "");
-  // Constants: the values <immintrin.h> gives them.
-  static const char* const cmp[] = {
-      "EQ_OQ", "LT_OS",  "LE_OS",  "UNORD_Q",  "NEQ_UQ", "NLT_US", "NLE_US", "ORD_Q",
-      "EQ_UQ", "NGE_US", "NGT_US", "FALSE_OQ", "NEQ_OQ", "GE_OS",  "GT_OS",  "TRUE_UQ",
-      "EQ_OS", "LT_OQ",  "LE_OQ",  "UNORD_S",  "NEQ_US", "NLT_UQ", "NLE_UQ", "ORD_S",
-      "EQ_US", "NGE_UQ", "NGT_UQ", "FALSE_OS", "NEQ_OS", "GE_OQ",  "GT_OQ",  "TRUE_US"};
-  for (int i = 0; i < 32; ++i) {
-    const std::string n = std::string("_CMP_") + cmp[i];
-    add(n, "#define " + lathe_name(n) + " " + std::to_string(i) + "\n");
-  }
-  static const std::pair<const char*, int> fround[] = {
-      {"TO_NEAREST_INT", 0}, {"TO_NEG_INF", 1}, {"TO_POS_INF", 2}, {"TO_ZERO", 3},
-      {"CUR_DIRECTION", 4},  {"RAISE_EXC", 0},  {"NO_EXC", 8},     {"NINT", 0},
-      {"FLOOR", 1},          {"CEIL", 2},       {"TRUNC", 3},      {"RINT", 4},
-      {"NEARBYINT", 12}};
-  for (const auto& [n, v] : fround) {
-    const std::string name = std::string("_MM_FROUND_") + n;
-    add(name, "#define " + lathe_name(name) + " " + std::to_string(v) + "\n");
-  }
-  add("_MM_SHUFFLE",
-      "#define LATHE_MM_SHUFFLE(z, y, x, w) (((z) << 6) | ((y) << 4) | ((x) << 2) | (w))\n");
 
-  // 256-bit fp32.
-  add("_mm256_setzero_ps", lanes(k256, "_mm256_setzero_ps", "void", "0.0f"));
-  add("_mm256_set1_ps", lanes(k256, "_mm256_set1_ps", "float a", "a"));
-  add("_mm256_set_ps", setter("_mm256_set_ps", k256, true, "float"));
-  add("_mm256_setr_ps", setter("_mm256_setr_ps", k256, false, "float"));
-  for (const char* n : {"_mm256_load_ps", "_mm256_loadu_ps"})
-    add(n, lanes(k256, n, "const float* p", "p[i]"));
-  add("_mm256_broadcast_ss", lanes(k256, "_mm256_broadcast_ss", "const float* p", "*p"));
-  add("_mm256_maskload_ps", lanes(k256, "_mm256_maskload_ps", "const float* p, lathe_m256i m",
-                                  "m.v[i] < 0 ? p[i] : 0.0f"));
-  // A streaming store's non-temporal hint has no scalar form: it is a plain store here.
-  for (const char* n : {"_mm256_store_ps", "_mm256_storeu_ps", "_mm256_stream_ps"})
-    add(n, store(n, k256, "float*", "p[i] = a.v[i]"));
-  add("_mm256_maskstore_ps",
-      fn("void", "_mm256_maskstore_ps", "float* p, lathe_m256i m, lathe_m256 a",
-         "  for (int i = 0; i < 8; ++i)\n    if (m.v[i] < 0) p[i] = a.v[i];\n"));
-  for (const auto& [n, op] :
-       std::map<std::string, std::string>{{"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}}) {
-    add("_mm256_" + n + "_ps",
-        lanes(k256, "_mm256_" + n + "_ps", two(k256), "a.v[i] " + op + " b.v[i]"));
-    add("_mm_" + n + "_ps", lanes(k128, "_mm_" + n + "_ps", two(k128), "a.v[i] " + op + " b.v[i]"));
-    add("_mm_" + n + "_ss",
-        lanes(k128, "_mm_" + n + "_ss", two(k128), "i ? a.v[i] : a.v[0] " + op + " b.v[0]"));
+  void add(std::string name, std::string text) { t.push_back({std::move(name), std::move(text)}); }
+
+  // The vector types, the compare predicates, rounding modes and _MM_SHUFFLE.
+  void types_and_constants() {
+    for (const char* type : {"__m128", "__m128i", "__m256", "__m256i"}) add(type, "");
+    // Constants: the values <immintrin.h> gives them.
+    static const char* const cmp[] = {
+        "EQ_OQ", "LT_OS",  "LE_OS",  "UNORD_Q",  "NEQ_UQ", "NLT_US", "NLE_US", "ORD_Q",
+        "EQ_UQ", "NGE_US", "NGT_US", "FALSE_OQ", "NEQ_OQ", "GE_OS",  "GT_OS",  "TRUE_UQ",
+        "EQ_OS", "LT_OQ",  "LE_OQ",  "UNORD_S",  "NEQ_US", "NLT_UQ", "NLE_UQ", "ORD_S",
+        "EQ_US", "NGE_UQ", "NGT_UQ", "FALSE_OS", "NEQ_OS", "GE_OQ",  "GT_OQ",  "TRUE_US"};
+    for (int i = 0; i < 32; ++i) {
+      const std::string n = std::string("_CMP_") + cmp[i];
+      add(n, "#define " + lathe_name(n) + " " + std::to_string(i) + "\n");
+    }
+    static const std::pair<const char*, int> fround[] = {
+        {"TO_NEAREST_INT", 0}, {"TO_NEG_INF", 1}, {"TO_POS_INF", 2}, {"TO_ZERO", 3},
+        {"CUR_DIRECTION", 4},  {"RAISE_EXC", 0},  {"NO_EXC", 8},     {"NINT", 0},
+        {"FLOOR", 1},          {"CEIL", 2},       {"TRUNC", 3},      {"RINT", 4},
+        {"NEARBYINT", 12}};
+    for (const auto& [n, v] : fround) {
+      const std::string name = std::string("_MM_FROUND_") + n;
+      add(name, "#define " + lathe_name(name) + " " + std::to_string(v) + "\n");
+    }
+    add("_MM_SHUFFLE",
+        "#define LATHE_MM_SHUFFLE(z, y, x, w) (((z) << 6) | ((y) << 4) | ((x) << 2) | (w))\n");
   }
-  // maxps/minps give the second operand when either is NaN or both are zeros.
-  for (kind k : {k256, k128}) {
-    const std::string p = k.n == 8 ? "_mm256_" : "_mm_";
-    add(p + "max_ps", lanes(k, p + "max_ps", two(k), "a.v[i] > b.v[i] ? a.v[i] : b.v[i]"));
-    add(p + "min_ps", lanes(k, p + "min_ps", two(k), "a.v[i] < b.v[i] ? a.v[i] : b.v[i]"));
+
+  // 256-bit fp32: sets, loads and stores.
+  void fp32_sets_loads_stores() {
+    add("_mm256_setzero_ps", lanes(k256, "_mm256_setzero_ps", "void", "0.0f"));
+    add("_mm256_set1_ps", lanes(k256, "_mm256_set1_ps", "float a", "a"));
+    add("_mm256_set_ps", setter("_mm256_set_ps", k256, true, "float"));
+    add("_mm256_setr_ps", setter("_mm256_setr_ps", k256, false, "float"));
+    for (const char* n : {"_mm256_load_ps", "_mm256_loadu_ps"})
+      add(n, lanes(k256, n, "const float* p", "p[i]"));
+    add("_mm256_broadcast_ss", lanes(k256, "_mm256_broadcast_ss", "const float* p", "*p"));
+    add("_mm256_maskload_ps", lanes(k256, "_mm256_maskload_ps", "const float* p, lathe_m256i m",
+                                    "m.v[i] < 0 ? p[i] : 0.0f"));
+    // A streaming store's non-temporal hint has no scalar form: it is a plain store here.
+    for (const char* n : {"_mm256_store_ps", "_mm256_storeu_ps", "_mm256_stream_ps"})
+      add(n, store(n, k256, "float*", "p[i] = a.v[i]"));
+    add("_mm256_maskstore_ps",
+        fn("void", "_mm256_maskstore_ps", "float* p, lathe_m256i m, lathe_m256 a",
+           "  for (int i = 0; i < 8; ++i)\n    if (m.v[i] < 0) p[i] = a.v[i];\n"));
   }
-  add("_mm_max_ss",
-      lanes(k128, "_mm_max_ss", two(k128), "i ? a.v[i] : a.v[0] > b.v[0] ? a.v[0] : b.v[0]"));
-  add("_mm_min_ss",
-      lanes(k128, "_mm_min_ss", two(k128), "i ? a.v[i] : a.v[0] < b.v[0] ? a.v[0] : b.v[0]"));
-  add("_mm256_sqrt_ps", lanes(k256, "_mm256_sqrt_ps", "lathe_m256 a", "sqrtf(a.v[i])"));
-  const std::string three = "lathe_m256 a, lathe_m256 b, lathe_m256 c";
-  add("_mm256_fmadd_ps", lanes(k256, "_mm256_fmadd_ps", three, "fmaf(a.v[i], b.v[i], c.v[i])"));
-  add("_mm256_fmsub_ps", lanes(k256, "_mm256_fmsub_ps", three, "fmaf(a.v[i], b.v[i], -c.v[i])"));
-  add("_mm256_fnmadd_ps", lanes(k256, "_mm256_fnmadd_ps", three, "fmaf(-a.v[i], b.v[i], c.v[i])"));
-  add("_mm256_fnmsub_ps", lanes(k256, "_mm256_fnmsub_ps", three, "fmaf(-a.v[i], b.v[i], -c.v[i])"));
-  // haddps adds neighbours: a's pairs, then b's, in each 128-bit half.
-  add("_mm256_hadd_ps", lanes(k256, "_mm256_hadd_ps", two(k256),
-                              "(i % 4 < 2 ? a : b).v[i / 4 * 4 + 2 * (i % 2)] + "
-                              "(i % 4 < 2 ? a : b).v[i / 4 * 4 + 2 * (i % 2) + 1]"));
-  add("_mm_hadd_ps", lanes(k128, "_mm_hadd_ps", two(k128),
-                           "(i < 2 ? a : b).v[2 * (i % 2)] + (i < 2 ? a : b).v[2 * (i % 2) + 1]"));
-  add("_mm256_and_ps",
-      bits("_mm256_and_ps", k256, "lathe_shim_bits(a.v[i]) & lathe_shim_bits(b.v[i])"));
-  add("_mm256_andnot_ps",
-      bits("_mm256_andnot_ps", k256, "~lathe_shim_bits(a.v[i]) & lathe_shim_bits(b.v[i])"));
-  add("_mm256_or_ps",
-      bits("_mm256_or_ps", k256, "lathe_shim_bits(a.v[i]) | lathe_shim_bits(b.v[i])"));
-  add("_mm256_xor_ps",
-      bits("_mm256_xor_ps", k256, "lathe_shim_bits(a.v[i]) ^ lathe_shim_bits(b.v[i])"));
-  add("_mm256_blendv_ps",
-      lanes(k256, "_mm256_blendv_ps", "lathe_m256 a, lathe_m256 b, lathe_m256 m",
-            "lathe_shim_bits(m.v[i]) >> 31 ? b.v[i] : a.v[i]"));
-  add("_mm256_cmp_ps", lanes(k256, "_mm256_cmp_ps", two(k256) + ", int p",
-                             "lathe_shim_mask(lathe_shim_cmp(a.v[i], b.v[i], p))"));
-  add("_mm256_round_ps",
-      lanes(k256, "_mm256_round_ps", "lathe_m256 a, int mode", "lathe_shim_round(a.v[i], mode)"));
-  add("_mm256_floor_ps", lanes(k256, "_mm256_floor_ps", "lathe_m256 a", "floorf(a.v[i])"));
-  add("_mm256_ceil_ps", lanes(k256, "_mm256_ceil_ps", "lathe_m256 a", "ceilf(a.v[i])"));
-  add("_mm256_movemask_ps", fn("int", "_mm256_movemask_ps", "lathe_m256 a",
-                               "  int r = 0;\n  for (int i = 0; i < 8; ++i) r |= "
-                               "(int)(lathe_shim_bits(a.v[i]) >> 31) << i;\n"
-                               "  return r;\n"));
-  add("_mm256_cvtss_f32", fn("float", "_mm256_cvtss_f32", "lathe_m256 a", "  return a.v[0];\n"));
-  add("_mm_cvtss_f32", fn("float", "_mm_cvtss_f32", "lathe_m128 a", "  return a.v[0];\n"));
+
+  // Arithmetic on fp32 lanes, 256- and 128-bit.
+  void fp32_arithmetic() {
+    for (const auto& [n, op] : std::map<std::string, std::string>{
+             {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}}) {
+      add("_mm256_" + n + "_ps",
+          lanes(k256, "_mm256_" + n + "_ps", two(k256), "a.v[i] " + op + " b.v[i]"));
+      add("_mm_" + n + "_ps",
+          lanes(k128, "_mm_" + n + "_ps", two(k128), "a.v[i] " + op + " b.v[i]"));
+      add("_mm_" + n + "_ss",
+          lanes(k128, "_mm_" + n + "_ss", two(k128), "i ? a.v[i] : a.v[0] " + op + " b.v[0]"));
+    }
+    // maxps/minps give the second operand when either is NaN or both are zeros.
+    for (kind k : {k256, k128}) {
+      const std::string p = k.n == 8 ? "_mm256_" : "_mm_";
+      add(p + "max_ps", lanes(k, p + "max_ps", two(k), "a.v[i] > b.v[i] ? a.v[i] : b.v[i]"));
+      add(p + "min_ps", lanes(k, p + "min_ps", two(k), "a.v[i] < b.v[i] ? a.v[i] : b.v[i]"));
+    }
+    add("_mm_max_ss",
+        lanes(k128, "_mm_max_ss", two(k128), "i ? a.v[i] : a.v[0] > b.v[0] ? a.v[0] : b.v[0]"));
+    add("_mm_min_ss",
+        lanes(k128, "_mm_min_ss", two(k128), "i ? a.v[i] : a.v[0] < b.v[0] ? a.v[0] : b.v[0]"));
+    add("_mm256_sqrt_ps", lanes(k256, "_mm256_sqrt_ps", "lathe_m256 a", "sqrtf(a.v[i])"));
+    const std::string three = "lathe_m256 a, lathe_m256 b, lathe_m256 c";
+    add("_mm256_fmadd_ps", lanes(k256, "_mm256_fmadd_ps", three, "fmaf(a.v[i], b.v[i], c.v[i])"));
+    add("_mm256_fmsub_ps", lanes(k256, "_mm256_fmsub_ps", three, "fmaf(a.v[i], b.v[i], -c.v[i])"));
+    add("_mm256_fnmadd_ps",
+        lanes(k256, "_mm256_fnmadd_ps", three, "fmaf(-a.v[i], b.v[i], c.v[i])"));
+    add("_mm256_fnmsub_ps",
+        lanes(k256, "_mm256_fnmsub_ps", three, "fmaf(-a.v[i], b.v[i], -c.v[i])"));
+    // haddps adds neighbours: a's pairs, then b's, in each 128-bit half.
+    add("_mm256_hadd_ps", lanes(k256, "_mm256_hadd_ps", two(k256),
+                                "(i % 4 < 2 ? a : b).v[i / 4 * 4 + 2 * (i % 2)] + "
+                                "(i % 4 < 2 ? a : b).v[i / 4 * 4 + 2 * (i % 2) + 1]"));
+    add("_mm_hadd_ps",
+        lanes(k128, "_mm_hadd_ps", two(k128),
+              "(i < 2 ? a : b).v[2 * (i % 2)] + (i < 2 ? a : b).v[2 * (i % 2) + 1]"));
+  }
+
+  // Bitwise operations, blends, compares, rounding, the sign mask and the first lane.
+  void fp32_logic_compares_rounding() {
+    add("_mm256_and_ps",
+        bits("_mm256_and_ps", k256, "lathe_shim_bits(a.v[i]) & lathe_shim_bits(b.v[i])"));
+    add("_mm256_andnot_ps",
+        bits("_mm256_andnot_ps", k256, "~lathe_shim_bits(a.v[i]) & lathe_shim_bits(b.v[i])"));
+    add("_mm256_or_ps",
+        bits("_mm256_or_ps", k256, "lathe_shim_bits(a.v[i]) | lathe_shim_bits(b.v[i])"));
+    add("_mm256_xor_ps",
+        bits("_mm256_xor_ps", k256, "lathe_shim_bits(a.v[i]) ^ lathe_shim_bits(b.v[i])"));
+    add("_mm256_blendv_ps",
+        lanes(k256, "_mm256_blendv_ps", "lathe_m256 a, lathe_m256 b, lathe_m256 m",
+              "lathe_shim_bits(m.v[i]) >> 31 ? b.v[i] : a.v[i]"));
+    add("_mm256_cmp_ps", lanes(k256, "_mm256_cmp_ps", two(k256) + ", int p",
+                               "lathe_shim_mask(lathe_shim_cmp(a.v[i], b.v[i], p))"));
+    add("_mm256_round_ps",
+        lanes(k256, "_mm256_round_ps", "lathe_m256 a, int mode", "lathe_shim_round(a.v[i], mode)"));
+    add("_mm256_floor_ps", lanes(k256, "_mm256_floor_ps", "lathe_m256 a", "floorf(a.v[i])"));
+    add("_mm256_ceil_ps", lanes(k256, "_mm256_ceil_ps", "lathe_m256 a", "ceilf(a.v[i])"));
+    add("_mm256_movemask_ps", fn("int", "_mm256_movemask_ps", "lathe_m256 a",
+                                 "  int r = 0;\n  for (int i = 0; i < 8; ++i) r |= "
+                                 "(int)(lathe_shim_bits(a.v[i]) >> 31) << i;\n"
+                                 "  return r;\n"));
+    add("_mm256_cvtss_f32", fn("float", "_mm256_cvtss_f32", "lathe_m256 a", "  return a.v[0];\n"));
+    add("_mm_cvtss_f32", fn("float", "_mm_cvtss_f32", "lathe_m128 a", "  return a.v[0];\n"));
+  }
+
   // Conversions and reinterpretations between fp32 and int32 lanes.
-  add("_mm256_cvtps_epi32",
-      lanes(k256i, "_mm256_cvtps_epi32", "lathe_m256 a", "lathe_shim_int(nearbyintf(a.v[i]))"));
-  add("_mm256_cvttps_epi32",
-      lanes(k256i, "_mm256_cvttps_epi32", "lathe_m256 a", "lathe_shim_int(a.v[i])"));
-  add("_mm256_cvtepi32_ps", lanes(k256, "_mm256_cvtepi32_ps", "lathe_m256i a", "(float)a.v[i]"));
-  add("_mm256_castsi256_ps",
-      lanes(k256, "_mm256_castsi256_ps", "lathe_m256i a", "lathe_shim_float((uint32_t)a.v[i])"));
-  add("_mm256_castps_si256",
-      lanes(k256i, "_mm256_castps_si256", "lathe_m256 a", "(int32_t)lathe_shim_bits(a.v[i])"));
-  // Shuffles within 128-bit lanes, and the halves.
-  add("_mm256_unpacklo_ps",
-      lanes(k256, "_mm256_unpacklo_ps", two(k256), "(i % 2 ? b : a).v[i / 4 * 4 + i % 4 / 2]"));
-  add("_mm256_unpackhi_ps",
-      lanes(k256, "_mm256_unpackhi_ps", two(k256), "(i % 2 ? b : a).v[i / 4 * 4 + 2 + i % 4 / 2]"));
-  add("_mm_unpacklo_ps", lanes(k128, "_mm_unpacklo_ps", two(k128), "(i % 2 ? b : a).v[i / 2]"));
-  add("_mm_unpackhi_ps", lanes(k128, "_mm_unpackhi_ps", two(k128), "(i % 2 ? b : a).v[2 + i / 2]"));
-  add("_mm256_shuffle_ps", lanes(k256, "_mm256_shuffle_ps", two(k256) + ", int imm", kShuffle));
-  add("_mm_shuffle_ps", lanes(k128, "_mm_shuffle_ps", two(k128) + ", int imm", kShuffle));
-  add("_mm256_permute_ps", lanes(k256, "_mm256_permute_ps", "lathe_m256 a, int imm",
-                                 "a.v[i / 4 * 4 + ((imm >> (2 * (i % 4))) & 3)]"));
-  add("_mm256_permute2f128_ps", lanes(k256, "_mm256_permute2f128_ps", two(k256) + ", int imm",
-                                      "(imm >> (i / 4 * 4)) & 8 ? 0.0f : ((imm >> (i / 4 * 4)) & 2 "
-                                      "? b : a).v[((imm >> (i / 4 * "
-                                      "4)) & 1) * 4 + i % 4]"));
-  add("_mm256_permutevar8x32_ps", lanes(k256, "_mm256_permutevar8x32_ps",
-                                        "lathe_m256 a, lathe_m256i idx", "a.v[idx.v[i] & 7]"));
-  add("_mm_movehl_ps", lanes(k128, "_mm_movehl_ps", two(k128), "i < 2 ? b.v[i + 2] : a.v[i]"));
-  add("_mm_movelh_ps", lanes(k128, "_mm_movelh_ps", two(k128), "i < 2 ? a.v[i] : b.v[i - 2]"));
-  add("_mm_movehdup_ps", lanes(k128, "_mm_movehdup_ps", "lathe_m128 a", "a.v[i | 1]"));
-  add("_mm_moveldup_ps", lanes(k128, "_mm_moveldup_ps", "lathe_m128 a", "a.v[i & ~1]"));
-  add("_mm256_castps256_ps128", lanes(k128, "_mm256_castps256_ps128", "lathe_m256 a", "a.v[i]"));
-  // The upper half of a widened vector is undefined in the intrinsic; zero here.
-  add("_mm256_castps128_ps256",
-      lanes(k256, "_mm256_castps128_ps256", "lathe_m128 a", "i < 4 ? a.v[i] : 0.0f"));
-  add("_mm256_extractf128_ps",
-      lanes(k128, "_mm256_extractf128_ps", "lathe_m256 a, int imm", "a.v[(imm & 1) * 4 + i]"));
-  add("_mm256_insertf128_ps",
-      lanes(k256, "_mm256_insertf128_ps", "lathe_m256 a, lathe_m128 b, int imm",
-            "i / 4 == (imm & 1) ? b.v[i % 4] : a.v[i]"));
-  // 128-bit fp32 sets, loads and stores.
-  add("_mm_setzero_ps", lanes(k128, "_mm_setzero_ps", "void", "0.0f"));
-  add("_mm_set1_ps", lanes(k128, "_mm_set1_ps", "float a", "a"));
-  for (const char* n : {"_mm_load_ps", "_mm_loadu_ps"})
-    add(n, lanes(k128, n, "const float* p", "p[i]"));
-  for (const char* n : {"_mm_store_ps", "_mm_storeu_ps"})
-    add(n, store(n, k128, "float*", "p[i] = a.v[i]"));
-  // A prefetch is no vector mechanism, but it lives in <immintrin.h>: kept, through GCC's
-  // builtin, whose locality must be a constant (hence the switch). Hint values as in GCC.
-  for (const auto& [n, v] : {std::pair{"T0", 3}, {"T1", 2}, {"T2", 1}, {"NTA", 0}}) {
-    const std::string name = std::string("_MM_HINT_") + n;
-    add(name, "#define " + lathe_name(name) + " " + std::to_string(v) + "\n");
+  void fp32_conversions() {
+    add("_mm256_cvtps_epi32",
+        lanes(k256i, "_mm256_cvtps_epi32", "lathe_m256 a", "lathe_shim_int(nearbyintf(a.v[i]))"));
+    add("_mm256_cvttps_epi32",
+        lanes(k256i, "_mm256_cvttps_epi32", "lathe_m256 a", "lathe_shim_int(a.v[i])"));
+    add("_mm256_cvtepi32_ps", lanes(k256, "_mm256_cvtepi32_ps", "lathe_m256i a", "(float)a.v[i]"));
+    add("_mm256_castsi256_ps",
+        lanes(k256, "_mm256_castsi256_ps", "lathe_m256i a", "lathe_shim_float((uint32_t)a.v[i])"));
+    add("_mm256_castps_si256",
+        lanes(k256i, "_mm256_castps_si256", "lathe_m256 a", "(int32_t)lathe_shim_bits(a.v[i])"));
   }
-  add("_mm_prefetch", fn("void", "_mm_prefetch", "const void* p, int hint",
-                         "  switch (hint & 3) {\n    case 3: __builtin_prefetch(p, 0, 3); break;\n"
-                         "    case 2: __builtin_prefetch(p, 0, 2); break;\n    case 1: "
-                         "__builtin_prefetch(p, 0, 1); "
-                         "break;\n    default: __builtin_prefetch(p, 0, 0);\n  }\n"));
-  // Streaming stores are plain stores here, so there is nothing to fence but the compiler.
-  add("_mm_sfence",
-      fn("void", "_mm_sfence", "void", "  __atomic_thread_fence(__ATOMIC_RELEASE);\n"));
+
+  // Shuffles within 128-bit lanes, and the halves.
+  void fp32_shuffles_and_halves() {
+    add("_mm256_unpacklo_ps",
+        lanes(k256, "_mm256_unpacklo_ps", two(k256), "(i % 2 ? b : a).v[i / 4 * 4 + i % 4 / 2]"));
+    add("_mm256_unpackhi_ps", lanes(k256, "_mm256_unpackhi_ps", two(k256),
+                                    "(i % 2 ? b : a).v[i / 4 * 4 + 2 + i % 4 / 2]"));
+    add("_mm_unpacklo_ps", lanes(k128, "_mm_unpacklo_ps", two(k128), "(i % 2 ? b : a).v[i / 2]"));
+    add("_mm_unpackhi_ps",
+        lanes(k128, "_mm_unpackhi_ps", two(k128), "(i % 2 ? b : a).v[2 + i / 2]"));
+    add("_mm256_shuffle_ps", lanes(k256, "_mm256_shuffle_ps", two(k256) + ", int imm", kShuffle));
+    add("_mm_shuffle_ps", lanes(k128, "_mm_shuffle_ps", two(k128) + ", int imm", kShuffle));
+    add("_mm256_permute_ps", lanes(k256, "_mm256_permute_ps", "lathe_m256 a, int imm",
+                                   "a.v[i / 4 * 4 + ((imm >> (2 * (i % 4))) & 3)]"));
+    add("_mm256_permute2f128_ps",
+        lanes(k256, "_mm256_permute2f128_ps", two(k256) + ", int imm",
+              "(imm >> (i / 4 * 4)) & 8 ? 0.0f : ((imm >> (i / 4 * 4)) & 2 "
+              "? b : a).v[((imm >> (i / 4 * "
+              "4)) & 1) * 4 + i % 4]"));
+    add("_mm256_permutevar8x32_ps", lanes(k256, "_mm256_permutevar8x32_ps",
+                                          "lathe_m256 a, lathe_m256i idx", "a.v[idx.v[i] & 7]"));
+    add("_mm_movehl_ps", lanes(k128, "_mm_movehl_ps", two(k128), "i < 2 ? b.v[i + 2] : a.v[i]"));
+    add("_mm_movelh_ps", lanes(k128, "_mm_movelh_ps", two(k128), "i < 2 ? a.v[i] : b.v[i - 2]"));
+    add("_mm_movehdup_ps", lanes(k128, "_mm_movehdup_ps", "lathe_m128 a", "a.v[i | 1]"));
+    add("_mm_moveldup_ps", lanes(k128, "_mm_moveldup_ps", "lathe_m128 a", "a.v[i & ~1]"));
+    add("_mm256_castps256_ps128", lanes(k128, "_mm256_castps256_ps128", "lathe_m256 a", "a.v[i]"));
+    // The upper half of a widened vector is undefined in the intrinsic; zero here.
+    add("_mm256_castps128_ps256",
+        lanes(k256, "_mm256_castps128_ps256", "lathe_m128 a", "i < 4 ? a.v[i] : 0.0f"));
+    add("_mm256_extractf128_ps",
+        lanes(k128, "_mm256_extractf128_ps", "lathe_m256 a, int imm", "a.v[(imm & 1) * 4 + i]"));
+    add("_mm256_insertf128_ps",
+        lanes(k256, "_mm256_insertf128_ps", "lathe_m256 a, lathe_m128 b, int imm",
+              "i / 4 == (imm & 1) ? b.v[i % 4] : a.v[i]"));
+  }
+
+  // 128-bit fp32 sets, loads and stores; prefetches and the store fence.
+  void sse_fp32_and_prefetch() {
+    add("_mm_setzero_ps", lanes(k128, "_mm_setzero_ps", "void", "0.0f"));
+    add("_mm_set1_ps", lanes(k128, "_mm_set1_ps", "float a", "a"));
+    for (const char* n : {"_mm_load_ps", "_mm_loadu_ps"})
+      add(n, lanes(k128, n, "const float* p", "p[i]"));
+    for (const char* n : {"_mm_store_ps", "_mm_storeu_ps"})
+      add(n, store(n, k128, "float*", "p[i] = a.v[i]"));
+    // A prefetch is no vector mechanism, but it lives in <immintrin.h>: kept, through GCC's
+    // builtin, whose locality must be a constant (hence the switch). Hint values as in GCC.
+    for (const auto& [n, v] : {std::pair{"T0", 3}, {"T1", 2}, {"T2", 1}, {"NTA", 0}}) {
+      const std::string name = std::string("_MM_HINT_") + n;
+      add(name, "#define " + lathe_name(name) + " " + std::to_string(v) + "\n");
+    }
+    add("_mm_prefetch",
+        fn("void", "_mm_prefetch", "const void* p, int hint",
+           "  switch (hint & 3) {\n    case 3: __builtin_prefetch(p, 0, 3); break;\n"
+           "    case 2: __builtin_prefetch(p, 0, 2); break;\n    case 1: "
+           "__builtin_prefetch(p, 0, 1); "
+           "break;\n    default: __builtin_prefetch(p, 0, 0);\n  }\n"));
+    // Streaming stores are plain stores here, so there is nothing to fence but the compiler.
+    add("_mm_sfence",
+        fn("void", "_mm_sfence", "void", "  __atomic_thread_fence(__ATOMIC_RELEASE);\n"));
+  }
+
   // 256-bit int32.
-  add("_mm256_setzero_si256", lanes(k256i, "_mm256_setzero_si256", "void", "0"));
-  add("_mm256_set1_epi32", lanes(k256i, "_mm256_set1_epi32", "int a", "a"));
-  add("_mm256_set_epi32", setter("_mm256_set_epi32", k256i, true, "int"));
-  add("_mm256_setr_epi32", setter("_mm256_setr_epi32", k256i, false, "int"));
-  for (const char* n : {"_mm256_load_si256", "_mm256_loadu_si256"})
-    add(n, fn("lathe_m256i", n, "const lathe_m256i* p",
-              "  lathe_m256i r;\n  memcpy(&r, p, sizeof r);\n  return r;\n"));
-  for (const char* n : {"_mm256_store_si256", "_mm256_storeu_si256"})
-    add(n, fn("void", n, "lathe_m256i* p, lathe_m256i a", "  memcpy(p, &a, sizeof a);\n"));
-  // Integer lanes wrap: the arithmetic is done on uint32_t.
-  for (const auto& [n, op] : std::map<std::string, std::string>{{"add_epi32", "+"},
-                                                                {"sub_epi32", "-"},
-                                                                {"mullo_epi32", "*"},
-                                                                {"and_si256", "&"},
-                                                                {"or_si256", "|"},
-                                                                {"xor_si256", "^"}})
-    add("_mm256_" + n, lanes(k256i, "_mm256_" + n, two(k256i),
-                             "(int32_t)((uint32_t)a.v[i] " + op + " (uint32_t)b.v[i])"));
-  add("_mm256_andnot_si256", lanes(k256i, "_mm256_andnot_si256", two(k256i), "~a.v[i] & b.v[i]"));
-  add("_mm256_slli_epi32", lanes(k256i, "_mm256_slli_epi32", "lathe_m256i a, int n",
-                                 "n > 31 ? 0 : (int32_t)((uint32_t)a.v[i] << n)"));
-  add("_mm256_srli_epi32", lanes(k256i, "_mm256_srli_epi32", "lathe_m256i a, int n",
-                                 "n > 31 ? 0 : (int32_t)((uint32_t)a.v[i] >> n)"));
-  add("_mm256_srai_epi32",
-      lanes(k256i, "_mm256_srai_epi32", "lathe_m256i a, int n", "a.v[i] >> (n > 31 ? 31 : n)"));
-  add("_mm256_cmpgt_epi32",
-      lanes(k256i, "_mm256_cmpgt_epi32", two(k256i), "a.v[i] > b.v[i] ? -1 : 0"));
-  add("_mm256_cmpeq_epi32",
-      lanes(k256i, "_mm256_cmpeq_epi32", two(k256i), "a.v[i] == b.v[i] ? -1 : 0"));
-  add("_mm256_max_epi32",
-      lanes(k256i, "_mm256_max_epi32", two(k256i), "a.v[i] > b.v[i] ? a.v[i] : b.v[i]"));
-  add("_mm256_min_epi32",
-      lanes(k256i, "_mm256_min_epi32", two(k256i), "a.v[i] < b.v[i] ? a.v[i] : b.v[i]"));
-  add("_mm256_cvtsi256_si32",
-      fn("int", "_mm256_cvtsi256_si32", "lathe_m256i a", "  return a.v[0];\n"));
-  return t;
+  void int32() {
+    add("_mm256_setzero_si256", lanes(k256i, "_mm256_setzero_si256", "void", "0"));
+    add("_mm256_set1_epi32", lanes(k256i, "_mm256_set1_epi32", "int a", "a"));
+    add("_mm256_set_epi32", setter("_mm256_set_epi32", k256i, true, "int"));
+    add("_mm256_setr_epi32", setter("_mm256_setr_epi32", k256i, false, "int"));
+    for (const char* n : {"_mm256_load_si256", "_mm256_loadu_si256"})
+      add(n, fn("lathe_m256i", n, "const lathe_m256i* p",
+                "  lathe_m256i r;\n  memcpy(&r, p, sizeof r);\n  return r;\n"));
+    for (const char* n : {"_mm256_store_si256", "_mm256_storeu_si256"})
+      add(n, fn("void", n, "lathe_m256i* p, lathe_m256i a", "  memcpy(p, &a, sizeof a);\n"));
+    // Integer lanes wrap: the arithmetic is done on uint32_t.
+    for (const auto& [n, op] : std::map<std::string, std::string>{{"add_epi32", "+"},
+                                                                  {"sub_epi32", "-"},
+                                                                  {"mullo_epi32", "*"},
+                                                                  {"and_si256", "&"},
+                                                                  {"or_si256", "|"},
+                                                                  {"xor_si256", "^"}})
+      add("_mm256_" + n, lanes(k256i, "_mm256_" + n, two(k256i),
+                               "(int32_t)((uint32_t)a.v[i] " + op + " (uint32_t)b.v[i])"));
+    add("_mm256_andnot_si256", lanes(k256i, "_mm256_andnot_si256", two(k256i), "~a.v[i] & b.v[i]"));
+    add("_mm256_slli_epi32", lanes(k256i, "_mm256_slli_epi32", "lathe_m256i a, int n",
+                                   "n > 31 ? 0 : (int32_t)((uint32_t)a.v[i] << n)"));
+    add("_mm256_srli_epi32", lanes(k256i, "_mm256_srli_epi32", "lathe_m256i a, int n",
+                                   "n > 31 ? 0 : (int32_t)((uint32_t)a.v[i] >> n)"));
+    add("_mm256_srai_epi32",
+        lanes(k256i, "_mm256_srai_epi32", "lathe_m256i a, int n", "a.v[i] >> (n > 31 ? 31 : n)"));
+    add("_mm256_cmpgt_epi32",
+        lanes(k256i, "_mm256_cmpgt_epi32", two(k256i), "a.v[i] > b.v[i] ? -1 : 0"));
+    add("_mm256_cmpeq_epi32",
+        lanes(k256i, "_mm256_cmpeq_epi32", two(k256i), "a.v[i] == b.v[i] ? -1 : 0"));
+    add("_mm256_max_epi32",
+        lanes(k256i, "_mm256_max_epi32", two(k256i), "a.v[i] > b.v[i] ? a.v[i] : b.v[i]"));
+    add("_mm256_min_epi32",
+        lanes(k256i, "_mm256_min_epi32", two(k256i), "a.v[i] < b.v[i] ? a.v[i] : b.v[i]"));
+    add("_mm256_cvtsi256_si32",
+        fn("int", "_mm256_cvtsi256_si32", "lathe_m256i a", "  return a.v[0];\n"));
+  }
+};
+
+std::vector<shim_entry> build() {
+  shim_table s;
+  s.types_and_constants();
+  s.fp32_sets_loads_stores();
+  s.fp32_arithmetic();
+  s.fp32_logic_compares_rounding();
+  s.fp32_conversions();
+  s.fp32_shuffles_and_halves();
+  s.sse_fp32_and_prefetch();
+  s.int32();
+  return std::move(s.t);
 }
 
 }  // namespace
