@@ -115,6 +115,190 @@ result<std::pair<int32_t, int32_t>> find_scope(const structure& st, std::string_
   return std::pair{*fi, cur};
 }
 
+// A call, launch or pragma anchor's parts: NAME, the function and loop of its @SCOPE (-1 where it
+// names none), and which of several matches #N picks.
+struct placement {
+  std::string_view name;
+  int32_t fi = -1, li = -1;
+  std::optional<int> nth;
+};
+
+// One anchor being resolved: a lookup per kind, each error naming the anchor.
+struct resolver {
+  const token_list& tl;
+  const structure& st;
+  std::string_view anchor;
+
+  result<anchor_target> finish(anchor_target t, uint32_t head) const {
+    t.where = tl.tokens[head].where;
+    t.contains = worst_branch(tl, t.span);
+    return t;
+  }
+
+  std::string loop_locus(int32_t fi, int32_t li) const {
+    return li >= 0 ? st.loops[li].locus : st.functions[fi].name;
+  }
+
+  bool in_scope(const placement& p, int32_t f, uint32_t tok) const {
+    if (p.fi < 0) return true;
+    return f == p.fi && (p.li < 0 || st.loops[p.li].whole.contains(tok));
+  }
+
+  // function:NAME[#N]
+  result<anchor_target> function_target(std::string_view rest) const {
+    result<int32_t> fi = find_function(st, rest, anchor);
+    if (!fi) return tl::unexpected(fi.error());
+    const function& f = st.functions[*fi];
+    anchor_target t;
+    t.kind = anchor_kind::function;
+    t.span = f.whole;
+    t.index = t.function = *fi;
+    t.locus = f.name;
+    return finish(std::move(t), f.name_token);
+  }
+
+  // loop:FUNC/PATH
+  result<anchor_target> loop_target(std::string_view rest) const {
+    if (rest.find('/') == std::string_view::npos)
+      return fail(errc::invalid_argument, cat("anchor '", anchor, "': expected loop:FUNC/PATH"));
+    auto sc = find_scope(st, rest, anchor);
+    if (!sc) return tl::unexpected(sc.error());
+    const loop& l = st.loops[sc->second];
+    anchor_target t;
+    t.kind = anchor_kind::loop;
+    t.span = l.whole;
+    t.index = sc->second;
+    t.function = sc->first;
+    t.locus = l.locus;
+    return finish(std::move(t), l.keyword);
+  }
+
+  // param:FUNC/NAME
+  result<anchor_target> param_target(std::string_view rest) const {
+    const size_t slash = rest.rfind('/');
+    if (slash == std::string_view::npos)
+      return fail(errc::invalid_argument, cat("anchor '", anchor, "': expected param:FUNC/NAME"));
+    result<int32_t> fi = find_function(st, rest.substr(0, slash), anchor);
+    if (!fi) return tl::unexpected(fi.error());
+    const function& f = st.functions[*fi];
+    const std::string_view name = rest.substr(slash + 1);
+    std::vector<std::string> there;
+    for (size_t i = 0; i < f.params.size(); ++i) {
+      there.push_back(f.params[i].name);
+      if (f.params[i].name != name) continue;
+      anchor_target t;
+      t.kind = anchor_kind::param;
+      t.span = f.params[i].tokens;
+      t.index = static_cast<int32_t>(i);
+      t.function = *fi;
+      t.locus = f.name;
+      return finish(std::move(t), f.params[i].tokens.first);
+    }
+    return fail(errc::not_found, cat("anchor '", anchor, "': no parameter '", name, "' in ", f.name,
+                                     "; there: ", list_of(there)));
+  }
+
+  // call:NAME@SCOPE[#N], launch:KERNEL[@SCOPE][#N], pragma:WORDS@FUNC/PATH
+  result<anchor_target> placed_target(std::string_view kind, std::string_view rest) const {
+    const size_t at = rest.find('@');
+    std::string_view name = rest.substr(0, at);
+    std::string_view scope = at == std::string_view::npos ? "" : rest.substr(at + 1);
+    std::optional<int> nth;
+    if (kind == "launch" && at == std::string_view::npos)
+      std::tie(name, nth) = split_index(name);
+    else if (kind != "pragma")
+      std::tie(scope, nth) = split_index(scope);
+    if (name.empty() || (kind != "launch" && scope.empty()))
+      return fail(errc::invalid_argument,
+                  cat("anchor '", anchor, "': expected ", kind,
+                      kind == "launch" ? ":KERNEL[@SCOPE][#N]" : ":NAME@SCOPE[#N]"));
+    placement p{name, -1, -1, nth};
+    if (!scope.empty()) {
+      auto sc = find_scope(st, scope, anchor);
+      if (!sc) return tl::unexpected(sc.error());
+      std::tie(p.fi, p.li) = *sc;
+    }
+    if (kind == "pragma") return pragma_target(p);
+    if (kind == "call") return call_target(p);
+    return launch_target(p);
+  }
+
+  result<anchor_target> pragma_target(const placement& p) const {
+    if (p.li < 0)
+      return fail(errc::invalid_argument,
+                  cat("anchor '", anchor, "': expected pragma:WORDS@FUNC/PATH"));
+    const loop& l = st.loops[p.li];
+    std::vector<uint32_t> cands;
+    std::vector<std::string> there;
+    for (uint32_t tok : l.pragmas) {
+      std::string words = directive_body(tl.text(tok));
+      std::replace(words.begin(), words.end(), ' ', '_');
+      there.push_back(words);
+      if (words.starts_with(p.name) && (words.size() == p.name.size() ||
+                                        words[p.name.size()] == '_' || words[p.name.size()] == '('))
+        cands.push_back(tok);
+    }
+    if (cands.size() != 1)
+      return fail(cands.empty() ? errc::not_found : errc::invalid_argument,
+                  cat("anchor '", anchor, "': ", cands.empty() ? "no" : "more than one",
+                      " matching #pragma before ", l.anchor, "; there: ", list_of(there)));
+    anchor_target t;
+    t.kind = anchor_kind::pragma;
+    t.span = {cands[0], cands[0] + 1};
+    t.index = p.li;
+    t.function = p.fi;
+    t.locus = l.locus;
+    return finish(std::move(t), cands[0]);
+  }
+
+  result<anchor_target> call_target(const placement& p) const {
+    std::vector<int32_t> cands;
+    std::vector<std::string> there;
+    for (size_t i = 0; i < st.calls.size(); ++i) {
+      const call& c = st.calls[i];
+      if (!in_scope(p, c.function, c.name_token)) continue;
+      if (name_matches(p.name, c.name))
+        cands.push_back(static_cast<int32_t>(i));
+      else if (there.size() < 12)
+        there.push_back(c.anchor);
+    }
+    result<int32_t> ci = pick(st.calls, cands, p.nth, cat("call of '", p.name, "'"), anchor, there);
+    if (!ci) return tl::unexpected(ci.error());
+    const call& c = st.calls[*ci];
+    anchor_target t;
+    t.kind = anchor_kind::call;
+    t.span = c.whole;
+    t.index = *ci;
+    t.function = c.function;
+    t.locus = loop_locus(c.function, c.loop);
+    return finish(std::move(t), c.whole.first);
+  }
+
+  result<anchor_target> launch_target(const placement& p) const {
+    std::vector<int32_t> cands;
+    std::vector<std::string> there;
+    for (size_t i = 0; i < st.launches.size(); ++i) {
+      const launch& l = st.launches[i];
+      if (!in_scope(p, l.function, l.whole.first)) continue;
+      if (name_matches(p.name, l.kernel))
+        cands.push_back(static_cast<int32_t>(i));
+      else
+        there.push_back(l.anchor);
+    }
+    result<int32_t> i =
+        pick(st.launches, cands, p.nth, cat("launch of '", p.name, "'"), anchor, there);
+    if (!i) return tl::unexpected(i.error());
+    const launch& l = st.launches[*i];
+    anchor_target t;
+    t.kind = anchor_kind::launch;
+    t.span = l.whole;
+    t.index = *i;
+    t.function = l.function;
+    t.locus = loop_locus(l.function, l.loop);
+    return finish(std::move(t), l.whole.first);
+  }
+};
+
 }  // namespace
 
 const char* to_string(branch b) {
@@ -154,151 +338,11 @@ result<anchor_target> resolve(const token_list& tl, const structure& st, std::st
                                             "': expected KIND:TARGET (function, loop, param, call, "
                                             "launch, pragma)"));
   const std::string_view kind = anchor.substr(0, colon), rest = anchor.substr(colon + 1);
-  anchor_target t;
-  auto finish = [&](uint32_t head) -> result<anchor_target> {
-    t.where = tl.tokens[head].where;
-    t.contains = worst_branch(tl, t.span);
-    return t;
-  };
-  auto loop_locus = [&](int32_t fi, int32_t li) {
-    return li >= 0 ? st.loops[li].locus : st.functions[fi].name;
-  };
-
-  if (kind == "function") {
-    result<int32_t> fi = find_function(st, rest, anchor);
-    if (!fi) return tl::unexpected(fi.error());
-    const function& f = st.functions[*fi];
-    t.kind = anchor_kind::function;
-    t.span = f.whole;
-    t.index = t.function = *fi;
-    t.locus = f.name;
-    return finish(f.name_token);
-  }
-  if (kind == "loop") {
-    if (rest.find('/') == std::string_view::npos)
-      return fail(errc::invalid_argument, cat("anchor '", anchor, "': expected loop:FUNC/PATH"));
-    auto sc = find_scope(st, rest, anchor);
-    if (!sc) return tl::unexpected(sc.error());
-    const loop& l = st.loops[sc->second];
-    t.kind = anchor_kind::loop;
-    t.span = l.whole;
-    t.index = sc->second;
-    t.function = sc->first;
-    t.locus = l.locus;
-    return finish(l.keyword);
-  }
-  if (kind == "param") {
-    const size_t slash = rest.rfind('/');
-    if (slash == std::string_view::npos)
-      return fail(errc::invalid_argument, cat("anchor '", anchor, "': expected param:FUNC/NAME"));
-    result<int32_t> fi = find_function(st, rest.substr(0, slash), anchor);
-    if (!fi) return tl::unexpected(fi.error());
-    const function& f = st.functions[*fi];
-    const std::string_view name = rest.substr(slash + 1);
-    std::vector<std::string> there;
-    for (size_t i = 0; i < f.params.size(); ++i) {
-      there.push_back(f.params[i].name);
-      if (f.params[i].name != name) continue;
-      t.kind = anchor_kind::param;
-      t.span = f.params[i].tokens;
-      t.index = static_cast<int32_t>(i);
-      t.function = *fi;
-      t.locus = f.name;
-      return finish(t.span.first);
-    }
-    return fail(errc::not_found, cat("anchor '", anchor, "': no parameter '", name, "' in ", f.name,
-                                     "; there: ", list_of(there)));
-  }
-  if (kind == "call" || kind == "launch" || kind == "pragma") {
-    const size_t at = rest.find('@');
-    std::string_view name = rest.substr(0, at);
-    std::string_view scope = at == std::string_view::npos ? "" : rest.substr(at + 1);
-    std::optional<int> nth;
-    if (kind == "launch" && at == std::string_view::npos)
-      std::tie(name, nth) = split_index(name);
-    else if (kind != "pragma")
-      std::tie(scope, nth) = split_index(scope);
-    if (name.empty() || (kind != "launch" && scope.empty()))
-      return fail(errc::invalid_argument,
-                  cat("anchor '", anchor, "': expected ", kind,
-                      kind == "launch" ? ":KERNEL[@SCOPE][#N]" : ":NAME@SCOPE[#N]"));
-    int32_t fi = -1, li = -1;
-    if (!scope.empty()) {
-      auto sc = find_scope(st, scope, anchor);
-      if (!sc) return tl::unexpected(sc.error());
-      std::tie(fi, li) = *sc;
-    }
-    auto in_scope = [&](int32_t f, uint32_t tok) {
-      if (fi < 0) return true;
-      return f == fi && (li < 0 || st.loops[li].whole.contains(tok));
-    };
-    if (kind == "pragma") {
-      if (li < 0)
-        return fail(errc::invalid_argument,
-                    cat("anchor '", anchor, "': expected pragma:WORDS@FUNC/PATH"));
-      const loop& l = st.loops[li];
-      std::vector<uint32_t> cands;
-      std::vector<std::string> there;
-      for (uint32_t p : l.pragmas) {
-        std::string words = directive_body(tl.text(p));
-        std::replace(words.begin(), words.end(), ' ', '_');
-        there.push_back(words);
-        if (words.starts_with(name) &&
-            (words.size() == name.size() || words[name.size()] == '_' || words[name.size()] == '('))
-          cands.push_back(p);
-      }
-      if (cands.size() != 1)
-        return fail(cands.empty() ? errc::not_found : errc::invalid_argument,
-                    cat("anchor '", anchor, "': ", cands.empty() ? "no" : "more than one",
-                        " matching #pragma before ", l.anchor, "; there: ", list_of(there)));
-      t.kind = anchor_kind::pragma;
-      t.span = {cands[0], cands[0] + 1};
-      t.index = li;
-      t.function = fi;
-      t.locus = l.locus;
-      return finish(cands[0]);
-    }
-    if (kind == "call") {
-      std::vector<int32_t> cands;
-      std::vector<std::string> there;
-      for (size_t i = 0; i < st.calls.size(); ++i) {
-        const call& c = st.calls[i];
-        if (!in_scope(c.function, c.name_token)) continue;
-        if (name_matches(name, c.name))
-          cands.push_back(static_cast<int32_t>(i));
-        else if (there.size() < 12)
-          there.push_back(c.anchor);
-      }
-      result<int32_t> ci = pick(st.calls, cands, nth, cat("call of '", name, "'"), anchor, there);
-      if (!ci) return tl::unexpected(ci.error());
-      const call& c = st.calls[*ci];
-      t.kind = anchor_kind::call;
-      t.span = c.whole;
-      t.index = *ci;
-      t.function = c.function;
-      t.locus = loop_locus(c.function, c.loop);
-      return finish(c.whole.first);
-    }
-    std::vector<int32_t> cands;
-    std::vector<std::string> there;
-    for (size_t i = 0; i < st.launches.size(); ++i) {
-      const launch& l = st.launches[i];
-      if (!in_scope(l.function, l.whole.first)) continue;
-      if (name_matches(name, l.kernel))
-        cands.push_back(static_cast<int32_t>(i));
-      else
-        there.push_back(l.anchor);
-    }
-    result<int32_t> i = pick(st.launches, cands, nth, cat("launch of '", name, "'"), anchor, there);
-    if (!i) return tl::unexpected(i.error());
-    const launch& l = st.launches[*i];
-    t.kind = anchor_kind::launch;
-    t.span = l.whole;
-    t.index = *i;
-    t.function = l.function;
-    t.locus = loop_locus(l.function, l.loop);
-    return finish(l.whole.first);
-  }
+  const resolver r{tl, st, anchor};
+  if (kind == "function") return r.function_target(rest);
+  if (kind == "loop") return r.loop_target(rest);
+  if (kind == "param") return r.param_target(rest);
+  if (kind == "call" || kind == "launch" || kind == "pragma") return r.placed_target(kind, rest);
   return fail(errc::invalid_argument, cat("anchor '", anchor, "': unknown kind '", kind,
                                           "' (function, loop, param, call, launch, pragma)"));
 }
