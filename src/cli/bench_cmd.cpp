@@ -229,6 +229,86 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   return 0;
 }
 
+// Task directory `d`'s entry, its baseline and candidate, added to `entries`; a task that cannot
+// run here is named in `bo.skipped` instead. Returns the exit code of a failure, or nothing.
+std::optional<int> add_entry(const fs::path& d, const bench_cli& o, bool klineage, context& ctx,
+                             search::bench_options& bo, std::vector<search::bench_entry>& entries) {
+  auto t = find_task(d.string(), ctx.where);
+  if (!t && gate::is_problem_file(d)) {
+    // A problem file that does not import is the problem's failure, not a candidate's.
+    std::string why = t.error().message;
+    why = why.substr(why.find(": ") + 2);
+    bo.skipped.push_back(d.filename().string() + ": cannot be imported (" + why.substr(0, why.find('\n')) + ")");
+    return std::nullopt;
+  }
+  if (!t) return fail_with(t.error().message, 2);
+  if (o.suite == "source" && t->role != task_role::source) return std::nullopt;
+  if (o.suite == "heldout" && t->role != task_role::heldout) return std::nullopt;
+  if (t->plat == platform::cuda && !ctx.gpu) {
+    bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
+    return std::nullopt;
+  }
+  // Given candidates on a bare KernelBench problem on the CPU: the problem's own Model, eager
+  // PyTorch, is the baseline they are paired against (--kernel and --strategy need the task's
+  // own kernels; KLineage's protocol times do_bench-style).
+  const std::optional<kernel_bundle> eager =
+      t->baseline.empty() && !o.candidates.empty() && !klineage ? gate::eager_baseline(*t) : std::nullopt;
+  if (t->baseline.empty() && !eager) {
+    bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and "
+                                   "kernels/; with --candidates, a CPU KernelBench problem is paired against eager PyTorch)");
+    return std::nullopt;
+  }
+  search::bench_entry e;
+  if (eager) {
+    e.baseline = *eager;
+  } else {
+    auto base = find_task_kernel(*t, t->baseline);
+    if (!base) return fail_with(base.error().message, 2);
+    e.baseline = std::move(*base);
+  }
+  std::error_code ec;
+  if (!o.kernel.empty()) {
+    if (auto p = find_kernel(*t, o.kernel)) {
+      auto got = load_bundle(*p);
+      if (!got) return fail_with(got.error().message, 2);
+      e.candidate = std::move(*got);
+    }
+  } else if (!o.candidates.empty()) {
+    for (const fs::path& p : {fs::path(o.candidates) / t->name, fs::path(o.candidates) / (t->name + ".cpp"),
+                             fs::path(o.candidates) / (t->name + ".cu"), fs::path(o.candidates) / (t->name + ".py")}) {
+      if (!fs::exists(p, ec)) continue;
+      auto got = find_task_kernel(*t, p.string());
+      if (!got) return fail_with(got.error().message, 2);
+      e.candidate = std::move(*got);
+      break;
+    }
+  }
+  e.t = std::move(*t);
+  entries.push_back(std::move(e));
+  return std::nullopt;
+}
+
+// The suite's table (and --markdown's file), or its JSON.
+int print_bench(const bench_cli& o, const search::bench_result& res, const search::bench_options& bo,
+                const nlohmann::json& built) {
+  const std::string md = search::bench_markdown(res, bo);
+  if (!o.markdown.empty()) {
+    std::ofstream out(o.markdown, std::ios::trunc);
+    out << md;
+    if (!out) return fail_with("cannot write " + o.markdown, 1);
+  }
+  if (o.json) {
+    json j = json::parse(res.r.summary);
+    j["schema"] = "lathe.bench/1";
+    j["run"] = res.r.id;
+    if (!built.is_null()) j["prebuild"] = built;
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%s", md.c_str());
+  }
+  return 0;
+}
+
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
   const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
   if (sources != 1)
@@ -263,60 +343,8 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   bo.runs = runs;
   bo.check_only = o.check_only;
   std::vector<search::bench_entry> entries;
-  for (const auto& d : *dirs) {
-    auto t = find_task(d.string(), ctx->where);
-    if (!t && gate::is_problem_file(d)) {
-      // A problem file that does not import is the problem's failure, not a candidate's.
-      std::string why = t.error().message;
-      why = why.substr(why.find(": ") + 2);
-      bo.skipped.push_back(d.filename().string() + ": cannot be imported (" + why.substr(0, why.find('\n')) + ")");
-      continue;
-    }
-    if (!t) return fail_with(t.error().message, 2);
-    if (o.suite == "source" && t->role != task_role::source) continue;
-    if (o.suite == "heldout" && t->role != task_role::heldout) continue;
-    if (t->plat == platform::cuda && !ctx->gpu) {
-      bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
-      continue;
-    }
-    // Given candidates on a bare KernelBench problem on the CPU: the problem's own Model, eager
-    // PyTorch, is the baseline they are paired against (--kernel and --strategy need the task's
-    // own kernels; KLineage's protocol times do_bench-style).
-    const std::optional<kernel_bundle> eager =
-        t->baseline.empty() && !o.candidates.empty() && !klineage ? gate::eager_baseline(*t) : std::nullopt;
-    if (t->baseline.empty() && !eager) {
-      bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and "
-                                     "kernels/; with --candidates, a CPU KernelBench problem is paired against eager PyTorch)");
-      continue;
-    }
-    search::bench_entry e;
-    if (eager) {
-      e.baseline = *eager;
-    } else {
-      auto base = find_task_kernel(*t, t->baseline);
-      if (!base) return fail_with(base.error().message, 2);
-      e.baseline = std::move(*base);
-    }
-    std::error_code ec;
-    if (!o.kernel.empty()) {
-      if (auto p = find_kernel(*t, o.kernel)) {
-        auto got = load_bundle(*p);
-        if (!got) return fail_with(got.error().message, 2);
-        e.candidate = std::move(*got);
-      }
-    } else if (!o.candidates.empty()) {
-      for (const fs::path& p : {fs::path(o.candidates) / t->name, fs::path(o.candidates) / (t->name + ".cpp"),
-                               fs::path(o.candidates) / (t->name + ".cu"), fs::path(o.candidates) / (t->name + ".py")}) {
-        if (!fs::exists(p, ec)) continue;
-        auto got = find_task_kernel(*t, p.string());
-        if (!got) return fail_with(got.error().message, 2);
-        e.candidate = std::move(*got);
-        break;
-      }
-    }
-    e.t = std::move(*t);
-    entries.push_back(std::move(e));
-  }
+  for (const auto& d : *dirs)
+    if (auto failed = add_entry(d, o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
   lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   if (!o.json)
@@ -340,22 +368,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   auto res = klineage ? search::run_bench_klineage(entries, produce, do_bench_timer(*ctx, o), *ctx->db, bo)
                       : search::run_bench(entries, produce, v, *ctx->db, bo);
   if (!res) return fail_with(res.error().message, 1);
-  const std::string md = search::bench_markdown(*res, bo);
-  if (!o.markdown.empty()) {
-    std::ofstream out(o.markdown, std::ios::trunc);
-    out << md;
-    if (!out) return fail_with("cannot write " + o.markdown, 1);
-  }
-  if (o.json) {
-    json j = json::parse(res->r.summary);
-    j["schema"] = "lathe.bench/1";
-    j["run"] = res->r.id;
-    if (!built.is_null()) j["prebuild"] = built;
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    std::printf("%s", md.c_str());
-  }
-  return 0;
+  return print_bench(o, *res, bo, built);
 }
 
 }  // namespace

@@ -283,68 +283,72 @@ ping_report ping_model(const model_report& m) {
   return p;
 }
 
-int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh, bool ping) {
-  std::optional<fs::path> ws;
-  if (common.workspace) ws = *common.workspace;
-  auto ctx = open_context(ws, measure || refresh, refresh);
-  if (!ctx) return fail_with(ctx.error(), 2);
-  const bool openmp = can_link({"-fopenmp"}, "#include <omp.h>\nint main(){return omp_get_max_threads()<1;}\n");
-  const bool openblas = can_link({"-lopenblas"}, "#include <cblas.h>\nint main(){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1,&a,1,&b,1,0,&c,1);return c!=1;}\n");
-  const bool gpu_node = gate::has_cuda_device();
+// What doctor found on this machine beyond the context: libraries, isolation, tools, the model.
+struct machine_survey {
+  bool openmp = false, openblas = false, gpu_node = false;
+  std::string isolation;
+  std::optional<gpu_snapshot> now;
+  std::vector<gate::cuda_tool> tools;
+  model_report model;
+  ping_report pinged;
+};
+
+machine_survey survey(const context& ctx, bool ping) {
+  machine_survey m;
+  m.openmp = can_link({"-fopenmp"}, "#include <omp.h>\nint main(){return omp_get_max_threads()<1;}\n");
+  m.openblas = can_link({"-lopenblas"}, "#include <cblas.h>\nint main(){float a=1,b=1,c=0;cblas_sgemm(CblasRowMajor,CblasNoTrans,CblasNoTrans,1,1,1,1,&a,1,&b,1,0,&c,1);return c!=1;}\n");
+  m.gpu_node = gate::has_cuda_device();
   const bool root = geteuid() == 0;
   const int landlock = sandbox::landlock_abi();
   const std::string files = landlock > 0 ? "files confined by Landlock ABI " + std::to_string(landlock) +
                                                " (CPU workers and the compiler)"
                                          : "NO Landlock on this kernel: workers' and the compiler's "
                                            "files are not confined";
-  const std::string isolation =
+  m.isolation =
       (root ? std::string("each worker runs as a user of its own with its own /proc (lathe runs as root); ")
             : std::string("workers run as this user (run lathe as root for a user of their own); ")) +
       files;
-  std::optional<gpu_snapshot> now;
-  if (ctx->gpu) now = gate::read_gpu_snapshot(ctx->gpu->uuid);
-  std::vector<gate::cuda_tool> tools;
-  for (const char* name : cuda_tool_names) tools.push_back(find_tool(name));
-  const model_report model = read_model(ctx->ws);
-  // A device lathe cannot read is something to fix (no ceilings, no roofline floor); so is a
-  // lathe.toml that does not load, or one whose key variable is unset.
-  const ping_report pinged = ping ? ping_model(model) : ping_report{};
-  const int code =
-      openmp && (!gpu_node || ctx->gpu) && !model_needs_fixing(model) && (!pinged.tried || pinged.ok) ? 0 : 1;
-  if (as_json) {
-    json cuda_tools = json::object();
-    cuda_tools["nvcc"] = ctx->tools.nvcc.empty() ? json(nullptr)
-                                                  : json{{"path", ctx->tools.nvcc}, {"version", ctx->tools.nvcc_version}};
-    for (const auto& tool : tools)
-      cuda_tools[tool.name] = tool.path.empty() ? json(nullptr)
-                                                : json{{"path", tool.path.string()}, {"version", tool.version}};
-    json j{{"schema", "lathe.doctor/1"},
-           {"compiler", ctx->tools.cxx_version},
-           {"nvcc", ctx->tools.nvcc_version},
-           {"target", ctx->tgt},
-           {"openmp", openmp},
-           {"openblas", openblas},
-           {"gpu", gpu_node},
-           {"gpu_target", ctx->gpu ? json(*ctx->gpu) : json(nullptr)},
-           {"gpu_error", ctx->gpu_error},
-           {"gpu_snapshot", now ? json(*now) : json(nullptr)},
-           {"cuda_tools", cuda_tools},
-           {"isolation", isolation},
-           {"workspace", ctx->ws.root.string()},
-           {"include_dir", ctx->where.include_dir.string()},
-           {"tasks_dir", ctx->where.tasks_dir.string()},
-           {"model", model_json(model)}};
-    if (ping)
-      j["ping"] = !pinged.tried ? json(nullptr)
-                                : json{{"ok", pinged.ok}, {"reply", pinged.ok ? json(pinged.text) : json(nullptr)},
-                                       {"error", pinged.ok ? json(nullptr) : json(pinged.text)},
-                                       {"seconds", pinged.seconds}, {"tokens_in", pinged.tokens_in},
-                                       {"tokens_out", pinged.tokens_out}};
-    std::printf("%s\n", j.dump(2).c_str());
-    return code;
-  }
-  const auto& t = ctx->tgt;
-  std::printf("compiler   %s\n", ctx->tools.cxx_version.c_str());
+  if (ctx.gpu) m.now = gate::read_gpu_snapshot(ctx.gpu->uuid);
+  for (const char* name : cuda_tool_names) m.tools.push_back(find_tool(name));
+  m.model = read_model(ctx.ws);
+  m.pinged = ping ? ping_model(m.model) : ping_report{};
+  return m;
+}
+
+void print_doctor_json(const context& ctx, const machine_survey& m, bool ping) {
+  json cuda_tools = json::object();
+  cuda_tools["nvcc"] = ctx.tools.nvcc.empty() ? json(nullptr)
+                                              : json{{"path", ctx.tools.nvcc}, {"version", ctx.tools.nvcc_version}};
+  for (const auto& tool : m.tools)
+    cuda_tools[tool.name] = tool.path.empty() ? json(nullptr)
+                                              : json{{"path", tool.path.string()}, {"version", tool.version}};
+  json j{{"schema", "lathe.doctor/1"},
+         {"compiler", ctx.tools.cxx_version},
+         {"nvcc", ctx.tools.nvcc_version},
+         {"target", ctx.tgt},
+         {"openmp", m.openmp},
+         {"openblas", m.openblas},
+         {"gpu", m.gpu_node},
+         {"gpu_target", ctx.gpu ? json(*ctx.gpu) : json(nullptr)},
+         {"gpu_error", ctx.gpu_error},
+         {"gpu_snapshot", m.now ? json(*m.now) : json(nullptr)},
+         {"cuda_tools", cuda_tools},
+         {"isolation", m.isolation},
+         {"workspace", ctx.ws.root.string()},
+         {"include_dir", ctx.where.include_dir.string()},
+         {"tasks_dir", ctx.where.tasks_dir.string()},
+         {"model", model_json(m.model)}};
+  const ping_report& pinged = m.pinged;
+  if (ping)
+    j["ping"] = !pinged.tried ? json(nullptr)
+                              : json{{"ok", pinged.ok}, {"reply", pinged.ok ? json(pinged.text) : json(nullptr)},
+                                     {"error", pinged.ok ? json(nullptr) : json(pinged.text)},
+                                     {"seconds", pinged.seconds}, {"tokens_in", pinged.tokens_in},
+                                     {"tokens_out", pinged.tokens_out}};
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+void print_cpu(const target& t) {
   std::printf("cpu        %s\n", t.device.c_str());
   std::printf("isa        %s (resolved level; kernels are built for it unless their manifest names one)\n", t.arch.c_str());
   std::string caps;
@@ -362,27 +366,33 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
     std::printf("ceilings   copy %.1f GB/s (DRAM), %.1f GB/s (in LLC), %.1f GB/s (in L2, every core), "
                 "fp32 FMA %.1f GFLOP/s (measured)\n",
                 t.copy_bytes_per_s / 1e9, t.cache_bytes_per_s / 1e9, t.l2_bytes_per_s / 1e9, t.flops_per_s / 1e9);
-  std::printf("openmp     %s\n", openmp ? "yes (-fopenmp links)" : "NO: install libgomp (g++)");
-  std::printf("openblas   %s\n", openblas ? "yes (the gemm and conv2d baselines)" : "NO: install libopenblas-dev");
-  std::printf("nvcc       %s\n", ctx->tools.nvcc.empty() ? "not found (CUDA tasks cannot build)" : ctx->tools.nvcc_version.c_str());
-  if (ctx->gpu)
-    print_gpu(*ctx->gpu, now);
-  else if (gpu_node)
+}
+
+void print_doctor(const context& ctx, const machine_survey& m, bool ping) {
+  std::printf("compiler   %s\n", ctx.tools.cxx_version.c_str());
+  print_cpu(ctx.tgt);
+  std::printf("openmp     %s\n", m.openmp ? "yes (-fopenmp links)" : "NO: install libgomp (g++)");
+  std::printf("openblas   %s\n", m.openblas ? "yes (the gemm and conv2d baselines)" : "NO: install libopenblas-dev");
+  std::printf("nvcc       %s\n", ctx.tools.nvcc.empty() ? "not found (CUDA tasks cannot build)" : ctx.tools.nvcc_version.c_str());
+  if (ctx.gpu)
+    print_gpu(*ctx.gpu, m.now);
+  else if (m.gpu_node)
     std::printf("gpu        an NVIDIA device node is present, but lathe cannot read the device: %s\n",
-                ctx->gpu_error.c_str());
+                ctx.gpu_error.c_str());
   else
     std::printf("gpu        no GPU on this machine: CUDA kernels compile but cannot run\n");
   const char* label = "tools     ";
-  for (const auto& tool : tools) {
+  for (const auto& tool : m.tools) {
     const std::string where = tool.path.empty() ? "not found (" + where_searched(tool.name) + ")" : tool.path.string();
     std::printf("%s %-18s %s%s%s%s\n", label, tool.name.c_str(), where.c_str(),
                 tool.version.empty() ? "" : " (", tool.version.c_str(), tool.version.empty() ? "" : ")");
     label = "          ";
   }
-  std::printf("isolation  %s\n", isolation.c_str());
-  std::printf("workspace  %s\n", ctx->ws.root.c_str());
-  std::printf("tasks      %s\n", ctx->where.tasks_dir.c_str());
-  print_model(model);
+  std::printf("isolation  %s\n", m.isolation.c_str());
+  std::printf("workspace  %s\n", ctx.ws.root.c_str());
+  std::printf("tasks      %s\n", ctx.where.tasks_dir.c_str());
+  print_model(m.model);
+  const ping_report& pinged = m.pinged;
   if (ping) {
     if (!pinged.tried)
       std::printf("ping       nothing to ping: no model is configured\n");
@@ -393,6 +403,20 @@ int run_doctor(const common_options& common, bool as_json, bool measure, bool re
     else
       std::printf("ping       FAILED: %s\n", pinged.text.c_str());
   }
+}
+
+int run_doctor(const common_options& common, bool as_json, bool measure, bool refresh, bool ping) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, measure || refresh, refresh);
+  if (!ctx) return fail_with(ctx.error(), 2);
+  const machine_survey m = survey(*ctx, ping);
+  // A device lathe cannot read is something to fix (no ceilings, no roofline floor); so is a
+  // lathe.toml that does not load, or one whose key variable is unset.
+  const int code =
+      m.openmp && (!m.gpu_node || ctx->gpu) && !model_needs_fixing(m.model) && (!m.pinged.tried || m.pinged.ok) ? 0 : 1;
+  if (as_json) print_doctor_json(*ctx, m, ping);
+  else print_doctor(*ctx, m, ping);
   return code;
 }
 

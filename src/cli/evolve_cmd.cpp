@@ -73,17 +73,11 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-int run_evolve(const common_options& common, evolve_cli o) {
-  std::optional<fs::path> ws;
-  if (common.workspace) ws = *common.workspace;
-  auto ctx = open_context(ws, true);
-  if (!ctx) return fail_with(ctx.error().message, 2);
-  // Batch mode (llm/batch_dir.h): the folder names its run.
-  auto folder = batch_folder(o.propose_only, o.gate_batch, o.resume);
-  if (!folder) return fail_with(folder.error(), 2);
-  const std::optional<fs::path> batch = *folder;
+// --resume: the run's stored options over the command line's. Then batch mode's --in-flight.
+// Returns the exit code of a failure, or nothing.
+std::optional<int> settle_options(context& ctx, evolve_cli& o, const std::optional<fs::path>& batch) {
   if (!o.resume.empty()) {
-    auto a = resume_options(*ctx, run_kind::evolve, "evolves", o, stored);
+    auto a = resume_options(ctx, run_kind::evolve, "evolves", o, stored);
     if (!a) return fail_with(a.error().message, 2);
     read_stored(*a, o.gate, stored_timing);
     if (!o.budget_given) o.budget = a->value("budget", o.budget);
@@ -96,6 +90,82 @@ int run_evolve(const common_options& common, evolve_cli o) {
       std::fprintf(stderr, "… batch mode: --in-flight %d (every child of an island's generation in one batch)\n", o.children);
     if (o.resume.empty()) o.in_flight = o.children;
   }
+  return std::nullopt;
+}
+
+// The search's shape, as the options give it.
+search::evolve_options shape_options(const evolve_cli& o, std::vector<search::descriptor> desc,
+                                     search::sampling samp) {
+  search::evolve_options eo;
+  eo.generations = o.generations;
+  eo.islands = o.islands;
+  eo.population = o.population;
+  eo.children = o.children;
+  eo.migrate_every = o.migrate_every;
+  eo.descriptors = std::move(desc);
+  eo.samp = std::move(samp);
+  eo.seed = o.seed;
+  eo.in_flight = o.in_flight;
+  return eo;
+}
+
+// Library-guided evolution: a parent's three best admitted cards of `library` (which must
+// outlive the search).
+std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> library_cards(
+    const std::vector<skill_card>& library, const target& tgt) {
+  return [&library, tgt](const task& tk, const std::vector<feature>& fs) {
+    skills::retrieve_query q;
+    q.lang = tk.plat == platform::cuda ? language::cuda : language::cpp;
+    q.tgt = tgt;
+    q.t = &tk;
+    for (const auto& f : fs) q.features.push_back(f.name);
+    skills::retrieve_options ro;
+    ro.admitted_only = true;
+    std::vector<skill_card> out;
+    for (const auto& r : skills::retrieve(library, q, ro).ranked) {
+      if (out.size() >= 3) break;
+      out.push_back(r.card);
+    }
+    return out;
+  };
+}
+
+// The arguments the run stores, which a resume reads back.
+std::string stored_args(const evolve_cli& o, const proposer_session& session) {
+  nlohmann::json args = stored_json(o, stored);
+  args.update(stored_json(o.gate, stored_timing));
+  args["proposer"] = o.proposer;
+  args["budget"] = o.budget;
+  args["config"] = session.decision.config_source;
+  return args.dump();
+}
+
+void print_evolve(const search::evolve_result& res, const proposer_session& session, const task& t) {
+  std::printf("run       %s (%s)\n", res.r.id.c_str(), session.label().c_str());
+  std::printf("children  %zu, %lld gate evaluations, %zu elites in the archive\n", res.children.size(),
+              static_cast<long long>(res.evaluations), res.archive_size);
+  const nlohmann::json summary = nlohmann::json::parse(res.r.summary);
+  std::string why;
+  for (const auto& [reason, n] : summary["failures"].items())
+    why += cat(why.empty() ? " (" : ", ", reason, " ", std::to_string(n.get<int>()));
+  std::printf("failed    %d%s%s\n", summary["failed"].get<int>(), why.c_str(), why.empty() ? "" : ")");
+  std::printf("best      %s%s\n", res.best.substr(0, 12).c_str(),
+              res.best_speedup ? cat(": ", std::to_string(*res.best_speedup), "x over ", t.baseline).c_str() : "");
+  std::printf("by generation (best score):");
+  for (double s : res.best_per_generation) std::printf(" %.3f", s);
+  std::printf("\n");
+}
+
+int run_evolve(const common_options& common, evolve_cli o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  // Batch mode (llm/batch_dir.h): the folder names its run.
+  auto folder = batch_folder(o.propose_only, o.gate_batch, o.resume);
+  if (!folder) return fail_with(folder.error(), 2);
+  const std::optional<fs::path> batch = *folder;
+  if (auto failed = settle_options(*ctx, o, batch)) return *failed;
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
@@ -135,16 +205,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   quick_gs.quick = true;
   lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick_gs));
 
-  search::evolve_options eo;
-  eo.generations = o.generations;
-  eo.islands = o.islands;
-  eo.population = o.population;
-  eo.children = o.children;
-  eo.migrate_every = o.migrate_every;
-  eo.descriptors = *desc;
-  eo.samp = *samp;
-  eo.seed = o.seed;
-  eo.in_flight = o.in_flight;
+  search::evolve_options eo = shape_options(o, std::move(*desc), std::move(*samp));
   if (o.child_timing == "quick" && !o.gate.quick) {
     eo.screen = &quick_v;
     eo.screen_timing = "quick";
@@ -159,30 +220,11 @@ int run_evolve(const common_options& common, evolve_cli o) {
     auto cards = ctx->db->list_cards("");
     if (!cards) return fail_with(cards.error().message, 2);
     library = std::move(*cards);
-    eo.cards = [&library, tgt](const task& tk, const std::vector<feature>& fs) {
-      skills::retrieve_query q;
-      q.lang = tk.plat == platform::cuda ? language::cuda : language::cpp;
-      q.tgt = tgt;
-      q.t = &tk;
-      for (const auto& f : fs) q.features.push_back(f.name);
-      skills::retrieve_options ro;
-      ro.admitted_only = true;
-      std::vector<skill_card> out;
-      for (const auto& r : skills::retrieve(library, q, ro).ranked) {
-        if (out.size() >= 3) break;
-        out.push_back(r.card);
-      }
-      return out;
-    };
+    eo.cards = library_cards(library, tgt);
   }
   if (!o.resume.empty()) eo.resume_run = o.resume;
   else eo.run_id = run_id;
-  nlohmann::json args = stored_json(o, stored);
-  args.update(stored_json(o.gate, stored_timing));
-  args["proposer"] = o.proposer;
-  args["budget"] = o.budget;
-  args["config"] = (*session)->decision.config_source;
-  eo.args_json = args.dump();
+  eo.args_json = stored_args(o, **session);
   if (!o.quiet && !o.json)
     eo.progress = [](const search::evolve_progress& p) {
       std::fprintf(stderr, "… [%.0fs, %lld evals, best score %.3f] %s\n", p.seconds,
@@ -203,19 +245,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
-  std::printf("run       %s (%s)\n", res->r.id.c_str(), (*session)->label().c_str());
-  std::printf("children  %zu, %lld gate evaluations, %zu elites in the archive\n", res->children.size(),
-              static_cast<long long>(res->evaluations), res->archive_size);
-  const nlohmann::json summary = nlohmann::json::parse(res->r.summary);
-  std::string why;
-  for (const auto& [reason, n] : summary["failures"].items())
-    why += cat(why.empty() ? " (" : ", ", reason, " ", std::to_string(n.get<int>()));
-  std::printf("failed    %d%s%s\n", summary["failed"].get<int>(), why.c_str(), why.empty() ? "" : ")");
-  std::printf("best      %s%s\n", res->best.substr(0, 12).c_str(),
-              res->best_speedup ? cat(": ", std::to_string(*res->best_speedup), "x over ", t->baseline).c_str() : "");
-  std::printf("by generation (best score):");
-  for (double s : res->best_per_generation) std::printf(" %.3f", s);
-  std::printf("\n");
+  print_evolve(*res, **session, *t);
   return 0;
 }
 

@@ -170,6 +170,37 @@ std::function<std::string(const task&, const kernel_bundle&)> profiler(const con
   };
 }
 
+// The arguments the run stores, which a resume reads back.
+std::string run_args(const optimize_cli& o, const search::optimize_kernels& ks, const proposer_session& session) {
+  json args = stored_json(o, stored);
+  args.update(stored_json(o.gate, stored_timing));
+  args["start_hash"] = ks.start ? ks.start->hash : std::string();
+  args["proposer"] = o.proposer;
+  args["config"] = session.decision.config_source;
+  return args.dump();
+}
+
+// The best kernel's bundle, beside the run's other artifacts.
+void write_best(const optimize_cli& o, const context& ctx, search::optimize_result& res) {
+  const fs::path dir = o.out_dir.empty() ? ctx.ws.runs() / res.r.id / "best" : fs::path(o.out_dir);
+  if (auto w = write_bundle(res.best, dir); w) res.best_dir = dir.string();
+  else std::fprintf(stderr, "lathe: the best kernel was not written to %s: %s\n", dir.c_str(), w.error().message.c_str());
+}
+
+void print_optimize(const optimize_cli& o, const search::optimize_result& res, const task& t,
+                    const proposer_session& session, const search::optimize_options& so, const budget& limits) {
+  if (o.json) {
+    json j = json::parse(res.r.summary);
+    j["schema"] = "lathe.optimize/1";
+    j["run"] = res.r.id;
+    j["best"]["dir"] = res.best_dir;
+    j["budget"] = {{"limits", llm::budget_text(limits)}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_result(res, t, session.label(), so);
+  }
+}
+
 int run_optimize(const common_options& common, optimize_cli o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
@@ -239,12 +270,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (o.profile) so.inspect = profiler(*ctx, ctx->ws.runs() / run_id / "profiled", o.trust_kernel);
   if (!o.resume.empty()) so.resume_run = o.resume;
   else so.run_id = run_id;
-  json args = stored_json(o, stored);
-  args.update(stored_json(o.gate, stored_timing));
-  args["start_hash"] = ks.start ? ks.start->hash : std::string();
-  args["proposer"] = o.proposer;
-  args["config"] = (*session)->decision.config_source;
-  so.args_json = args.dump();
+  so.args_json = run_args(o, ks, **session);
   if (!o.quiet && !o.json) {
     so.progress = [](const search::optimize_progress& p) { std::fprintf(stderr, "… %s\n", progress_line(p).c_str()); };
     std::fprintf(stderr, "… optimize %s (strategy %s, budget %s) with the %s\n", t->name.c_str(), o.strategy.c_str(),
@@ -259,21 +285,8 @@ int run_optimize(const common_options& common, optimize_cli o) {
     return 0;
   }
 
-  // The best kernel's bundle, beside the run's other artifacts.
-  const fs::path dir = o.out_dir.empty() ? ctx->ws.runs() / res->r.id / "best" : fs::path(o.out_dir);
-  if (auto w = write_bundle(res->best, dir); w) res->best_dir = dir.string();
-  else std::fprintf(stderr, "lathe: the best kernel was not written to %s: %s\n", dir.c_str(), w.error().message.c_str());
-
-  if (o.json) {
-    json j = json::parse(res->r.summary);
-    j["schema"] = "lathe.optimize/1";
-    j["run"] = res->r.id;
-    j["best"]["dir"] = res->best_dir;
-    j["budget"] = {{"limits", llm::budget_text(*limits)}};
-    std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    print_result(*res, *t, (*session)->label(), so);
-  }
+  write_best(o, *ctx, *res);
+  print_optimize(o, *res, *t, **session, so, *limits);
   return 0;
 }
 

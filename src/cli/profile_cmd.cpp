@@ -137,35 +137,9 @@ void print_profile(const profile& p, const task& t, const fs::path& db) {
     std::printf("\nstored    profile #%lld in %s\n", static_cast<long long>(p.id), db.c_str());
 }
 
-int run_profile(const common_options& common, const profile_options& o) {
-  std::optional<fs::path> ws;
-  if (common.workspace) ws = *common.workspace;
-  auto ctx = open_context(ws, false);
-  if (!ctx) return fail_with(ctx.error(), 2);
-  auto t = find_task(o.task, ctx->where);
-  if (!t) return fail_with(t.error(), 2);
-  if (t->plat != platform::cuda) {
-    std::fprintf(stderr,
-                 "lathe: profiling reads a CUDA device's counters; task '%s' is a %s task\n",
-                 t->name.c_str(), to_string(t->plat));
-    return 2;
-  }
-  auto k = find_task_kernel(*t, o.kernel);
-  if (!k) return fail_with(k.error(), 2);
-  const shape_set* shapes = gate::profile_shape(*t, o.shape);
-  if (!shapes) {
-    std::string names;
-    for (const auto& s : t->shapes) names += (names.empty() ? "" : ", ") + s.name;
-    std::fprintf(stderr, "lathe: task '%s' has no shape set '%s' (it has: %s)\n", t->name.c_str(),
-                 o.shape.c_str(), names.c_str());
-    return 2;
-  }
-  if (o.launches < 1) {
-    std::fprintf(stderr, "lathe: --launches must be at least 1\n");
-    return 2;
-  }
-
-  // The profiler first: without it there is nothing to do, and nothing is made up instead.
+// The profiler first: without it there is nothing to do, and nothing is made up instead.
+// Prints why and returns nothing when ncu or a CUDA device is missing.
+std::optional<fs::path> find_profiler(const profile_options& o, const context& ctx) {
   std::optional<fs::path> ncu;
   if (!o.ncu.empty()) {
     if (access(o.ncu.c_str(), X_OK) == 0) ncu = fs::path(o.ncu);
@@ -181,15 +155,155 @@ int run_profile(const common_options& common, const profile_options& o) {
                  "profiled or stored.\n",
                  o.ncu.empty() ? "looked in " : "no executable at ",
                  o.ncu.empty() ? gate::ncu_search_description().c_str() : o.ncu.c_str(),
-                 cuda_package_version(ctx->tools.nvcc_version).c_str());
-    return exit_missing_tool;
+                 cuda_package_version(ctx.tools.nvcc_version).c_str());
+    return std::nullopt;
   }
   if (!gate::has_cuda_device()) {
     std::fprintf(stderr,
                  "lathe: no CUDA device on this machine (/dev/nvidiactl): nothing to profile. "
                  "Nothing was stored.\n");
-    return exit_missing_tool;
+    return std::nullopt;
   }
+  return ncu;
+}
+
+// The shape set to profile, or nothing after saying which ones the task has.
+const shape_set* profiled_shape(const task& t, const std::string& shape) {
+  const shape_set* shapes = gate::profile_shape(t, shape);
+  if (!shapes) {
+    std::string names;
+    for (const auto& s : t.shapes) names += (names.empty() ? "" : ", ") + s.name;
+    std::fprintf(stderr, "lathe: task '%s' has no shape set '%s' (it has: %s)\n", t.name.c_str(),
+                 shape.c_str(), names.c_str());
+  }
+  return shapes;
+}
+
+// ncu's command line: ncu runs this executable's hidden `profile-run` on the kernel.
+std::vector<std::string> profiler_command(const profile_options& o, const context& ctx,
+                                          const task& t, const kernel_bundle& k,
+                                          const shape_set& shapes, const fs::path& ncu) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<std::string> app = {self.string(),
+                                  "--workspace",
+                                  ctx.ws.root.string(),
+                                  "profile-run",
+                                  fs::absolute(t.dir).string(),
+                                  fs::absolute(k.origin).string(),
+                                  "--shape",
+                                  shapes.name,
+                                  "--launches",
+                                  std::to_string(o.launches),
+                                  "--lock-dir",
+                                  gate::device_lock::directory()};
+  if (o.trust_kernel) app.push_back("--trust-kernel");
+  if (o.verbose) app.push_back("--verbose");
+  return gate::ncu_command(ncu, gate::resolved_isa(k, ctx.tgt), app);
+}
+
+// --verbose: everything ncu and profile-run printed, verbatim (a profile that comes back
+// empty says why only there: which processes ncu connected to, what the worker had mapped).
+void print_profiler_output(const gate::tool_result& r, bool table_too) {
+  std::fprintf(stderr, "lathe: Nsight Compute's output (exit code %d, %.1f s, %zu bytes%s%s):\n",
+               r.exit_code, r.seconds, r.output.size(),
+               r.output.size() >= (1u << 20) ? ", cut at 1 MiB" : "",
+               table_too ? "" : ", table rows left out");
+  for (size_t at = 0; at < r.output.size();) {
+    size_t nl = r.output.find('\n', at);
+    if (nl == std::string::npos) nl = r.output.size();
+    const std::string line = r.output.substr(at, nl - at);
+    if (table_too || line.empty() || line.front() != '"')
+      std::fprintf(stderr, "  | %s\n", line.c_str());
+    at = nl + 1;
+  }
+  std::fprintf(stderr, "lathe: end of Nsight Compute's output\n");
+}
+
+int report_profiler_failure(const profile_options& o, const gate::tool_result& r,
+                            const result<std::vector<profiled_kernel>>& kernels) {
+  // One line, verbatim from the profiler (ERR_NVGPUCTRPERM and the like); no figures. With
+  // --verbose, the reading's own complaint and then everything.
+  std::fprintf(stderr, "lathe: profiling failed: %s\n", gate::ncu_failure(r.output).c_str());
+  if (o.verbose) {
+    std::fprintf(stderr, "lathe: ncu exit code %d; reading its table: %s\n", r.exit_code,
+                 kernels ? "fine" : kernels.error().message.c_str());
+    print_profiler_output(r, true);
+  }
+  if (r.output.find("ERR_NVGPUCTRPERM") != std::string::npos && geteuid() == 0 && !o.trust_kernel)
+    std::fprintf(stderr,
+                 "lathe: the worker ran as 'nobody'; where only administrators may read the "
+                 "counters, --trust-kernel runs it as root (for kernels you trust)\n");
+  return 1;
+}
+
+// The profile as stored: the kernels ncu measured, bound to the kernel and the device.
+profile profile_of(const profile_options& o, const context& ctx, const task& t,
+                   const kernel_bundle& k, const shape_set& shapes, const gate::tool_result& r,
+                   const std::string& version, const std::vector<std::string>& cmd) {
+  profile p;
+  p.task = t.name;
+  p.kernel_hash = k.hash;
+  p.kernel_name = k.name;
+  p.shape_set = shapes.name;
+  const gate::ncu_device dev = gate::parse_ncu_device(r.output);
+  if (ctx.gpu) p.tgt = *ctx.gpu;  // the device as lathe reads it, where it can
+  p.tgt.plat = platform::cuda;
+  if (p.tgt.device.empty()) p.tgt.device = dev.name;
+  if (p.tgt.arch.empty()) p.tgt.arch = dev.arch;
+  p.toolchain = ctx.tools.nvcc_version;
+  p.tool_version = version;
+  p.command = cmd;
+  p.launches = o.launches;
+  p.raw_csv = r.output;
+  return p;
+}
+
+int store_and_print(const profile_options& o, context& ctx, const task& t,
+                    const kernel_bundle& k, profile& p) {
+  (void)ctx.db->put_kernel(k);
+  auto id = ctx.db->add_profile(p);
+  if (!id) {
+    std::fprintf(stderr, "lathe: the profile was not stored: %s\n", id.error().message.c_str());
+    return 1;
+  }
+  p.id = *id;
+  if (auto stored = ctx.db->profiles_for(p.kernel_hash); stored && !stored->empty())
+    p.created_at = stored->back().created_at;
+  if (o.json) {
+    json j = p;
+    j["schema"] = "lathe.profile/1";
+    std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
+  } else {
+    print_profile(p, t, ctx.ws.db());
+  }
+  return 0;
+}
+
+int run_profile(const common_options& common, const profile_options& o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, false);
+  if (!ctx) return fail_with(ctx.error(), 2);
+  auto t = find_task(o.task, ctx->where);
+  if (!t) return fail_with(t.error(), 2);
+  if (t->plat != platform::cuda) {
+    std::fprintf(stderr,
+                 "lathe: profiling reads a CUDA device's counters; task '%s' is a %s task\n",
+                 t->name.c_str(), to_string(t->plat));
+    return 2;
+  }
+  auto k = find_task_kernel(*t, o.kernel);
+  if (!k) return fail_with(k.error(), 2);
+  const shape_set* shapes = profiled_shape(*t, o.shape);
+  if (!shapes) return 2;
+  if (o.launches < 1) {
+    std::fprintf(stderr, "lathe: --launches must be at least 1\n");
+    return 2;
+  }
+
+  const std::optional<fs::path> ncu = find_profiler(o, *ctx);
+  if (!ncu) return exit_missing_tool;
   const std::string version = gate::ncu_version(*ncu);
 
   gate::profile_run_config cfg;
@@ -206,106 +320,28 @@ int run_profile(const common_options& common, const profile_options& o) {
   auto built = gate::build_for_profile(cfg);
   if (!built) return fail_with(built.error(), 1);
 
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  std::vector<std::string> app = {self.string(),
-                                  "--workspace",
-                                  ctx->ws.root.string(),
-                                  "profile-run",
-                                  fs::absolute(t->dir).string(),
-                                  fs::absolute(k->origin).string(),
-                                  "--shape",
-                                  shapes->name,
-                                  "--launches",
-                                  std::to_string(o.launches),
-                                  "--lock-dir",
-                                  gate::device_lock::directory()};
-  if (o.trust_kernel) app.push_back("--trust-kernel");
-  if (o.verbose) app.push_back("--verbose");
-  const std::vector<std::string> cmd =
-      gate::ncu_command(*ncu, gate::resolved_isa(*k, ctx->tgt), app);
+  const std::vector<std::string> cmd = profiler_command(o, *ctx, *t, *k, *shapes, *ncu);
   if (!o.json) std::fprintf(stderr, "… profile (Nsight Compute %s)\n", version.c_str());
   if (o.verbose)
     std::fprintf(stderr, "lathe: running (as uid %d): %s\n", static_cast<int>(geteuid()),
                  shell_text(cmd).c_str());
   gate::tool_result r = gate::run_tool(cmd, o.timeout_s);
-  // --verbose: everything ncu and profile-run printed, verbatim (a profile that comes back
-  // empty says why only there: which processes ncu connected to, what the worker had mapped).
-  auto print_all = [&](bool table_too) {
-    std::fprintf(stderr, "lathe: Nsight Compute's output (exit code %d, %.1f s, %zu bytes%s%s):\n",
-                 r.exit_code, r.seconds, r.output.size(),
-                 r.output.size() >= (1u << 20) ? ", cut at 1 MiB" : "",
-                 table_too ? "" : ", table rows left out");
-    for (size_t at = 0; at < r.output.size();) {
-      size_t nl = r.output.find('\n', at);
-      if (nl == std::string::npos) nl = r.output.size();
-      const std::string line = r.output.substr(at, nl - at);
-      if (table_too || line.empty() || line.front() != '"')
-        std::fprintf(stderr, "  | %s\n", line.c_str());
-      at = nl + 1;
-    }
-    std::fprintf(stderr, "lathe: end of Nsight Compute's output\n");
-  };
   if (r.timed_out) {
     std::fprintf(
         stderr,
         "lathe: the profiler did not finish within %.0f s (--timeout). Nothing was stored.\n",
         o.timeout_s);
-    if (o.verbose) print_all(true);
+    if (o.verbose) print_profiler_output(r, true);
     return 1;
   }
   auto kernels = gate::parse_ncu_csv(r.output);
-  if (r.exit_code != 0 || !kernels) {
-    // One line, verbatim from the profiler (ERR_NVGPUCTRPERM and the like); no figures. With
-    // --verbose, the reading's own complaint and then everything.
-    std::fprintf(stderr, "lathe: profiling failed: %s\n", gate::ncu_failure(r.output).c_str());
-    if (o.verbose) {
-      std::fprintf(stderr, "lathe: ncu exit code %d; reading its table: %s\n", r.exit_code,
-                   kernels ? "fine" : kernels.error().message.c_str());
-      print_all(true);
-    }
-    if (r.output.find("ERR_NVGPUCTRPERM") != std::string::npos && geteuid() == 0 && !o.trust_kernel)
-      std::fprintf(stderr,
-                   "lathe: the worker ran as 'nobody'; where only administrators may read the "
-                   "counters, --trust-kernel runs it as root (for kernels you trust)\n");
-    return 1;
-  }
+  if (r.exit_code != 0 || !kernels) return report_profiler_failure(o, r, kernels);
 
-  if (o.verbose) print_all(false);
+  if (o.verbose) print_profiler_output(r, false);
 
-  profile p;
-  p.task = t->name;
-  p.kernel_hash = k->hash;
-  p.kernel_name = k->name;
-  p.shape_set = shapes->name;
-  const gate::ncu_device dev = gate::parse_ncu_device(r.output);
-  if (ctx->gpu) p.tgt = *ctx->gpu;  // the device as lathe reads it, where it can
-  p.tgt.plat = platform::cuda;
-  if (p.tgt.device.empty()) p.tgt.device = dev.name;
-  if (p.tgt.arch.empty()) p.tgt.arch = dev.arch;
-  p.toolchain = ctx->tools.nvcc_version;
-  p.tool_version = version;
-  p.command = cmd;
-  p.launches = o.launches;
+  profile p = profile_of(o, *ctx, *t, *k, *shapes, r, version, cmd);
   p.kernels = std::move(*kernels);
-  p.raw_csv = r.output;
-  (void)ctx->db->put_kernel(*k);
-  auto id = ctx->db->add_profile(p);
-  if (!id) {
-    std::fprintf(stderr, "lathe: the profile was not stored: %s\n", id.error().message.c_str());
-    return 1;
-  }
-  p.id = *id;
-  if (auto stored = ctx->db->profiles_for(p.kernel_hash); stored && !stored->empty())
-    p.created_at = stored->back().created_at;
-  if (o.json) {
-    json j = p;
-    j["schema"] = "lathe.profile/1";
-    std::printf("%s\n", j.dump(2, ' ', false, json::error_handler_t::replace).c_str());
-  } else {
-    print_profile(p, *t, ctx->ws.db());
-  }
-  return 0;
+  return store_and_print(o, *ctx, *t, *k, p);
 }
 
 // The child: under ncu, with the environment ncu gives it (run_tool passes only PATH and LANG

@@ -134,21 +134,120 @@ std::vector<rules::rule_direction> directions(const apply_options& o) {
   return out;
 }
 
-int run_apply(const common_options& common, const apply_options& o) {
-  // Usage first: a misspelt rule is an error before anything is opened or built.
+// Usage first: a misspelt rule is an error before anything is opened or built. False after
+// saying what is wrong.
+bool rules_usable(const apply_options& o) {
   for (const auto& n : o.rules) {
     const rules::rule* r = rules::find_rule(n);
     if (!r) {
       std::fprintf(stderr, "lathe: no rule named '%s' in the catalog (`lathe rules list` shows them)\n", n.c_str());
-      return 2;
+      return false;
     }
     if ((o.backward && r->direction() != rules::rule_direction::backward) ||
         (o.forward && r->direction() != rules::rule_direction::forward)) {
       std::fprintf(stderr, "lathe: rule '%s' is a %s rule; it does not run with %s\n", n.c_str(),
                    rules::to_string(r->direction()), o.backward ? "--backward" : "--forward");
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+// One site: the rule applied to kernel `k` there, and its result gated against `k`.
+row gate_site(const rules::applicable_site& s, const apply_options& o, context& ctx, const task& t,
+              const kernel_bundle& k, const gate::gate_config& cfg) {
+  row r;
+  r.inv = s.invocation;
+  r.feature = std::string(s.what->feature());
+  r.locus = s.site.locus;
+  if (!o.json) std::fprintf(stderr, "… %s at %s\n", r.inv.rule.c_str(), site_text(r.inv).c_str());
+  auto res = s.what->apply(k, s.invocation);
+  if (!res) {
+    // The site is listed but the rule declined it on a closer look: no kernel to gate.
+    r.message = res.error().message;
+    return r;
+  }
+  r.removes = res->removes;
+  r.adds = res->adds;
+  r.assumed = res->assumed;
+  r.note = res->note;
+  r.locus = res->locus;
+  gate::gate_request req;
+  req.t = &t;
+  req.candidate = res->kernel;
+  req.baseline = k;  // the original: the paired ratio is this step's effect
+  req.prov = {"rules", r.inv.rule, true};
+  evaluation e = gate::evaluate(cfg, req);
+  r.outcome = e.result;
+  r.message = e.message;
+  r.paired = e.paired;
+  if (auto id = store_evaluation(ctx, res->kernel, e)) r.evaluation_id = *id;
+  else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", id.error().message.c_str());
+  return r;
+}
+
+// What the engine could not touch: the kernel's detected features that no gated result moved.
+struct untouched_features {
+  std::vector<std::string> text;  // "simd @ exp_ps, hmax": one entry per name, its loci
+  json as_json = json::array();
+};
+
+untouched_features untouched_by(const std::vector<row>& rows, const kernel_bundle& k) {
+  std::set<std::string> touched;
+  for (const auto& r : rows)
+    if (r.outcome && correct(*r.outcome)) {  // unstable too: correct, only the timing undecided
+      touched.insert(r.removes.begin(), r.removes.end());
+      touched.insert(r.adds.begin(), r.adds.end());
+    }
+  untouched_features out;
+  for (const auto& d : rules::detect_source(k))
+    if (!touched.count(d.what.name)) {
+      out.as_json.push_back({{"name", d.what.name}, {"locus", d.what.locus}});
+      const std::string head = d.what.name + " @ ";
+      auto it = std::find_if(out.text.begin(), out.text.end(),
+                             [&](const std::string& u) { return u.rfind(head, 0) == 0; });
+      if (it == out.text.end()) out.text.push_back(head + d.what.locus);
+      else *it += ", " + d.what.locus;
+    }
+  return out;
+}
+
+void print_apply(const apply_options& o, const context& ctx, const task& t, const kernel_bundle& k,
+                 const std::vector<row>& rows, const untouched_features& untouched) {
+  if (o.json) {
+    json j{{"schema", "lathe.rules_apply/1"},
+           {"task", t.name},
+           {"kernel", {{"name", k.name}, {"hash", k.hash}}},
+           {"label", kLabel},
+           {"timed", !o.no_time},
+           {"results", json::array()},
+           {"untouched", untouched.as_json}};
+    for (const auto& r : rows) j["results"].push_back(row_json(r));
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("task      %s (%s)\n", t.name.c_str(), to_string(t.plat));
+  std::printf("kernel    %s  [%.12s]\n", k.name.c_str(), k.hash.c_str());
+  std::printf("engine    %s\n", kLabel);
+  std::printf("baseline  each result is gated against this kernel: ratio = its time / the result's "
+              "(> 1: the step made it faster)\n\n");
+  if (rows.empty()) std::printf("no rule applies here\n");
+  else print_table(rows);
+  std::printf("\nuntouched %s\n", untouched.text.empty() ? "(none: every detected feature was moved by a rule)"
+                                                         : join(untouched.text, "; ").c_str());
+  int64_t first = 0, last = 0;
+  for (const auto& r : rows)
+    if (r.evaluation_id) {
+      if (!first) first = r.evaluation_id;
+      last = r.evaluation_id;
+    }
+  if (first)
+    std::printf("stored    evaluations #%lld-#%lld in %s (provenance rules:<rule>)\n",
+                static_cast<long long>(first), static_cast<long long>(last), ctx.ws.db().c_str());
+}
+
+int run_apply(const common_options& common, const apply_options& o) {
+  if (!rules_usable(o)) return 2;
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, !o.no_time);
@@ -171,87 +270,8 @@ int run_apply(const common_options& common, const apply_options& o) {
   gs.progress = false;
   gate::gate_config cfg = make_gate_config(*ctx, *t, gs);
   std::vector<row> rows;
-  for (const auto& s : sites) {
-    row r;
-    r.inv = s.invocation;
-    r.feature = std::string(s.what->feature());
-    r.locus = s.site.locus;
-    if (!o.json) std::fprintf(stderr, "… %s at %s\n", r.inv.rule.c_str(), site_text(r.inv).c_str());
-    auto res = s.what->apply(*k, s.invocation);
-    if (!res) {
-      // The site is listed but the rule declined it on a closer look: no kernel to gate.
-      r.message = res.error().message;
-      rows.push_back(std::move(r));
-      continue;
-    }
-    r.removes = res->removes;
-    r.adds = res->adds;
-    r.assumed = res->assumed;
-    r.note = res->note;
-    r.locus = res->locus;
-    gate::gate_request req;
-    req.t = &*t;
-    req.candidate = res->kernel;
-    req.baseline = *k;  // the original: the paired ratio is this step's effect
-    req.prov = {"rules", r.inv.rule, true};
-    evaluation e = gate::evaluate(cfg, req);
-    r.outcome = e.result;
-    r.message = e.message;
-    r.paired = e.paired;
-    if (auto id = store_evaluation(*ctx, res->kernel, e)) r.evaluation_id = *id;
-    else std::fprintf(stderr, "lathe: the evaluation was not stored: %s\n", id.error().message.c_str());
-    rows.push_back(std::move(r));
-  }
-
-  // What the engine could not touch: the kernel's detected features that no gated result moved.
-  std::set<std::string> touched;
-  for (const auto& r : rows)
-    if (r.outcome && correct(*r.outcome)) {  // unstable too: correct, only the timing undecided
-      touched.insert(r.removes.begin(), r.removes.end());
-      touched.insert(r.adds.begin(), r.adds.end());
-    }
-  std::vector<std::string> untouched;  // "simd @ exp_ps, hmax": one entry per name, its loci
-  json untouched_json = json::array();
-  for (const auto& d : rules::detect_source(*k))
-    if (!touched.count(d.what.name)) {
-      untouched_json.push_back({{"name", d.what.name}, {"locus", d.what.locus}});
-      const std::string head = d.what.name + " @ ";
-      auto it = std::find_if(untouched.begin(), untouched.end(),
-                             [&](const std::string& u) { return u.rfind(head, 0) == 0; });
-      if (it == untouched.end()) untouched.push_back(head + d.what.locus);
-      else *it += ", " + d.what.locus;
-    }
-
-  if (o.json) {
-    json j{{"schema", "lathe.rules_apply/1"},
-           {"task", t->name},
-           {"kernel", {{"name", k->name}, {"hash", k->hash}}},
-           {"label", kLabel},
-           {"timed", !o.no_time},
-           {"results", json::array()},
-           {"untouched", untouched_json}};
-    for (const auto& r : rows) j["results"].push_back(row_json(r));
-    std::printf("%s\n", j.dump(2).c_str());
-    return 0;
-  }
-  std::printf("task      %s (%s)\n", t->name.c_str(), to_string(t->plat));
-  std::printf("kernel    %s  [%.12s]\n", k->name.c_str(), k->hash.c_str());
-  std::printf("engine    %s\n", kLabel);
-  std::printf("baseline  each result is gated against this kernel: ratio = its time / the result's "
-              "(> 1: the step made it faster)\n\n");
-  if (rows.empty()) std::printf("no rule applies here\n");
-  else print_table(rows);
-  std::printf("\nuntouched %s\n", untouched.empty() ? "(none: every detected feature was moved by a rule)"
-                                                    : join(untouched, "; ").c_str());
-  int64_t first = 0, last = 0;
-  for (const auto& r : rows)
-    if (r.evaluation_id) {
-      if (!first) first = r.evaluation_id;
-      last = r.evaluation_id;
-    }
-  if (first)
-    std::printf("stored    evaluations #%lld-#%lld in %s (provenance rules:<rule>)\n",
-                static_cast<long long>(first), static_cast<long long>(last), ctx->ws.db().c_str());
+  for (const auto& s : sites) rows.push_back(gate_site(s, o, *ctx, *t, *k, cfg));
+  print_apply(o, *ctx, *t, *k, rows, untouched_by(rows, *k));
   return 0;
 }
 
