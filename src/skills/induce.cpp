@@ -274,13 +274,12 @@ struct group_result {
   std::string skipped;  // reason when no card
 };
 
-result<group_result> card_of_group(const group_key& key, std::vector<member> members, const store& s,
-                                   agent::proposer& p, const induce_options& o, induction& out) {
-  std::stable_sort(members.begin(), members.end(), [](const member& a, const member& b) {
-    const int ra = forward_rank(a.step().forward.status), rb = forward_rank(b.step().forward.status);
-    if (ra != rb) return ra < rb;
-    return a.step().speedup.value_or(0) > b.step().speedup.value_or(0);
-  });
+// Each carrier key's representative (the first member of that key with a task given) abstracted
+// by the proposer; `why` collects the keys that have none. Fails only where the proposer's
+// call or budget does.
+result<std::vector<abstracted>> abstract_each(const std::vector<member>& members, const store& s,
+                                              agent::proposer& p, const induce_options& o, induction& out,
+                                              std::vector<std::string>& why) {
   // One representative per carrier key, in the order of the best member of each.
   std::vector<std::string> keys;
   std::map<std::string, std::vector<member>> by_key;
@@ -290,7 +289,6 @@ result<group_result> card_of_group(const group_key& key, std::vector<member> mem
     by_key[k].push_back(m);
   }
   std::vector<abstracted> done;
-  std::vector<std::string> why;
   for (const auto& k : keys) {
     const member* rep = nullptr;
     for (const auto& m : by_key[k])
@@ -333,17 +331,13 @@ result<group_result> card_of_group(const group_key& key, std::vector<member> mem
     a.card = std::move(*card);
     done.push_back(std::move(a));
   }
-  if (done.empty()) return group_result{std::nullopt, "no abstraction: " + join(why, "; ")};
+  return done;
+}
 
+// The group's card from its abstractions: carriers, preconditions, risks and constraints of each,
+// the primary (first) one's first.
+void merge_abstractions(skill_card& c, const std::vector<abstracted>& done, const store& s, agent::proposer& p) {
   const abstracted& primary = done.front();
-  skill_card c;
-  c.id = card_id_of(key);
-  c.action = key.action;
-  c.intent = primary.card.intent;
-  c.anchor = primary.card.anchor;
-  c.risk = primary.card.risk;
-  c.scope = primary.card.scope;
-  c.prov = primary.card.prov.kind.empty() ? p.origin() : primary.card.prov;
   for (const auto& a : done) {
     for (const auto& [k, v] : a.card.carriers) {
       if (!c.carriers.count(k)) c.carriers[k] = v;
@@ -368,14 +362,10 @@ result<group_result> card_of_group(const group_key& key, std::vector<member> mem
         add_unique(c.constraints, k);
     }
   }
-  for (const auto& why_not : why) add_line(c.verification_log, "no abstraction for " + why_not);
-  for (const auto& k : c.constraints) add_line(c.preconditions, prose_of(k));
+}
 
-  fill_contract(c, key, members, primary.card);
-  log_forward(c, members);
-  log_rejected(c, members);
-
-  // Evidence, effect and where it comes from.
+// Evidence, effect and where it comes from.
+void add_evidence(skill_card& c, const std::vector<member>& members, const abstracted& primary) {
   std::vector<double> ratios;
   std::set<int64_t> evidence;
   std::map<std::string, int> ops;
@@ -408,6 +398,39 @@ result<group_result> card_of_group(const group_key& key, std::vector<member> mem
   c.target = join(targets, ",");
   c.shape = timed_shape(*primary.t);
   c.status = card_status::candidate;
+}
+
+result<group_result> card_of_group(const group_key& key, std::vector<member> members, const store& s,
+                                   agent::proposer& p, const induce_options& o, induction& out) {
+  std::stable_sort(members.begin(), members.end(), [](const member& a, const member& b) {
+    const int ra = forward_rank(a.step().forward.status), rb = forward_rank(b.step().forward.status);
+    if (ra != rb) return ra < rb;
+    return a.step().speedup.value_or(0) > b.step().speedup.value_or(0);
+  });
+  std::vector<std::string> why;
+  auto abstractions = abstract_each(members, s, p, o, out, why);
+  if (!abstractions) return tl::unexpected(abstractions.error());
+  const std::vector<abstracted>& done = *abstractions;
+  if (done.empty()) return group_result{std::nullopt, "no abstraction: " + join(why, "; ")};
+
+  const abstracted& primary = done.front();
+  skill_card c;
+  c.id = card_id_of(key);
+  c.action = key.action;
+  c.intent = primary.card.intent;
+  c.anchor = primary.card.anchor;
+  c.risk = primary.card.risk;
+  c.scope = primary.card.scope;
+  c.prov = primary.card.prov.kind.empty() ? p.origin() : primary.card.prov;
+  merge_abstractions(c, done, s, p);
+  for (const auto& why_not : why) add_line(c.verification_log, "no abstraction for " + why_not);
+  for (const auto& k : c.constraints) add_line(c.preconditions, prose_of(k));
+
+  fill_contract(c, key, members, primary.card);
+  log_forward(c, members);
+  log_rejected(c, members);
+
+  add_evidence(c, members, primary);
   return group_result{std::move(c), ""};
 }
 

@@ -286,24 +286,10 @@ result<klineage_card> klineage_card_from_json(const json& j, const std::string& 
   return out;
 }
 
-result<klineage_lineage> klineage_lineage_from_json(const json& j, const std::string& origin) {
-  if (!j.is_object() || !j.contains("states") || !j["states"].is_array() || j["states"].empty())
-    return fail(errc::parse_error, origin + ": a KLineage lineage has a non-empty `states` list");
-  const json& states = j["states"];
-  const json transitions = j.value("transitions", json::array());
-  if (!transitions.is_array() || transitions.size() + 1 != states.size())
-    return fail(errc::parse_error, origin + ": " + std::to_string(states.size()) + " states need " +
-                                       std::to_string(states.size() - 1) + " transitions");
-  klineage_lineage out;
-  lineage& l = out.l;
-  const json last = states.back();
-  const json context = last.value("context", json::object());
-  l.task = text_of(context, "case");
-  l.op = l.task;
-  l.expert = text_of(last, "name");
-  l.target = text_of(context, "platform");
-  l.run_id = "import:klineage";
-  // Kernels by KLineage's fingerprints, which the transitions carry (states do not store theirs).
+namespace {
+
+// Kernels by KLineage's fingerprints, which the transitions carry (states do not store theirs).
+result<void> chain_kernels(lineage& l, const json& transitions, const json& last, const std::string& origin) {
   for (size_t i = 0; i < transitions.size(); ++i) {
     const std::string before = text_of(transitions[i], "before_fingerprint");
     const std::string after = text_of(transitions[i], "after_fingerprint");
@@ -316,70 +302,62 @@ result<klineage_lineage> klineage_lineage_from_json(const json& j, const std::st
     l.kernels.push_back("klineage:" + after);
   }
   if (transitions.empty()) l.kernels.push_back("klineage:" + content_hash(text_of(last, "source")));
-  for (const auto& s : states) l.features.push_back(features_of(s.value("features", json::array())));
-  std::set<std::string> outside;
-  for (const auto& fs_ : l.features)
-    for (const auto& f : fs_)
-      if (!find_feature(f.name)) outside.insert(f.name);
+  return {};
+}
 
-  for (size_t i = 0; i < transitions.size(); ++i) {
-    const json& t = transitions[i];
-    transition s;
-    s.from_kernel = l.kernels[i];
-    s.to_kernel = l.kernels[i + 1];
-    s.action = text_of(t, "action_category");
-    s.locus = text_of(t, "locus");
-    s.edit = text_of(t, "backward_edit");
-    s.prov = imported;
-    // Features: the states' audits, else the transition's own lists.
-    std::vector<feature> from = l.features[i], to = l.features[i + 1];
-    if (from.empty() && to.empty()) {
-      from = features_of(t.value("before_features", json::array()));
-      to = features_of(t.value("after_features", json::array()));
-    }
-    auto same = [](const feature& a, const feature& b) { return a.locus == b.locus && a.name == b.name; };
-    for (const auto& f : to)
-      if (std::none_of(from.begin(), from.end(), [&](const feature& g) { return same(f, g); })) s.added.push_back(f);
-    for (const auto& f : from)
-      if (std::none_of(to.begin(), to.end(), [&](const feature& g) { return same(f, g); })) s.removed.push_back(f);
-    const auto slow = latency(states[i].value("validation", json()));
-    const auto fast = latency(states[i + 1].value("validation", json()));
-    if (slow && fast && *fast > 0) s.speedup = *slow / *fast;
-    if (const std::string fwd = text_of(t, "forward_edit"); !fwd.empty()) {
-      const json rt = t.value("roundtrip_validation", json());
-      s.forward.status = passed(rt) ? forward_status::accepted : forward_status::rejected;
-      s.forward.prov = imported;
-      s.forward.reason = std::string("KLineage's round trip ") + (passed(rt) ? "passed" : "failed") +
-                         " its gates (imported, not re-gated by lathe): " + fwd;
-    }
-    l.steps.push_back(std::move(s));
+// Step `i` of lineage `l` (its kernels and features read already) from KLineage's transition `t`.
+transition step_of(const lineage& l, size_t i, const json& t, const json& states) {
+  transition s;
+  s.from_kernel = l.kernels[i];
+  s.to_kernel = l.kernels[i + 1];
+  s.action = text_of(t, "action_category");
+  s.locus = text_of(t, "locus");
+  s.edit = text_of(t, "backward_edit");
+  s.prov = imported;
+  // Features: the states' audits, else the transition's own lists.
+  std::vector<feature> from = l.features[i], to = l.features[i + 1];
+  if (from.empty() && to.empty()) {
+    from = features_of(t.value("before_features", json::array()));
+    to = features_of(t.value("after_features", json::array()));
   }
-  const std::string term = text_of(j, "termination");
-  l.term = term == "complete"          ? termination::complete
-           : term == "step_limit"      ? termination::step_limit
-           : term == "rejection_limit" ? termination::rejection_limit
-                                       : termination::unknown;
-  l.reason = text_of(j, "reason");
-  if (l.term != termination::complete)
-    for (const auto& f : l.features.front()) l.remaining_features.push_back(f.locus + "/" + f.name);
-  const std::string tip = l.kernels.back().substr(9, 12);
-  l.id = "klineage/" + (l.task.empty() ? std::string("unknown") : l.task) + "/" + tip;
+  auto same = [](const feature& a, const feature& b) { return a.locus == b.locus && a.name == b.name; };
+  for (const auto& f : to)
+    if (std::none_of(from.begin(), from.end(), [&](const feature& g) { return same(f, g); })) s.added.push_back(f);
+  for (const auto& f : from)
+    if (std::none_of(to.begin(), to.end(), [&](const feature& g) { return same(f, g); })) s.removed.push_back(f);
+  const auto slow = latency(states[i].value("validation", json()));
+  const auto fast = latency(states[i + 1].value("validation", json()));
+  if (slow && fast && *fast > 0) s.speedup = *slow / *fast;
+  if (const std::string fwd = text_of(t, "forward_edit"); !fwd.empty()) {
+    const json rt = t.value("roundtrip_validation", json());
+    s.forward.status = passed(rt) ? forward_status::accepted : forward_status::rejected;
+    s.forward.prov = imported;
+    s.forward.reason = std::string("KLineage's round trip ") + (passed(rt) ? "passed" : "failed") +
+                       " its gates (imported, not re-gated by lathe): " + fwd;
+  }
+  return s;
+}
 
-  out.unmapped.push_back("states[].source, source_files: kernel sources are not stored (KLineage's "
-                         "kernel ABI is not lathe's; lathe's gate could not build them); kernels "
-                         "are named by KLineage's fingerprints");
-  out.unmapped.push_back("states[].validation, problem, abi, artifact_path, context.prior_actions, "
-                         "context.capabilities: KLineage's evidence and contracts; only latency "
-                         "ratios are kept (as step speedups)");
+void note_lineage_unmapped(const json& j, const json& transitions, const std::set<std::string>& outside,
+                           std::vector<std::string>& unmapped) {
+  unmapped.push_back("states[].source, source_files: kernel sources are not stored (KLineage's "
+                     "kernel ABI is not lathe's; lathe's gate could not build them); kernels "
+                     "are named by KLineage's fingerprints");
+  unmapped.push_back("states[].validation, problem, abi, artifact_path, context.prior_actions, "
+                     "context.capabilities: KLineage's evidence and contracts; only latency "
+                     "ratios are kept (as step speedups)");
   if (!transitions.empty())
-    out.unmapped.push_back("transitions[].forward_edit, predecessor_validation, roundtrip_validation: "
-                           "kept as each step's forward reason and verdict, not as lathe evaluations");
+    unmapped.push_back("transitions[].forward_edit, predecessor_validation, roundtrip_validation: "
+                       "kept as each step's forward reason and verdict, not as lathe evaluations");
   if (!outside.empty())
-    out.unmapped.push_back("features outside lathe's registry, kept as KLineage named them: " +
-                           join({outside.begin(), outside.end()}, ", "));
-  note_unknown_keys(j, {"states", "transitions", "skills", "termination", "reason"}, "", out.unmapped);
+    unmapped.push_back("features outside lathe's registry, kept as KLineage named them: " +
+                       join({outside.begin(), outside.end()}, ", "));
+  note_unknown_keys(j, {"states", "transitions", "skills", "termination", "reason"}, "", unmapped);
+}
 
-  // Its cards, with their evidence pointed at this lineage's steps.
+// Its cards, with their evidence pointed at this lineage's steps.
+result<void> import_lineage_cards(const json& j, const std::string& origin, klineage_lineage& out) {
+  const lineage& l = out.l;
   for (const auto& card : j.value("skills", json::array())) {
     auto c = klineage_card_from_json(card, origin);
     if (!c) return tl::unexpected(c.error());
@@ -398,6 +376,49 @@ result<klineage_lineage> klineage_lineage_from_json(const json& j, const std::st
     }
     out.cards.push_back(std::move(*c));
   }
+  return {};
+}
+
+}  // namespace
+
+result<klineage_lineage> klineage_lineage_from_json(const json& j, const std::string& origin) {
+  if (!j.is_object() || !j.contains("states") || !j["states"].is_array() || j["states"].empty())
+    return fail(errc::parse_error, origin + ": a KLineage lineage has a non-empty `states` list");
+  const json& states = j["states"];
+  const json transitions = j.value("transitions", json::array());
+  if (!transitions.is_array() || transitions.size() + 1 != states.size())
+    return fail(errc::parse_error, origin + ": " + std::to_string(states.size()) + " states need " +
+                                       std::to_string(states.size() - 1) + " transitions");
+  klineage_lineage out;
+  lineage& l = out.l;
+  const json last = states.back();
+  const json context = last.value("context", json::object());
+  l.task = text_of(context, "case");
+  l.op = l.task;
+  l.expert = text_of(last, "name");
+  l.target = text_of(context, "platform");
+  l.run_id = "import:klineage";
+  if (auto chained = chain_kernels(l, transitions, last, origin); !chained) return tl::unexpected(chained.error());
+  for (const auto& s : states) l.features.push_back(features_of(s.value("features", json::array())));
+  std::set<std::string> outside;
+  for (const auto& fs_ : l.features)
+    for (const auto& f : fs_)
+      if (!find_feature(f.name)) outside.insert(f.name);
+
+  for (size_t i = 0; i < transitions.size(); ++i) l.steps.push_back(step_of(l, i, transitions[i], states));
+  const std::string term = text_of(j, "termination");
+  l.term = term == "complete"          ? termination::complete
+           : term == "step_limit"      ? termination::step_limit
+           : term == "rejection_limit" ? termination::rejection_limit
+                                       : termination::unknown;
+  l.reason = text_of(j, "reason");
+  if (l.term != termination::complete)
+    for (const auto& f : l.features.front()) l.remaining_features.push_back(f.locus + "/" + f.name);
+  const std::string tip = l.kernels.back().substr(9, 12);
+  l.id = "klineage/" + (l.task.empty() ? std::string("unknown") : l.task) + "/" + tip;
+
+  note_lineage_unmapped(j, transitions, outside, out.unmapped);
+  if (auto cards = import_lineage_cards(j, origin, out); !cards) return tl::unexpected(cards.error());
   return out;
 }
 
