@@ -81,6 +81,100 @@ std::string claim_problem(const agent::proposal& p, const kernel_state& cur) {
   return "";
 }
 
+// The predecessor as the audit leaves it: the proposal's kernel, or its continuation.
+struct audited {
+  kernel_bundle pred;
+  std::string edits;
+  int32_t edits_used = 1;
+  kernel_state ps;
+  step_audit audit;
+};
+
+// The audit, continuing a partial removal on the intermediate kernel (decompose_options::
+// max_edits_per_step): one mechanism per step, never half of one. Returns why the attempt is
+// rejected at the audit when a partial removal cannot be finished, or nothing.
+std::optional<std::string> audit_removal(walk_context& c, const kernel_state& cur, int32_t step,
+                                         const agent::backward_request& req,
+                                         const std::vector<std::string>& claimed_names, audited& a) {
+  for (;;) {
+    a.ps = c.observe(a.pred, cur.all);
+    if (!a.ps.built) break;  // the gate says why
+    a.audit = audit_step(claimed_names, cur.written, a.ps.written, cur.all, a.ps.all);
+    if (a.audit.kind != audit_kind::partial) break;
+    if (a.edits_used >= c.o.max_edits_per_step)
+      return cat(a.audit.reason, " after ", std::to_string(a.edits_used), " edits (the limit per step)");
+    agent::backward_request more = req;
+    more.kernel = a.pred;
+    more.features.clear();
+    auto is_claimed = [&](const std::string& n) {
+      return std::find(claimed_names.begin(), claimed_names.end(), n) != claimed_names.end();
+    };
+    for (const auto& f : a.ps.written)
+      if (is_claimed(f.name)) more.features.push_back(f);
+    more.action_prior = claimed_names;
+    more.rejected.clear();
+    auto next = c.p.propose_backward(more);
+    std::string why;
+    if (!next)
+      why = "the proposer could not go on (" + first_line(next.error().message) + ")";
+    else if (next->features_removed.empty() ||
+             !std::all_of(next->features_removed.begin(), next->features_removed.end(), is_claimed))
+      why = "the continuation claims " + join(next->features_removed, ", ");
+    else if (next->kernel.hash == a.pred.hash)
+      why = "the continuation changed nothing";
+    if (!why.empty()) return cat(a.audit.reason, " after ", std::to_string(a.edits_used), " edit(s); ", why);
+    a.edits += next->edits;
+    a.pred = next->kernel;
+    a.pred.name = cat(c.expert_name, "~", std::to_string(step));
+    ++a.edits_used;
+  }
+  return std::nullopt;
+}
+
+// The accepted step: the transition pred -> cur with the audit's features, timed where asked.
+accepted_step accept(walk_context& c, const kernel_state& cur, int32_t step, const agent::proposal& first,
+                     const std::vector<std::string>& claimed_names, const audited& a,
+                     const std::vector<int64_t>& evaluations, const std::vector<agent::attempt_note>& notes) {
+  accepted_step s;
+  s.step = step;
+  for (const auto& n : claimed_names)
+    for (const auto& f : a.audit.removed)
+      if (f.name == n) {
+        s.claimed.push_back(f);
+        break;
+      }
+  s.predecessor_name = a.pred.name;
+  s.features = a.ps.all;
+  s.notes = a.audit.notes;
+  if (a.edits_used > 1) s.notes.push_back(cat("removed in ", std::to_string(a.edits_used), " edits"));
+  transition& tr = s.tr;
+  tr.from_kernel = a.pred.hash;
+  tr.to_kernel = cur.k.hash;
+  tr.action = first.action;
+  std::vector<std::string> loci;
+  for (const auto& f : a.audit.removed)
+    if (std::find(loci.begin(), loci.end(), f.locus) == loci.end()) loci.push_back(f.locus);
+  tr.locus = join(loci, ", ");
+  tr.edit = a.edits;
+  const feature_diff d = diff_features(a.ps.all, cur.all);
+  tr.added = d.added;
+  tr.removed = d.removed;
+  tr.evaluations = evaluations;
+  for (const auto& n : notes) tr.rejected.push_back(n.summary);
+  tr.prov = first.prov;
+  if (c.o.time) {
+    // time(pred) / time(succ): the successor is the candidate, the predecessor its baseline.
+    const evaluation timed = c.v.compare(c.t, cur.k, a.pred, first.prov);
+    if (timed.id) tr.evaluations.push_back(timed.id);
+    tr.speedup = ratio(timed);
+    if (timed.result != outcome::ok)
+      s.notes.push_back(cat("timing: ", std::string(to_string(timed.result)), ": ", first_line(timed.message)));
+    else if (tr.speedup)
+      s.notes.push_back("step speedup " + ratio_text(*tr.speedup));
+  }
+  return s;
+}
+
 }  // namespace
 
 attempt_result attempt_backward(walk_context& c, const kernel_state& cur, int32_t step,
@@ -128,108 +222,32 @@ attempt_result attempt_backward(walk_context& c, const kernel_state& cur, int32_
     return reject("claim", summary_of(first, claimed, why));
   }
 
-  // The audit, continuing a partial removal on the intermediate kernel (decompose_options::
-  // max_edits_per_step): one mechanism per step, never half of one.
-  kernel_bundle pred = first.kernel;
-  pred.name = cat(c.expert_name, "~", std::to_string(step));
-  std::string edits = first.edits;
-  int32_t edits_used = 1;
-  kernel_state ps;
-  step_audit audit;
-  for (;;) {
-    ps = c.observe(pred, cur.all);
-    if (!ps.built) break;  // the gate says why
-    audit = audit_step(claimed_names, cur.written, ps.written, cur.all, ps.all);
-    if (audit.kind != audit_kind::partial) break;
-    if (edits_used >= c.o.max_edits_per_step) {
-      rej.kernel = pred.hash;
-      return reject("audit", summary_of(first, claimed, cat(audit.reason, " after ", std::to_string(edits_used),
-                                                             " edits (the limit per step)")));
-    }
-    agent::backward_request more = req;
-    more.kernel = pred;
-    more.features.clear();
-    auto is_claimed = [&](const std::string& n) {
-      return std::find(claimed_names.begin(), claimed_names.end(), n) != claimed_names.end();
-    };
-    for (const auto& f : ps.written)
-      if (is_claimed(f.name)) more.features.push_back(f);
-    more.action_prior = claimed_names;
-    more.rejected.clear();
-    auto next = c.p.propose_backward(more);
-    std::string why;
-    if (!next)
-      why = "the proposer could not go on (" + first_line(next.error().message) + ")";
-    else if (next->features_removed.empty() ||
-             !std::all_of(next->features_removed.begin(), next->features_removed.end(), is_claimed))
-      why = "the continuation claims " + join(next->features_removed, ", ");
-    else if (next->kernel.hash == pred.hash)
-      why = "the continuation changed nothing";
-    if (!why.empty()) {
-      rej.kernel = pred.hash;
-      return reject("audit", summary_of(first, claimed, cat(audit.reason, " after ", std::to_string(edits_used),
-                                                             " edit(s); ", why)));
-    }
-    edits += next->edits;
-    pred = next->kernel;
-    pred.name = cat(c.expert_name, "~", std::to_string(step));
-    ++edits_used;
+  audited a;
+  a.pred = first.kernel;
+  a.pred.name = cat(c.expert_name, "~", std::to_string(step));
+  a.edits = first.edits;
+  if (auto why = audit_removal(c, cur, step, req, claimed_names, a)) {
+    rej.kernel = a.pred.hash;
+    return reject("audit", summary_of(first, claimed, *why));
   }
-  rej.kernel = pred.hash;
-  if (ps.built && audit.kind == audit_kind::mismatch)
-    return reject("audit", summary_of(first, claimed, "feature audit: " + audit.reason));
+  rej.kernel = a.pred.hash;
+  if (a.ps.built && a.audit.kind == audit_kind::mismatch)
+    return reject("audit", summary_of(first, claimed, "feature audit: " + a.audit.reason));
 
   // The gate: compiles and correct (it may be slower). The successor is the baseline the gate
   // would time against: already built, so the check builds only the predecessor.
-  const evaluation e = c.v.check(c.t, pred, cur.k, first.prov);
+  const evaluation e = c.v.check(c.t, a.pred, cur.k, first.prov);
   if (e.id) rej.evaluations.push_back(e.id);
   if (!passed(e)) {
     rej.outcome = std::string(to_string(e.result));
     return reject("gate", summary_of(first, claimed, cat("gate ", rej.outcome, ": ", first_line(e.message))));
   }
-  if (!ps.built || audit.kind != audit_kind::removed)
+  if (!a.ps.built || a.audit.kind != audit_kind::removed)
     return reject("audit", summary_of(first, claimed, "feature audit: " +
-                                                          (ps.built ? audit.reason : join(ps.notes, "; "))));
+                                                          (a.ps.built ? a.audit.reason : join(a.ps.notes, "; "))));
 
-  accepted_step s;
-  s.step = step;
-  for (const auto& n : claimed_names)
-    for (const auto& f : audit.removed)
-      if (f.name == n) {
-        s.claimed.push_back(f);
-        break;
-      }
-  s.predecessor_name = pred.name;
-  s.features = ps.all;
-  s.notes = audit.notes;
-  if (edits_used > 1) s.notes.push_back(cat("removed in ", std::to_string(edits_used), " edits"));
-  transition& tr = s.tr;
-  tr.from_kernel = pred.hash;
-  tr.to_kernel = cur.k.hash;
-  tr.action = first.action;
-  std::vector<std::string> loci;
-  for (const auto& f : audit.removed)
-    if (std::find(loci.begin(), loci.end(), f.locus) == loci.end()) loci.push_back(f.locus);
-  tr.locus = join(loci, ", ");
-  tr.edit = edits;
-  const feature_diff d = diff_features(ps.all, cur.all);
-  tr.added = d.added;
-  tr.removed = d.removed;
-  tr.evaluations = rej.evaluations;
-  for (const auto& n : notes) tr.rejected.push_back(n.summary);
-  tr.prov = first.prov;
-  if (c.o.time) {
-    // time(pred) / time(succ): the successor is the candidate, the predecessor its baseline.
-    const evaluation timed = c.v.compare(c.t, cur.k, pred, first.prov);
-    if (timed.id) tr.evaluations.push_back(timed.id);
-    tr.speedup = ratio(timed);
-    if (timed.result != outcome::ok)
-      s.notes.push_back(cat("timing: ", std::string(to_string(timed.result)), ": ", first_line(timed.message)));
-    else if (tr.speedup)
-      s.notes.push_back("step speedup " + ratio_text(*tr.speedup));
-  }
-  out.accepted = std::move(s);
-  out.predecessor = std::move(pred);
+  out.accepted = accept(c, cur, step, first, claimed_names, a, rej.evaluations, notes);
+  out.predecessor = std::move(a.pred);
   return out;
 }
 

@@ -283,6 +283,89 @@ result<expert_check> accepted_check(walk_context& c, const kernel_bundle& expert
   return *check;
 }
 
+// --resume: the run (of this task's expert), its own options and its state replayed from its
+// events.
+result<void> resume_decompose(store& db, const task& t, const kernel_bundle& expert,
+                              const decompose_options& caller, run& r, decompose_options& o, walk_state& s) {
+  auto got = db.get_run(*caller.resume_run);
+  if (!got) return tl::unexpected(got.error());
+  if (!*got) return fail(errc::not_found, "no run '" + *caller.resume_run + "' to resume");
+  r = **got;
+  if (r.kind != run_kind::decompose)
+    return fail(errc::invalid_argument, "run '" + r.id + "' is a " + to_string(r.kind) + " run, not decompose");
+  json args;
+  try {
+    args = json::parse(r.args);
+  } catch (const std::exception& e) {
+    return fail(errc::parse_error, "run '" + r.id + "': its args do not parse: " + e.what());
+  }
+  const std::string hash = args.value("expert", json::object()).value("hash", "");
+  if (r.task != t.name || hash != expert.hash)
+    return fail(errc::invalid_argument, cat("run '", r.id, "' decomposes ", r.task, " expert ", hash.substr(0, 12),
+                                            ", not ", t.name, " expert ", expert.hash.substr(0, 12)));
+  o = options_from(args.value("options", json::object()), caller);
+  auto events = db.run_events(r.id);
+  if (!events) return tl::unexpected(events.error());
+  auto replayed = replay(*events);
+  if (!replayed) return tl::unexpected(replayed.error());
+  s = std::move(*replayed);
+  return {};
+}
+
+// A new run under a free id, its arguments as a resume reads them back.
+result<void> new_decompose(store& db, const task& t, const kernel_bundle& expert, const decompose_options& o,
+                           run& r) {
+  r.id = o.run_id.empty() ? new_run_id() : o.run_id;
+  if (auto taken = db.get_run(r.id); !taken || *taken)
+    return fail(errc::invalid_argument, "run id '" + r.id + "' is already used");
+  r.kind = run_kind::decompose;
+  r.task = t.name;
+  r.limits.steps = o.max_steps;
+  r.args = json{{"task", t.name},
+                {"task_dir", t.dir.string()},
+                {"expert", {{"name", expert.name}, {"hash", expert.hash}}},
+                {"options", json::parse(options_json(o))},
+                {"proposer", o.proposer_label},
+                {"config", o.config_source}}
+               .dump();
+  return {};
+}
+
+void name_lineage(runner& w, const task& t, const kernel_bundle& expert, const expert_check& check,
+                  const std::string& run_id) {
+  w.meta.id = lineage_id(t.name, expert.hash, run_id);
+  w.meta.task = t.name;
+  w.meta.op = t.op;
+  w.meta.expert = expert.name;
+  w.meta.target = check.target;
+  w.meta.run_id = run_id;
+  w.meta.term = termination::unknown;
+  w.meta.reason = "in progress (run " + run_id + ")";
+}
+
+// The run's `started` event the first time; on resume, the backward walk's end as recorded and
+// a `resumed` event unless the run had finished.
+result<void> record_start(runner& w, const task& t, const kernel_bundle& expert, const expert_check& check,
+                          const std::string& run_id) {
+  walk_state& s = w.s;
+  if (!s.started) {
+    s.started = true;
+    s.check_id = check.id;
+    s.expert_features = check.features;
+    return w.record(event_kind::started, started_body(t.name, expert, check.id, w.meta.id, s.expert_features), 0,
+                    "decompose " + t.name + " " + expert.name + ": run " + run_id);
+  }
+  if (s.backward_done) {
+    w.meta.term = s.backward_done->term;
+    w.meta.reason = s.backward_done->reason;
+    w.meta.remaining_features = s.backward_done->remaining;
+  }
+  if (!s.finished)
+    return w.record(event_kind::resumed, json{{"from_seq", s.last_seq}, {"steps", s.accepted.size()}}.dump(), 0,
+                    cat("resumed run ", run_id, " after ", std::to_string(s.accepted.size()), " accepted step(s)"));
+  return {};
+}
+
 }  // namespace
 
 result<decompose_result> decompose(const task& t, const kernel_bundle& expert, verifier& v,
@@ -296,43 +379,10 @@ result<decompose_result> decompose(const task& t, const kernel_bundle& expert, v
   run r;
   walk_state s;
   if (caller.resume_run) {
-    auto got = db.get_run(*caller.resume_run);
-    if (!got) return tl::unexpected(got.error());
-    if (!*got) return fail(errc::not_found, "no run '" + *caller.resume_run + "' to resume");
-    r = **got;
-    if (r.kind != run_kind::decompose)
-      return fail(errc::invalid_argument, "run '" + r.id + "' is a " + to_string(r.kind) + " run, not decompose");
-    json args;
-    try {
-      args = json::parse(r.args);
-    } catch (const std::exception& e) {
-      return fail(errc::parse_error, "run '" + r.id + "': its args do not parse: " + e.what());
-    }
-    const std::string hash = args.value("expert", json::object()).value("hash", "");
-    if (r.task != t.name || hash != expert.hash)
-      return fail(errc::invalid_argument, cat("run '", r.id, "' decomposes ", r.task, " expert ", hash.substr(0, 12),
-                                              ", not ", t.name, " expert ", expert.hash.substr(0, 12)));
-    o = options_from(args.value("options", json::object()), caller);
-    auto events = db.run_events(r.id);
-    if (!events) return tl::unexpected(events.error());
-    auto replayed = replay(*events);
-    if (!replayed) return tl::unexpected(replayed.error());
-    s = std::move(*replayed);
+    if (auto resumed = resume_decompose(db, t, expert, caller, r, o, s); !resumed) return tl::unexpected(resumed.error());
     out.resumed = true;
   } else {
-    r.id = caller.run_id.empty() ? new_run_id() : caller.run_id;
-    if (auto taken = db.get_run(r.id); !taken || *taken)
-      return fail(errc::invalid_argument, "run id '" + r.id + "' is already used");
-    r.kind = run_kind::decompose;
-    r.task = t.name;
-    r.limits.steps = o.max_steps;
-    r.args = json{{"task", t.name},
-                  {"task_dir", t.dir.string()},
-                  {"expert", {{"name", expert.name}, {"hash", expert.hash}}},
-                  {"options", json::parse(options_json(o))},
-                  {"proposer", o.proposer_label},
-                  {"config", o.config_source}}
-                 .dump();
+    if (auto made = new_decompose(db, t, expert, o, r); !made) return tl::unexpected(made.error());
   }
   r.state = run_state::running;
   r.message.clear();
@@ -374,36 +424,8 @@ result<decompose_result> decompose(const task& t, const kernel_bundle& expert, v
       }
     }
     c.target = target_summary(t, out.check.target);
-    w.meta.id = lineage_id(t.name, expert.hash, r.id);
-    w.meta.task = t.name;
-    w.meta.op = t.op;
-    w.meta.expert = expert.name;
-    w.meta.target = out.check.target;
-    w.meta.run_id = r.id;
-    w.meta.term = termination::unknown;
-    w.meta.reason = "in progress (run " + r.id + ")";
-    if (!s.started) {
-      s.started = true;
-      s.check_id = out.check.id;
-      s.expert_features = out.check.features;
-      if (auto rec = w.record(event_kind::started, started_body(t.name, expert, out.check.id, w.meta.id,
-                                                                s.expert_features),
-                              0, "decompose " + t.name + " " + expert.name + ": run " + r.id);
-          !rec)
-        return failed(rec.error());
-    } else {
-      if (s.backward_done) {
-        w.meta.term = s.backward_done->term;
-        w.meta.reason = s.backward_done->reason;
-        w.meta.remaining_features = s.backward_done->remaining;
-      }
-      if (!s.finished) {
-        auto rec = w.record(event_kind::resumed,
-                            json{{"from_seq", s.last_seq}, {"steps", s.accepted.size()}}.dump(), 0,
-                            cat("resumed run ", r.id, " after ", std::to_string(s.accepted.size()), " accepted step(s)"));
-        if (!rec) return failed(rec.error());
-      }
-    }
+    name_lineage(w, t, expert, out.check, r.id);
+    if (auto rec = record_start(w, t, expert, out.check, r.id); !rec) return failed(rec.error());
 
     if (!s.finished) {
       if (!s.backward_done)

@@ -27,6 +27,61 @@ std::string carrier_of(const agent::proposal& p) {
   return at == std::string::npos ? "" : first_line(p.rationale.substr(at + tag.size()), 4096);
 }
 
+// Why the forward result `ks` does not hold every claimed feature of step `s`, or nothing.
+std::optional<std::string> not_restored(const accepted_step& s, const kernel_state& ks) {
+  for (const auto& want : s.claimed) {
+    // Compared as the backward audit compared it (feature_audit.h): an artifact detection by
+    // name, a source one at its locus.
+    const std::string key = audit_key(want);
+    if (std::any_of(ks.written.begin(), ks.written.end(), [&](const feature& f) { return audit_key(f) == key; }))
+      continue;
+    std::vector<std::string> where;
+    for (const auto& f : ks.all)
+      if (f.name == want.name) where.push_back(f.locus);
+    std::vector<std::string> held;
+    for (const auto& f : ks.all) held.push_back(feature_text(f));
+    return cat(feature_text(want), " is not restored",
+               where.empty() ? std::string(" (absent") : " (present at " + join(where, ", ") + " only",
+               "; the result holds: ", held.empty() ? std::string("nothing") : join(held, ", "),
+               ks.notes.empty() ? "" : "; " + join(ks.notes, "; "), ")");
+  }
+  return std::nullopt;
+}
+
+// The forward result's speed against the successor, decided into `r` (timing on).
+void judge_speed(walk_context& c, const kernel_bundle& k, const kernel_bundle& succ, const std::string& claimed_text,
+                 forward_result& r) {
+  // succ time / forward time: the forward result is the candidate, the successor its baseline.
+  // A noise margin past 25% cannot tell a step that lost a quarter of its speed from one that
+  // lost none (0.934 was accepted against 1 - 0.754): timed once more, and undecided if it stays
+  // (forward_speed.h).
+  evaluation timed;
+  const std::optional<forward_speed> speed = decide_forward_speed([&]() -> std::optional<forward_timing> {
+    timed = c.v.compare(c.t, k, succ, r.prov);
+    if (timed.id) r.evaluations.push_back(timed.id);
+    r.ratio = ratio(timed);
+    if (!r.ratio || !correct(timed.result)) return std::nullopt;
+    return forward_timing{*r.ratio, margin(timed, c.t.plat)};
+  });
+  if (!speed) {
+    r.status = forward_status::rejected;
+    r.reason = cat("timing failed: ", std::string(to_string(timed.result)), ": ", first_line(timed.message));
+    return;
+  }
+  const double m = speed->last.margin;
+  r.status = speed->status;
+  if (speed->status == forward_status::undecided) {
+    r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
+                   ", but the A/A noise (margin ", fixed(m), ", timed twice) is too high to tell "
+                   "whether it is slower");
+    return;
+  }
+  const bool ok = speed->status == forward_status::accepted;
+  r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
+                 ok ? " >= " : " < ", fixed(1 - m), " (1 - noise margin ", fixed(m), ")",
+                 ok ? "" : ": slower than the successor beyond the noise");
+}
+
 }  // namespace
 
 bool same_kernel(const kernel_bundle& a, const kernel_bundle& b) {
@@ -101,22 +156,9 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
   std::vector<feature> audited = s.features;  // a claimed feature may be an audited one
   audited.insert(audited.end(), s.claimed.begin(), s.claimed.end());
   const kernel_state ks = c.observe(k, audited);
-  for (const auto& want : s.claimed) {
-    // Compared as the backward audit compared it (feature_audit.h): an artifact detection by
-    // name, a source one at its locus.
-    const std::string key = audit_key(want);
-    if (std::any_of(ks.written.begin(), ks.written.end(), [&](const feature& f) { return audit_key(f) == key; }))
-      continue;
-    std::vector<std::string> where;
-    for (const auto& f : ks.all)
-      if (f.name == want.name) where.push_back(f.locus);
-    std::vector<std::string> held;
-    for (const auto& f : ks.all) held.push_back(feature_text(f));
+  if (auto why = not_restored(s, ks)) {
     r.status = forward_status::rejected;
-    r.reason = cat(feature_text(want), " is not restored",
-                   where.empty() ? std::string(" (absent") : " (present at " + join(where, ", ") + " only",
-                   "; the result holds: ", held.empty() ? std::string("nothing") : join(held, ", "),
-                   ks.notes.empty() ? "" : "; " + join(ks.notes, "; "), ")");
+    r.reason = *why;
     return out;
   }
   if (!c.o.time) {
@@ -124,35 +166,7 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     r.reason = "gate passed and " + claimed_text + " restored; speed not measured (timing off)";
     return out;
   }
-  // succ time / forward time: the forward result is the candidate, the successor its baseline.
-  // A noise margin past 25% cannot tell a step that lost a quarter of its speed from one that
-  // lost none (0.934 was accepted against 1 - 0.754): timed once more, and undecided if it stays
-  // (forward_speed.h).
-  evaluation timed;
-  const std::optional<forward_speed> speed = decide_forward_speed([&]() -> std::optional<forward_timing> {
-    timed = c.v.compare(c.t, k, succ, r.prov);
-    if (timed.id) r.evaluations.push_back(timed.id);
-    r.ratio = ratio(timed);
-    if (!r.ratio || !correct(timed.result)) return std::nullopt;
-    return forward_timing{*r.ratio, margin(timed, c.t.plat)};
-  });
-  if (!speed) {
-    r.status = forward_status::rejected;
-    r.reason = cat("timing failed: ", std::string(to_string(timed.result)), ": ", first_line(timed.message));
-    return out;
-  }
-  const double m = speed->last.margin;
-  r.status = speed->status;
-  if (speed->status == forward_status::undecided) {
-    r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
-                   ", but the A/A noise (margin ", fixed(m), ", timed twice) is too high to tell "
-                   "whether it is slower");
-    return out;
-  }
-  const bool ok = speed->status == forward_status::accepted;
-  r.reason = cat("gate passed, ", claimed_text, " restored; ratio vs the successor ", fixed(*r.ratio),
-                 ok ? " >= " : " < ", fixed(1 - m), " (1 - noise margin ", fixed(m), ")",
-                 ok ? "" : ": slower than the successor beyond the noise");
+  judge_speed(c, k, succ, claimed_text, r);
   return out;
 }
 
