@@ -206,98 +206,91 @@ void build_optimize(builder& b, const run& r, const std::vector<event>& events) 
   b.evolve = nullptr;
 }
 
-// evolve: every kernel placed in the archive (the start kernel first), edges parent -> child with
-// the step's measured effect; children that were not placed are the rejected attempts. The curve
-// is the best elite's speedup over the task's baseline against the children made.
-void build_evolve(builder& b, const run& r, const std::vector<event>& events) {
-  const json summary = summary_of(r);
-  json options = summary.is_object() && summary.contains("options") ? summary["options"] : json::object();
-  if (const json* st = first_event(events, "started"); st && !options.contains("descriptors")) options = *st;
+namespace {
+
+// evolve's events read in order: the graph into the builder, the curve and the generations here.
+struct evolve_walk {
+  builder& b;
   double best_score = -1;
   int64_t ordinal = 0;
   json points = json::array(), per_generation = json::array(), origin = nullptr;
-  for (const auto& e : events) {
-    const json& body = e.body;
-    if (!body.is_object()) continue;
-    b.cite(body);
-    if (e.kind == "start") {
-      const std::string k = body.value("kernel", std::string());
-      // The start kernel's composite score (search/archive.h): the curve starts from it.
-      const json v = body.value("verdict", json::object());
-      const json sp = number_or_null(v, "speedup");
-      const double score = v.value("correct", false) ? 1 + (sp.is_number() ? sp.get<double>() : 1.0)
-                           : v.value("compiles", false) ? 0.25 : 0.0;
-      if (!k.empty() && !b.has_node(k)) {
-        json& n = b.add_node(k, "S", "start");
-        n["score"] = score;
-        n["speedup"] = sp;
-      }
-      if (v.contains("id") && v["id"].is_number_integer() && v["id"].get<int64_t>() > 0) b.evaluations.insert(v["id"].get<int64_t>());
+
+  void on_start(const json& body) {
+    const std::string k = body.value("kernel", std::string());
+    // The start kernel's composite score (search/archive.h): the curve starts from it.
+    const json v = body.value("verdict", json::object());
+    const json sp = number_or_null(v, "speedup");
+    const double score = v.value("correct", false) ? 1 + (sp.is_number() ? sp.get<double>() : 1.0)
+                         : v.value("compiles", false) ? 0.25 : 0.0;
+    if (!k.empty() && !b.has_node(k)) {
+      json& n = b.add_node(k, "S", "start");
+      n["score"] = score;
+      n["speedup"] = sp;
+    }
+    if (v.contains("id") && v["id"].is_number_integer() && v["id"].get<int64_t>() > 0) b.evaluations.insert(v["id"].get<int64_t>());
+    best_score = score;
+    origin = {{"x", 0}, {"y", score >= 1 ? score - 1 : 0.0}, {"score", score}, {"label", "S (start)"}};
+  }
+
+  void on_generation(const json& body) {
+    per_generation.push_back({{"generation", body.value("generation", 0)}, {"best_score", body.value("best_score", 0.0)},
+                              {"elites", body.value("archive", 0)}});
+  }
+
+  void on_child(const json& body) {
+    ++ordinal;
+    const std::string k = body.value("kernel", std::string()), parent = body.value("parent", std::string());
+    const bool placed = body.value("placed", false) && !k.empty();
+    const std::string label = cat("g", std::to_string(body.value("generation", 0)), ".i",
+                                  std::to_string(body.value("island", 0)), ".", std::to_string(body.value("index", 0)));
+    if (body.contains("cards"))
+      for (const auto& c : body["cards"])
+        if (c.is_string()) b.use_card(c.get<std::string>(), "offered for child " + label);
+    if (!placed) {
+      b.rejected.push_back({{"from", parent.empty() ? std::string() : parent},
+                            {"kernel", k},
+                            {"step", ordinal},
+                            {"stage", body.value("placement", std::string())},
+                            {"outcome", body.value("outcome", std::string())},
+                            {"summary", label + " " + body.value("kind", std::string()) + ": " + body.value("action", std::string()) +
+                                            (body.value("failure", "").empty() ? "" : " — " + body.value("failure", std::string()))},
+                            {"provenance", provenance_text(body.value("provenance", json()))}});
+      return;
+    }
+    if (!b.has_node(k)) {
+      json& n = b.add_node(k, label, body.value("kind", std::string("child")));
+      n["generation"] = body.value("generation", 0);
+      n["island"] = body.value("island", 0);
+      n["score"] = body.value("score", 0.0);
+      n["speedup"] = number_or_null(body, "speedup");
+    }
+    if (!parent.empty() && parent != k && b.has_node(parent)) add_edge(body, parent, k);
+    const double score = body.value("score", 0.0);
+    if (score > best_score) {
       best_score = score;
-      origin = {{"x", 0}, {"y", score >= 1 ? score - 1 : 0.0}, {"score", score}, {"label", "S (start)"}};
-    } else if (e.kind == "generation") {
-      per_generation.push_back({{"generation", body.value("generation", 0)}, {"best_score", body.value("best_score", 0.0)},
-                                {"elites", body.value("archive", 0)}});
-    } else if (e.kind == "child") {
-      ++ordinal;
-      const std::string k = body.value("kernel", std::string()), parent = body.value("parent", std::string());
-      const bool placed = body.value("placed", false) && !k.empty();
-      const std::string label = cat("g", std::to_string(body.value("generation", 0)), ".i",
-                                    std::to_string(body.value("island", 0)), ".", std::to_string(body.value("index", 0)));
-      if (body.contains("cards"))
-        for (const auto& c : body["cards"])
-          if (c.is_string()) b.use_card(c.get<std::string>(), "offered for child " + label);
-      if (!placed) {
-        b.rejected.push_back({{"from", parent.empty() ? std::string() : parent},
-                              {"kernel", k},
-                              {"step", ordinal},
-                              {"stage", body.value("placement", std::string())},
-                              {"outcome", body.value("outcome", std::string())},
-                              {"summary", label + " " + body.value("kind", std::string()) + ": " + body.value("action", std::string()) +
-                                              (body.value("failure", "").empty() ? "" : " — " + body.value("failure", std::string()))},
-                              {"provenance", provenance_text(body.value("provenance", json()))}});
-        continue;
-      }
-      if (!b.has_node(k)) {
-        json& n = b.add_node(k, label, body.value("kind", std::string("child")));
-        n["generation"] = body.value("generation", 0);
-        n["island"] = body.value("island", 0);
-        n["score"] = body.value("score", 0.0);
-        n["speedup"] = number_or_null(body, "speedup");
-      }
-      if (!parent.empty() && parent != k && b.has_node(parent)) {
-        // The step's effect: the contest's paired ratio when there was one, else the ratio of the
-        // two speedups over the baseline (docs/evolve.md "Training data").
-        json effect = number_or_null(body, "contest_ratio");
-        if (effect.is_null() && body.value("speedup", json()).is_number() && body.value("parent_speedup", json()).is_number() &&
-            body["parent_speedup"].get<double>() > 0)
-          effect = body["speedup"].get<double>() / body["parent_speedup"].get<double>();
-        json edge = edge_of(parent, k, body.value("action", std::string()), "", effect,
-                            body.value("provenance", json()), body.value("evaluations", json()));
-        edge["placement"] = body.value("placement", std::string());
-        edge["kind"] = body.value("kind", std::string());
-        b.edges.push_back(std::move(edge));
-      }
-      const double score = body.value("score", 0.0);
-      if (score > best_score) {
-        best_score = score;
-        points.push_back({{"x", ordinal}, {"y", score >= 1 ? score - 1 : 0.0}, {"score", score}, {"kernel", k},
-                          {"label", label}, {"measured", body.value("speedup", json()).is_number()}});
-      }
+      points.push_back({{"x", ordinal}, {"y", score >= 1 ? score - 1 : 0.0}, {"score", score}, {"kernel", k},
+                        {"label", label}, {"measured", body.value("speedup", json()).is_number()}});
     }
   }
-  json budget = nullptr;
-  if (r.limits.steps) budget = *r.limits.steps;
-  b.progress = {{"title", "Best elite's paired speedup over the baseline"},
-                {"x_label", "children made (the steps budget)"},
-                {"y_label", "speedup over the task's baseline (composite score − 1; undecided = parity)"},
-                {"x_max", std::max<int64_t>(ordinal, 1)},
-                {"budget", budget},
-                {"origin", origin},
-                {"points", points}};
-  // The archive: each elite's cell decoded into one bin per descriptor (the first descriptor is
-  // the most significant digit, as search/archive.cpp numbers cells).
-  json descriptors = options.value("descriptors", json::array());
+
+  void add_edge(const json& body, const std::string& parent, const std::string& k) {
+    // The step's effect: the contest's paired ratio when there was one, else the ratio of the
+    // two speedups over the baseline (docs/evolve.md "Training data").
+    json effect = number_or_null(body, "contest_ratio");
+    if (effect.is_null() && body.value("speedup", json()).is_number() && body.value("parent_speedup", json()).is_number() &&
+        body["parent_speedup"].get<double>() > 0)
+      effect = body["speedup"].get<double>() / body["parent_speedup"].get<double>();
+    json edge = edge_of(parent, k, body.value("action", std::string()), "", effect,
+                        body.value("provenance", json()), body.value("evaluations", json()));
+    edge["placement"] = body.value("placement", std::string());
+    edge["kind"] = body.value("kind", std::string());
+    b.edges.push_back(std::move(edge));
+  }
+};
+
+// The archive: each elite's cell decoded into one bin per descriptor (the first descriptor is
+// the most significant digit, as search/archive.cpp numbers cells).
+json archive_elites(const json& summary, const json& descriptors) {
   std::vector<int64_t> bins;
   for (const auto& d : descriptors) bins.push_back(static_cast<int64_t>(d.value("edges", json::array()).size()) + 1);
   json elites = json::array();
@@ -313,6 +306,39 @@ void build_evolve(builder& b, const run& r, const std::vector<event>& events) {
       x["coords"] = coords;
       elites.push_back(std::move(x));
     }
+  return elites;
+}
+
+}  // namespace
+
+// evolve: every kernel placed in the archive (the start kernel first), edges parent -> child with
+// the step's measured effect; children that were not placed are the rejected attempts. The curve
+// is the best elite's speedup over the task's baseline against the children made.
+void build_evolve(builder& b, const run& r, const std::vector<event>& events) {
+  const json summary = summary_of(r);
+  json options = summary.is_object() && summary.contains("options") ? summary["options"] : json::object();
+  if (const json* st = first_event(events, "started"); st && !options.contains("descriptors")) options = *st;
+  evolve_walk w{b};
+  for (const auto& e : events) {
+    const json& body = e.body;
+    if (!body.is_object()) continue;
+    b.cite(body);
+    if (e.kind == "start") w.on_start(body);
+    else if (e.kind == "generation") w.on_generation(body);
+    else if (e.kind == "child") w.on_child(body);
+  }
+  json budget = nullptr;
+  if (r.limits.steps) budget = *r.limits.steps;
+  b.progress = {{"title", "Best elite's paired speedup over the baseline"},
+                {"x_label", "children made (the steps budget)"},
+                {"y_label", "speedup over the task's baseline (composite score − 1; undecided = parity)"},
+                {"x_max", std::max<int64_t>(w.ordinal, 1)},
+                {"budget", budget},
+                {"origin", w.origin},
+                {"points", w.points}};
+  json descriptors = options.value("descriptors", json::array());
+  json elites = archive_elites(summary, descriptors);
+  json& per_generation = w.per_generation;
   if (summary.is_object() && summary.contains("best_per_generation") && per_generation.empty())
     for (size_t g = 0; g < summary["best_per_generation"].size(); ++g)
       per_generation.push_back({{"generation", g + 1}, {"best_score", summary["best_per_generation"][g]}});
