@@ -253,69 +253,34 @@ bool exited(pid_t pid) {
          info.si_pid == pid;
 }
 
-process_result run_process(const std::vector<string>& argv, const std::vector<string>& env,
-                           const string& input, const fs::path& cwd, double timeout_s,
-                           uint64_t max_out, const cancel_token* cancel) {
-  process_result r;
-  int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
-  const bool piped =
-      pipe2(in_p, O_CLOEXEC) == 0 && pipe2(out_p, O_CLOEXEC) == 0 && pipe2(err_p, O_CLOEXEC) == 0;
-  fd_guard in_r{in_p[0]}, in_w{in_p[1]}, out_r{out_p[0]}, out_w{out_p[1]}, err_r{err_p[0]},
-      err_w{err_p[1]};
-  if (!piped) {
-    r.start_error = string("pipe: ") + strerror(errno);
-    return r;
-  }
-  std::vector<char*> args, envp;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-  sigpipe_blocker no_sigpipe;
-  const auto start = clock_type::now();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    r.start_error = string("fork: ") + strerror(errno);
-    return r;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);  // its own process group: a timeout kills the agent's children too
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(in_p[0], 0);
-    dup2(out_p[1], 1);
-    dup2(err_p[1], 2);
-    // What the agent may not inherit: lathe's other descriptors (the store, locks, a worker's
-    // pipes), a way to gain privileges (setuid programs), core files holding its memory. lathe
-    // itself is not dumpable (cli/main.cpp), so the agent cannot read /proc/<lathe>/environ.
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-      for (int fd = 3; fd < 4096; ++fd) close(fd);
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    const struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    if (chdir(cwd.c_str()) != 0) _exit(126);
-    execve(args[0], args.data(), envp.data());
-    dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));
-    _exit(127);
-  }
-  setpgid(pid, pid);  // also here, so that kill(-pid) works before the child got to it
-  in_r.reset();
-  out_w.reset();
-  err_w.reset();
-  fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
-  if (input.empty()) in_w.reset();
+// The child between fork and exec: the pipes as its stdin, stdout and stderr, then the command.
+[[noreturn]] void exec_child(int in, int out, int err, const fs::path& cwd, char* const* args, char* const* envp) {
+  setpgid(0, 0);  // its own process group: a timeout kills the agent's children too
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  dup2(in, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+  // What the agent may not inherit: lathe's other descriptors (the store, locks, a worker's
+  // pipes), a way to gain privileges (setuid programs), core files holding its memory. lathe
+  // itself is not dumpable (cli/main.cpp), so the agent cannot read /proc/<lathe>/environ.
+  if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+    for (int fd = 3; fd < 4096; ++fd) close(fd);
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  const struct rlimit no_core = {0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  if (chdir(cwd.c_str()) != 0) _exit(126);
+  execve(args[0], args, envp);
+  dprintf(2, "cannot run %s: %s\n", args[0], strerror(errno));
+  _exit(127);
+}
 
-  const auto kill_group = [&] {
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-  };
-  const auto stop_now = [&] {
-    const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
-    if (elapsed >= timeout_s) r.timed_out = true;
-    if (cancel && cancel->cancelled.load()) r.cancelled = true;
-    return r.timed_out || r.cancelled || r.too_long;
-  };
+// Writes `input` to the command and reads its stdout and stderr until both close or `stop_now`
+// says the call is over.
+template <class stop_fn>
+void pump(pid_t pid, const string& input, uint64_t max_out, fd_guard& in_w, fd_guard& out_r, fd_guard& err_r,
+          process_result& r, const stop_fn& stop_now) {
   size_t written = 0;
   bool group_killed = false;
   char buf[65536];
@@ -358,6 +323,52 @@ process_result run_process(const std::vector<string>& argv, const std::vector<st
       }
     }
   }
+}
+
+process_result run_process(const std::vector<string>& argv, const std::vector<string>& env,
+                           const string& input, const fs::path& cwd, double timeout_s,
+                           uint64_t max_out, const cancel_token* cancel) {
+  process_result r;
+  int in_p[2] = {-1, -1}, out_p[2] = {-1, -1}, err_p[2] = {-1, -1};
+  const bool piped =
+      pipe2(in_p, O_CLOEXEC) == 0 && pipe2(out_p, O_CLOEXEC) == 0 && pipe2(err_p, O_CLOEXEC) == 0;
+  fd_guard in_r{in_p[0]}, in_w{in_p[1]}, out_r{out_p[0]}, out_w{out_p[1]}, err_r{err_p[0]},
+      err_w{err_p[1]};
+  if (!piped) {
+    r.start_error = string("pipe: ") + strerror(errno);
+    return r;
+  }
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  sigpipe_blocker no_sigpipe;
+  const auto start = clock_type::now();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    r.start_error = string("fork: ") + strerror(errno);
+    return r;
+  }
+  if (pid == 0) exec_child(in_p[0], out_p[1], err_p[1], cwd, args.data(), envp.data());
+  setpgid(pid, pid);  // also here, so that kill(-pid) works before the child got to it
+  in_r.reset();
+  out_w.reset();
+  err_w.reset();
+  fcntl(in_w.fd, F_SETFL, O_NONBLOCK);
+  if (input.empty()) in_w.reset();
+
+  const auto kill_group = [&] {
+    kill(-pid, SIGKILL);
+    kill(pid, SIGKILL);
+  };
+  const auto stop_now = [&] {
+    const double elapsed = std::chrono::duration<double>(clock_type::now() - start).count();
+    if (elapsed >= timeout_s) r.timed_out = true;
+    if (cancel && cancel->cancelled.load()) r.cancelled = true;
+    return r.timed_out || r.cancelled || r.too_long;
+  };
+  pump(pid, input, max_out, in_w, out_r, err_r, r, stop_now);
   in_w.reset();
   // Its output is closed (or the call is over): wait for the exit within the same deadline.
   while (!exited(pid)) {
