@@ -438,6 +438,94 @@ result<task> problem_task(const task_reader& r, const toml::table& root, const t
   return t;
 }
 
+// The task's identity: name (its directory's), operator, platform, role, description.
+result<void> read_head(const task_reader& r, const toml::table& root, task& t) {
+  LATHE_TRY(name, r.str(root, "name", "", true));
+  t.name = **name;
+  if (const std::string dir_name = t.dir.filename().string(); t.name != dir_name)
+    return r.err(line_of(*root.get("name")), "",
+                 "name '" + t.name + "' differs from the task directory '" + dir_name +
+                     "' (docs/tasks.md: the name equals the directory name)");
+  LATHE_TRY(op, r.str(root, "operator", "", true));
+  t.op = **op;
+  LATHE_TRY(plat, r.str(root, "platform", "", true));
+  if (**plat == "cpu")
+    t.plat = platform::cpu;
+  else if (**plat == "cuda")
+    t.plat = platform::cuda;
+  else
+    return r.err(line_of(*root.get("platform")), "",
+                 "unknown platform '" + **plat + "' (cpu | cuda)");
+  LATHE_TRY(role, r.str(root, "role", "", true));
+  if (**role == "source")
+    t.role = task_role::source;
+  else if (**role == "heldout")
+    t.role = task_role::heldout;
+  else
+    return r.err(line_of(*root.get("role")), "",
+                 "unknown role '" + **role + "' (source | heldout)");
+  LATHE_TRY(desc, r.str(root, "description", "", false));
+  t.description = desc->value_or("");
+  return {};
+}
+
+// The reference and, for a CUDA task, the GPU reference: files in the task directory.
+result<void> read_references(const task_reader& r, const toml::table& root, task& t) {
+  std::error_code ec;
+  LATHE_TRY(ref, r.str(root, "reference", "", true));
+  t.reference = **ref;
+  if (t.reference.is_absolute() || !fs::is_regular_file(t.dir / t.reference, ec))
+    return r.err(line_of(*root.get("reference")), "",
+                 "reference '" + **ref + "' is not a file in " + t.dir.string());
+  LATHE_TRY(gref, r.str(root, "gpu_reference", "", false));
+  if (*gref) {
+    t.gpu_reference = **gref;
+    if (t.plat != platform::cuda)
+      return r.err(line_of(*root.get("gpu_reference")), "",
+                   "gpu_reference is for CUDA tasks (platform = \"cuda\")");
+    if (t.gpu_reference.is_absolute() || !fs::is_regular_file(t.dir / t.gpu_reference, ec))
+      return r.err(line_of(*root.get("gpu_reference")), "",
+                   "gpu_reference '" + **gref + "' is not a file in " + t.dir.string());
+  }
+  return {};
+}
+
+result<void> read_scalars(const task_reader& r, const toml::table& root, task& t) {
+  LATHE_TRY(scalars, r.tables(root, "scalar"));
+  for (size_t i = 0; i < scalars->size(); ++i) {
+    const toml::table& s = *(*scalars)[i];
+    std::string ctx = "scalar #" + std::to_string(i + 1);
+    LATHE_TRY(sname, r.str(s, "name", ctx, true));
+    ctx = "scalar '" + **sname + "'";
+    LATHE_TRY(skeys, r.check_keys(s, {"name", "value"}, ctx));
+    const toml::node* v = s.get("value");
+    if (v == nullptr) return r.err(line_of(s), ctx, "missing required field 'value'");
+    LATHE_TRY(value, r.number(*v, ctx, "value"));
+    for (const auto& other : t.scalars)
+      if (other.name == **sname) return r.err(line_of(s), ctx, "name used twice");
+    t.scalars.push_back({**sname, *value});
+  }
+  return {};
+}
+
+result<void> read_tensors(const task_reader& r, const toml::table& root, task& t) {
+  std::set<std::string> tensor_names;  // inputs and outputs share one namespace
+  for (bool input : {true, false}) {
+    LATHE_TRY(list, r.tables(root, input ? "input" : "output"));
+    if (list->empty())
+      return r.err(1, "",
+                   std::string("missing required field '") + (input ? "input" : "output") +
+                       "' (at least one [[" + (input ? "input" : "output") + "]])");
+    for (size_t i = 0; i < list->size(); ++i) {
+      LATHE_TRY(ts, read_tensor(r, *(*list)[i], input, i));
+      if (!tensor_names.insert(ts->name).second)
+        return r.err(line_of(*(*list)[i]), "", "tensor name '" + ts->name + "' is used twice");
+      (input ? t.inputs : t.outputs).push_back(std::move(*ts));
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 result<task> load_task(const fs::path& path, std::optional<platform> problem_platform) {
@@ -466,82 +554,17 @@ result<task> load_task(const fs::path& path, std::optional<platform> problem_pla
                                ""));
   task t;
   t.dir = fs::absolute(file, ec).lexically_normal().parent_path();
-  LATHE_TRY(name, r.str(root, "name", "", true));
-  t.name = **name;
-  if (const std::string dir_name = t.dir.filename().string(); t.name != dir_name)
-    return r.err(line_of(*root.get("name")), "",
-                 "name '" + t.name + "' differs from the task directory '" + dir_name +
-                     "' (docs/tasks.md: the name equals the directory name)");
-  LATHE_TRY(op, r.str(root, "operator", "", true));
-  t.op = **op;
-  LATHE_TRY(plat, r.str(root, "platform", "", true));
-  if (**plat == "cpu")
-    t.plat = platform::cpu;
-  else if (**plat == "cuda")
-    t.plat = platform::cuda;
-  else
-    return r.err(line_of(*root.get("platform")), "",
-                 "unknown platform '" + **plat + "' (cpu | cuda)");
-  LATHE_TRY(role, r.str(root, "role", "", true));
-  if (**role == "source")
-    t.role = task_role::source;
-  else if (**role == "heldout")
-    t.role = task_role::heldout;
-  else
-    return r.err(line_of(*root.get("role")), "",
-                 "unknown role '" + **role + "' (source | heldout)");
-  LATHE_TRY(desc, r.str(root, "description", "", false));
-  t.description = desc->value_or("");
+  LATHE_TRY(head, read_head(r, root, t));
   LATHE_TRY(prob, r.str(root, "problem", "", false));
   if (*prob) return problem_task(r, root, t, **prob);
-  LATHE_TRY(ref, r.str(root, "reference", "", true));
-  t.reference = **ref;
-  if (t.reference.is_absolute() || !fs::is_regular_file(t.dir / t.reference, ec))
-    return r.err(line_of(*root.get("reference")), "",
-                 "reference '" + **ref + "' is not a file in " + t.dir.string());
-  LATHE_TRY(gref, r.str(root, "gpu_reference", "", false));
-  if (*gref) {
-    t.gpu_reference = **gref;
-    if (t.plat != platform::cuda)
-      return r.err(line_of(*root.get("gpu_reference")), "",
-                   "gpu_reference is for CUDA tasks (platform = \"cuda\")");
-    if (t.gpu_reference.is_absolute() || !fs::is_regular_file(t.dir / t.gpu_reference, ec))
-      return r.err(line_of(*root.get("gpu_reference")), "",
-                   "gpu_reference '" + **gref + "' is not a file in " + t.dir.string());
-  }
+  LATHE_TRY(refs, read_references(r, root, t));
   LATHE_TRY(libs, r.str_array(root, "allow_libraries", ""));
   t.allow_libraries = *libs;
   LATHE_TRY(fast, r.boolean(root, "allow_fast_math", ""));
   t.allow_fast_math = fast->value_or(false);
 
-  LATHE_TRY(scalars, r.tables(root, "scalar"));
-  for (size_t i = 0; i < scalars->size(); ++i) {
-    const toml::table& s = *(*scalars)[i];
-    std::string ctx = "scalar #" + std::to_string(i + 1);
-    LATHE_TRY(sname, r.str(s, "name", ctx, true));
-    ctx = "scalar '" + **sname + "'";
-    LATHE_TRY(skeys, r.check_keys(s, {"name", "value"}, ctx));
-    const toml::node* v = s.get("value");
-    if (v == nullptr) return r.err(line_of(s), ctx, "missing required field 'value'");
-    LATHE_TRY(value, r.number(*v, ctx, "value"));
-    for (const auto& other : t.scalars)
-      if (other.name == **sname) return r.err(line_of(s), ctx, "name used twice");
-    t.scalars.push_back({**sname, *value});
-  }
-  std::set<std::string> tensor_names;  // inputs and outputs share one namespace
-  for (bool input : {true, false}) {
-    LATHE_TRY(list, r.tables(root, input ? "input" : "output"));
-    if (list->empty())
-      return r.err(1, "",
-                   std::string("missing required field '") + (input ? "input" : "output") +
-                       "' (at least one [[" + (input ? "input" : "output") + "]])");
-    for (size_t i = 0; i < list->size(); ++i) {
-      LATHE_TRY(ts, read_tensor(r, *(*list)[i], input, i));
-      if (!tensor_names.insert(ts->name).second)
-        return r.err(line_of(*(*list)[i]), "", "tensor name '" + ts->name + "' is used twice");
-      (input ? t.inputs : t.outputs).push_back(std::move(*ts));
-    }
-  }
+  LATHE_TRY(scalars, read_scalars(r, root, t));
+  LATHE_TRY(tensors, read_tensors(r, root, t));
   LATHE_TRY(sets, r.tables(root, "shapes"));
   if (sets->empty())
     return r.err(1, "", "missing required field 'shapes' (at least one [[shapes]])");
