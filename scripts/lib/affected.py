@@ -10,6 +10,8 @@ How a path maps to targets, in order:
   - a source compiled by the build: its target (compile_commands.json);
   - a header: every target with an object whose dependency file (*.o.d) names it;
   - a CMake file: everything (all = true);
+  - under src/ or include/, also the tests that read those trees as text (layering_test,
+    sizes_test);
   - anything else (python/, tasks/, tests' data, prompts/): the tests whose own sources name it
     (its file name, or the folder below tests/ or tasks/ it sits in), and for python/ and prompts/
     every test whose sources name that folder's files at all, since the gate and the proposer
@@ -183,6 +185,13 @@ def main():
             if any(k and k in src for k in keys):
                 chosen.setdefault(name, rel)
 
+    # The checks that read src/ and include/ as text (scripts/layering, scripts/sizes): any
+    # change there, a header's as much as a source's.
+    for rel in [str(a.relative_to(root)) for a in abs_paths.values() if a.is_relative_to(root)]:
+        if Path(rel).parts[0] in ("src", "include"):
+            for name in ("layering_test", "sizes_test"):
+                if name in tests:
+                    chosen.setdefault(name, rel)
     # Only what CMake builds: a test run by python3 (python_api_test) names no target.
     known = set(graph) | {d for ds in graph.values() for d in ds}
     targets = sorted({tests[n]["exe"] for n in chosen if tests[n]["exe"] in known} |

@@ -194,6 +194,102 @@ std::vector<std::string> compile_command(const kernel_bundle& b, const std::stri
   return cmd;
 }
 
+namespace {
+
+// The bundle's sources under `tmp`/src and lathe's headers under `tmp`/inc. A fresh folder,
+// nothing of the candidate's has run in it yet; written beneath it all the same, so that a source
+// named through a link or ".." cannot land elsewhere. The compiler is jailed (process.h): it
+// works in `tmp`, with paths relative to it, and reads nothing else but the system's trees, so
+// the headers a kernel includes from lathe (abi.h and DLPack's) are copied in beside its sources.
+result<void> stage_sources(const kernel_bundle& b, const toolchain& tc, const fs::path& tmp) {
+  for (const auto& [path, text] : b.sources) {
+    const fs::path rel = fs::path("src") / path;
+    auto w = create_dirs_beneath(tmp, rel.parent_path());
+    if (w) w = write_beneath(tmp, rel, text, write_mode::create);
+    if (!w) return fail(errc::io_error, "cannot write the bundle's " + path + ": " + w.error().message);
+  }
+  return stage_headers(tc, tmp / "inc");
+}
+
+// What the compiler may read besides the system's trees: the CUDA toolkit where it is installed
+// (/usr/local/cuda is under /usr; /opt/cuda is not); an interpreter outside /usr (a virtual
+// environment): its tree, as named (the venv, which holds its packages) and as resolved (its
+// base's binary).
+tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interpreter) {
+  tool_jail jail;
+  if (cuda && !tc.nvcc.empty()) {
+    std::error_code cec;
+    const fs::path nvcc = fs::canonical(tc.nvcc.find('/') == std::string::npos
+                                            ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
+    if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
+  }
+  if (!interpreter.empty()) {
+    std::error_code pec;
+    jail.read_trees.push_back(fs::absolute(interpreter, pec).parent_path().parent_path());
+    const fs::path py = fs::canonical(interpreter, pec);
+    if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
+  }
+  return jail;
+}
+
+// Keeps the PTX beside the object (the other intermediates are large and of no use) and reads
+// ptxas's resource report from the log.
+void keep_ptx(const fs::path& tmp, build_output& out) {
+  auto listed = list_beneath(tmp, "keep");
+  std::vector<std::string> ptx_files;
+  if (listed)
+    for (const auto& e : *listed)
+      if (e.kind == entry_kind::regular && fs::path(e.name).extension() == ".ptx") ptx_files.push_back(e.name);
+  for (const auto& f : ptx_files) {
+    auto text = read_beneath(tmp / "keep", f, object_cap);
+    out.ptx += "// " + f + "\n" + (text ? *text : "// [lathe] unread: " + text.error().message + "\n");
+  }
+  (void)write_beneath(tmp, "kernel.ptx", out.ptx, write_mode::replace);
+  (void)remove_beneath(tmp, "keep");
+  out.resources = parse_ptxas_report(out.log);
+}
+
+// The build's log and status written, then `tmp` renamed into the cache as `dir`; a build that
+// cannot be written is never cached (a later one tries again); one that lost the race to
+// another process returns the winner's result.
+build_output store_build(const fs::path& tmp, const fs::path& dir, const std::string& object_name, bool cuda,
+                         build_output out) {
+  std::error_code ec;
+  if (!out.refused.empty()) out.log += "[lathe] refused: " + out.refused + "\n";
+  const std::string status = out.ok                  ? "ok " + out.object_hash + "\n"
+                             : !out.refused.empty() ? "refused " + out.refused + "\n"
+                                                    : "failed\n";
+  auto written = write_beneath(tmp, "build.log", out.log, write_mode::replace);
+  if (written) written = write_beneath(tmp, "status", status, write_mode::replace);
+  (void)remove_beneath(tmp, "src");
+  if (!written) {  // never cached: a later build tries again
+    (void)remove_tree(tmp);
+    out.log += "[lathe] not cached: " + written.error().message + "\n";
+    if (out.ok) out.object.clear();
+    out.ok = false;
+    return out;
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {  // another process won the race: use its result
+    (void)remove_tree(tmp);
+    build_output theirs;
+    theirs.key = out.key;
+    std::string why;
+    if (read_cached(dir, object_name, cuda, theirs, why)) {
+      theirs.cached = false;
+      theirs.seconds = out.seconds;
+      return theirs;
+    }
+    out.ok = false;
+    out.log += "[lathe] another build of this kernel won the race and its result is unusable: " + why + "\n";
+    return out;
+  }
+  if (out.ok) out.object = dir / object_name;
+  return out;
+}
+
+}  // namespace
+
 result<build_output> build(const kernel_bundle& b, const std::string& isa, const toolchain& tc,
                            const fs::path& cache_dir, build_kind kind, const std::string& python_model) {
   const bool python = b.manifest.lang == language::python;
@@ -214,7 +310,6 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   const fs::path dir = cache_dir / out.key;
   // A Python kernel's "object" is its entry source, syntax-checked (python_kernel.h).
   const std::string object_name = python ? "kernel.py" : "kernel.so";
-  const fs::path object = dir / object_name;
   std::error_code ec;
 
   if (fs::exists(fs::symlink_status(dir, ec))) {
@@ -231,18 +326,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   fs::create_directories(tmp / "src", ec);
   if (cuda) fs::create_directories(tmp / "keep", ec);
   if (ec) return fail(errc::io_error, "cannot create " + (tmp / "src").string() + ": " + ec.message());
-  // A fresh folder, nothing of the candidate's has run in it yet; written beneath it all the
-  // same, so that a source named through a link or ".." cannot land elsewhere.
-  for (const auto& [path, text] : b.sources) {
-    const fs::path rel = fs::path("src") / path;
-    auto w = create_dirs_beneath(tmp, rel.parent_path());
-    if (w) w = write_beneath(tmp, rel, text, write_mode::create);
-    if (!w) return fail(errc::io_error, "cannot write the bundle's " + path + ": " + w.error().message);
-  }
-  // The compiler is jailed (process.h): it works in `tmp`, with paths relative to it, and reads
-  // nothing else but the system's trees, so the headers a kernel includes from lathe (abi.h and
-  // DLPack's) are copied in beside its sources.
-  if (auto s = stage_headers(tc, tmp / "inc"); !s) return tl::unexpected(s.error());
+  if (auto staged = stage_sources(b, tc, tmp); !staged) return tl::unexpected(staged.error());
   toolchain jailed = tc;
   jailed.include_dir = "inc";
   jailed.dlpack_include.clear();
@@ -259,21 +343,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   }
   std::string line;
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
-  tool_jail jail;
-  // The CUDA toolkit where it is installed (/usr/local/cuda is under /usr; /opt/cuda is not).
-  if (cuda && !tc.nvcc.empty()) {
-    std::error_code cec;
-    const fs::path nvcc = fs::canonical(tc.nvcc.find('/') == std::string::npos
-                                            ? fs::path("/usr/local/cuda/bin/nvcc") : fs::path(tc.nvcc), cec);
-    if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
-  }
-  if (python) {  // an interpreter outside /usr (a virtual environment): its tree readable, as
-                 // named (the venv, which holds its packages) and as resolved (its base's binary)
-    std::error_code pec;
-    jail.read_trees.push_back(fs::absolute(cmd.front(), pec).parent_path().parent_path());
-    const fs::path py = fs::canonical(cmd.front(), pec);
-    if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
-  }
+  const tool_jail jail = compile_jail(tc, cuda, python ? cmd.front() : std::string());
   tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
   own_again(tmp);
   out.seconds = r.seconds;
@@ -306,52 +376,8 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
       out.object_hash = content_hash(*built);
     }
   }
-  if (cuda) {
-    // Keep the PTX beside the object; the other intermediates are large and of no use.
-    auto listed = list_beneath(tmp, "keep");
-    std::vector<std::string> ptx_files;
-    if (listed)
-      for (const auto& e : *listed)
-        if (e.kind == entry_kind::regular && fs::path(e.name).extension() == ".ptx") ptx_files.push_back(e.name);
-    for (const auto& f : ptx_files) {
-      auto text = read_beneath(tmp / "keep", f, object_cap);
-      out.ptx += "// " + f + "\n" + (text ? *text : "// [lathe] unread: " + text.error().message + "\n");
-    }
-    (void)write_beneath(tmp, "kernel.ptx", out.ptx, write_mode::replace);
-    (void)remove_beneath(tmp, "keep");
-    out.resources = parse_ptxas_report(out.log);
-  }
-  if (!out.refused.empty()) out.log += "[lathe] refused: " + out.refused + "\n";
-  const std::string status = out.ok                  ? "ok " + out.object_hash + "\n"
-                             : !out.refused.empty() ? "refused " + out.refused + "\n"
-                                                    : "failed\n";
-  auto written = write_beneath(tmp, "build.log", out.log, write_mode::replace);
-  if (written) written = write_beneath(tmp, "status", status, write_mode::replace);
-  (void)remove_beneath(tmp, "src");
-  if (!written) {  // never cached: a later build tries again
-    (void)remove_tree(tmp);
-    out.log += "[lathe] not cached: " + written.error().message + "\n";
-    if (out.ok) out.object.clear();
-    out.ok = false;
-    return out;
-  }
-  fs::rename(tmp, dir, ec);
-  if (ec) {  // another process won the race: use its result
-    (void)remove_tree(tmp);
-    build_output theirs;
-    theirs.key = out.key;
-    std::string why;
-    if (read_cached(dir, object_name, cuda, theirs, why)) {
-      theirs.cached = false;
-      theirs.seconds = out.seconds;
-      return theirs;
-    }
-    out.ok = false;
-    out.log += "[lathe] another build of this kernel won the race and its result is unusable: " + why + "\n";
-    return out;
-  }
-  if (out.ok) out.object = object;
-  return out;
+  if (cuda) keep_ptx(tmp, out);
+  return store_build(tmp, dir, object_name, cuda, std::move(out));
 }
 
 std::string resolved_isa(const kernel_bundle& b, const target& host) {

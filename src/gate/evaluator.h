@@ -72,6 +72,17 @@ class check_pace {
   uint32_t all_ = 0, done_ = 0;
 };
 
+// One timing process of one side: its shared region and its worker.
+struct timing_proc {
+  shared_region region;
+  worker w;
+};
+// The CPU's timing pools and the per-process state of a timed series (time_cpu.cpp); the CUDA's
+// window draws (time_cuda.cpp).
+struct timing_pools;
+struct timed_arenas;
+struct window_draws;
+
 class evaluator {
  public:
   evaluator(const gate_config& cfg, const gate_request& req, evaluation& e)
@@ -101,10 +112,6 @@ class evaluator {
   std::optional<stop> run();
 
  private:
-  struct timing_proc {
-    shared_region region;
-    worker w;
-  };
   void progress(const std::string& s) {
     if (cfg_.progress) cfg_.progress(s);
   }
@@ -189,6 +196,51 @@ class evaluator {
   std::optional<stop> idle_check(const worker& w, const std::string& when);
   // A vendor library the task forbids, mapped into the candidate's worker at run time.
   std::optional<stop> mappings_check(const worker& w, const std::string& when);
+  // The start and the end every decision timing shares (time_shared.cpp). The timing shape's
+  // layout, said as the stage's start.
+  tl::expected<slot_layout, stop> timing_layout();
+  // Three processes per pair (candidate, baseline, baseline's copy for the A/A control), created
+  // in an order that rotates with the pair: memory mapped earlier ran up to 15% slower. `start`
+  // starts one into its pool; a baseline that fails is the task's problem unless the machine's.
+  using proc_starter =
+      std::function<std::optional<stop>(const build_output&, const std::string& who, std::vector<timing_proc>&)>;
+  std::optional<stop> start_timing_sides(const proc_starter& start);
+  // Calls per block for each side from its first worker, given to all its workers; the stage's
+  // expected length said. `pool_failure`: a stop the CPU's pools left during calibration, which
+  // outranks the failed request it caused (may be empty).
+  std::optional<stop> calibrate_sides(std::vector<timed_worker>& a, std::vector<timed_worker>& b,
+                                      std::vector<timed_worker>& b2, double timeout,
+                                      const std::function<std::optional<stop>()>& pool_failure);
+  // The stop a failed series means: the main one's by the side that failed, a re-check's always
+  // the candidate's (its baseline passed the main series).
+  static std::optional<stop> series_stop(const series_result& r, bool recheck);
+  // The candidate's timing processes after a series, while frozen: vendor mappings, then thawed
+  // for the idle check (frozen again when `refreeze`).
+  std::optional<stop> check_timed_candidates(bool refreeze);
+  // Below the floor after every re-check: suspicious (the kernel's doing) or unstable (the
+  // machine's); nullopt when the floor is met or undecided either way.
+  static std::optional<stop> floor_stop(const floor_judgement& j);
+  // The stage's end: its time recorded, the candidate's processes ended (none of its work runs
+  // during the control), then the A/A control and the decision (control.cpp).
+  std::optional<stop> end_timing(std::vector<timed_worker>& b, std::vector<timed_worker>& b2,
+                                 clock_type::time_point since);
+  // The CPU's parts (time_cpu.cpp): one process with its arena; every arena staged and every
+  // worker set up, all processes at once; the timed calls checked after a series; the roofline
+  // floor's re-check and judgement.
+  std::optional<stop> start_arena_proc(const build_output& obj, const std::string& who, uint64_t bytes,
+                                       std::vector<timing_proc>& pool);
+  std::optional<stop> stage_arenas(const timing_pools& pools, const wire::command& setup);
+  std::optional<stop> check_timed_calls(const timing_pools& pools, timed_arenas& ta, const std::string& when);
+  std::optional<stop> cpu_floor(std::vector<timed_worker>& a, std::vector<timed_worker>& b, timing_pools& pools,
+                                timed_arenas& ta, double timeout);
+  std::optional<stop> judge_cpu_floor(const slot_layout& l, uint64_t working_set, double floor);
+  // The CUDA's parts (time_cuda.cpp): the host's draw of the device's inputs checked; a sample of
+  // the candidate's last blocks checked against the references of the windows they read.
+  std::optional<stop> check_device_draws(const window_draws& wd);
+  std::optional<stop> check_timed_windows(const window_draws& wd, const std::vector<timed_worker>& a,
+                                          const std::string& when);
+  std::optional<stop> check_timed_window(const window_draws& wd, size_t j, uint32_t k, uint32_t window,
+                                         const std::string& where);
   // The CUDA's decision timing (time_cuda.cpp, fresh_windows.h): every timed call on inputs no
   // earlier timed call read, slots drawn again between blocks, a sample of the last blocks'
   // outputs checked against the references of the windows they read.

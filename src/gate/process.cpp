@@ -113,6 +113,84 @@ void enter_jail(const jail_plan& j) {
   }
 }
 
+// The jail of one tool run (`jp`, what the child enters; `r.jail`, what it says): bubblewrap
+// where it works, else Landlock and a user of its own. False when the tool must not run at all.
+bool plan_jail(const tool_jail& jail, double timeout_s, const std::filesystem::path& cwd,
+               std::vector<std::string>& command, jail_plan& jp, tool_result& r) {
+  using namespace sandbox::landlock_access;
+  jp.on = true;
+  jp.address_space = jail.address_space;
+  jp.file_size = jail.file_size;
+  jp.cpu = static_cast<rlim_t>(timeout_s) + 5;
+  jp.drop = jail.drop && geteuid() == 0;
+  jp.parent = getpid();
+  const bubblewrap_tool& bw = find_bubblewrap();
+  if (bw.usable) {
+    sandbox_spec spec;
+    spec.read_trees = jail.read_trees;
+    spec.work = cwd.empty() ? std::filesystem::current_path() : std::filesystem::absolute(cwd);
+    spec.env = {{"PATH", tool_path}, {"LANG", "C"}, {"TMPDIR", "."}};
+    spec.uid = jp.drop ? sandbox::own_uid_base : 0;  // the real number is written in the child
+    // The tool by its absolute path: bubblewrap looks it up in its own (empty) environment.
+    if (command.front().find('/') == std::string::npos) {
+      const std::string found = find_in_path(command.front(), tool_path);
+      if (!found.empty()) command.front() = found;
+    }
+    jp.bwrap = true;
+    jp.bwrap_argv = sandbox_command(bw, spec, command);
+    for (size_t i = 0; i < jp.bwrap_argv.size(); ++i)
+      if (jp.bwrap_argv[i].starts_with("--reuid=") || jp.bwrap_argv[i].starts_with("--regid=")) {
+        jp.bwrap_argv[i].resize(8 + 16, '0');  // room for any uid's digits, written in the child
+        jp.uid_args.push_back(i);
+      }
+    r.jail = sandbox_summary(bw, spec);
+  } else if (jail.candidate_code) {
+    // What runs a candidate's own code (a record step, an extension's import) is never run in
+    // the weaker jail below: it reached the network and left processes behind.
+    r.output = "[lathe] the sandbox cannot be set up, so the candidate's code was not run: " + bw.why + "\n";
+    r.jail = "not run: " + bw.why;
+    return false;
+  } else {
+    jp.abi = sandbox::landlock_abi();
+    for (const auto& t : jail.read_trees) jp.allow(t, read_tree);
+    jp.allow(cwd, all_in_tree | (jp.abi >= 2 ? refer : 0) | (jp.abi >= 3 ? truncate : 0));
+    jp.allow("/dev/null", read_file | write_file);
+    jp.allow("/dev/urandom", read_file);
+    r.jail = (jp.abi > 0 ? "files: Landlock ABI " + std::to_string(jp.abi)
+                         : std::string("files: not confined (this kernel has no Landlock)")) +
+             (jp.drop ? "; a user of its own" : "; this user") + "; no sandbox (" + bw.why + ")";
+  }
+  return true;
+}
+
+// The tool's output until it closes its pipe, kept up to 1 MiB; past `timeout_s` from `start`
+// its process group is killed.
+void read_output(int fd, pid_t pid, double timeout_s, std::chrono::steady_clock::time_point start,
+                 tool_result& r) {
+  char buf[4096];
+  bool open_pipe = true;
+  while (open_pipe) {
+    const double left = timeout_s - std::chrono::duration<double>(
+                                        std::chrono::steady_clock::now() - start).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int pr = poll(&p, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
+    if (pr < 0 && errno != EINTR) break;
+    if (pr <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (r.output.size() < (1u << 20)) r.output.append(buf, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      open_pipe = false;
+    }
+  }
+}
+
 }  // namespace
 
 tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
@@ -122,51 +200,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
   jail_plan jp;
   std::vector<std::string> command = argv;
   std::optional<step_cgroup> group;
-  if (jail) {
-    using namespace sandbox::landlock_access;
-    jp.on = true;
-    jp.address_space = jail->address_space;
-    jp.file_size = jail->file_size;
-    jp.cpu = static_cast<rlim_t>(timeout_s) + 5;
-    jp.drop = jail->drop && geteuid() == 0;
-    jp.parent = getpid();
-    const bubblewrap_tool& bw = find_bubblewrap();
-    if (bw.usable) {
-      sandbox_spec spec;
-      spec.read_trees = jail->read_trees;
-      spec.work = cwd.empty() ? std::filesystem::current_path() : std::filesystem::absolute(cwd);
-      spec.env = {{"PATH", tool_path}, {"LANG", "C"}, {"TMPDIR", "."}};
-      spec.uid = jp.drop ? sandbox::own_uid_base : 0;  // the real number is written in the child
-      // The tool by its absolute path: bubblewrap looks it up in its own (empty) environment.
-      if (command.front().find('/') == std::string::npos) {
-        const std::string found = find_in_path(command.front(), tool_path);
-        if (!found.empty()) command.front() = found;
-      }
-      jp.bwrap = true;
-      jp.bwrap_argv = sandbox_command(bw, spec, command);
-      for (size_t i = 0; i < jp.bwrap_argv.size(); ++i)
-        if (jp.bwrap_argv[i].starts_with("--reuid=") || jp.bwrap_argv[i].starts_with("--regid=")) {
-          jp.bwrap_argv[i].resize(8 + 16, '0');  // room for any uid's digits, written in the child
-          jp.uid_args.push_back(i);
-        }
-      r.jail = sandbox_summary(bw, spec);
-    } else if (jail->candidate_code) {
-      // What runs a candidate's own code (a record step, an extension's import) is never run in
-      // the weaker jail below: it reached the network and left processes behind.
-      r.output = "[lathe] the sandbox cannot be set up, so the candidate's code was not run: " + bw.why + "\n";
-      r.jail = "not run: " + bw.why;
-      return r;
-    } else {
-      jp.abi = sandbox::landlock_abi();
-      for (const auto& t : jail->read_trees) jp.allow(t, read_tree);
-      jp.allow(cwd, all_in_tree | (jp.abi >= 2 ? refer : 0) | (jp.abi >= 3 ? truncate : 0));
-      jp.allow("/dev/null", read_file | write_file);
-      jp.allow("/dev/urandom", read_file);
-      r.jail = (jp.abi > 0 ? "files: Landlock ABI " + std::to_string(jp.abi)
-                           : std::string("files: not confined (this kernel has no Landlock)")) +
-               (jp.drop ? "; a user of its own" : "; this user") + "; no sandbox (" + bw.why + ")";
-    }
-  }
+  if (jail && !plan_jail(*jail, timeout_s, cwd, command, jp, r)) return r;
   if (jail) {
     group.emplace(step_cgroup::make({jail->step_memory, jail->step_processes}));
     jp.cgroup_procs = group->procs_files();
@@ -203,28 +237,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
     _exit(127);
   }
   close(fds[1]);
-  char buf[4096];
-  bool open_pipe = true;
-  while (open_pipe) {
-    const double left = timeout_s - std::chrono::duration<double>(
-                                        std::chrono::steady_clock::now() - start).count();
-    if (left <= 0) {
-      r.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int pr = poll(&p, 1, static_cast<int>(std::min(left, 1.0) * 1000) + 1);
-    if (pr < 0 && errno != EINTR) break;
-    if (pr <= 0) continue;
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n > 0) {
-      if (r.output.size() < (1u << 20)) r.output.append(buf, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      open_pipe = false;
-    }
-  }
+  read_output(fds[0], pid, timeout_s, start, r);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -90,6 +90,63 @@ wire::reply kernel_host::load(const wire::command& c) {
   return answer(wire::status::ok, 0, "loaded%s%s", confined_.empty() ? "" : "; ", confined_.c_str());
 }
 
+// The timing arena's pools: their pages mapped into this process before the first timed call,
+// not during it (a first touch costs 4 us a page on the 2-core VM: 80 MiB of pools were 80 ms
+// spread over a process's first blocks, and the A/A control read 1.4 with identical kernels).
+void kernel_host::populate(const wire::command& c) {
+  if (c.populate_bytes == 0) return;
+  const uint64_t n = std::min(c.populate_bytes, size_) / 4096 * 4096;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+  if (n > 0) madvise(region_, n, MADV_POPULATE_WRITE);
+  // And each page touched once by this process: on the 2-core VM a process's first access to a
+  // page of the region cost 5-6 us even once it was mapped (no fault counted: the hypervisor's),
+  // so that a fresh worker's first blocks ran 10-20x slow, calibration sized its blocks from
+  // them and an A/A control against a fresh copy read 1.25. Output areas are written (each
+  // page's first byte with its own value: lathe's poison stays), inputs only read.
+  const uint64_t from = std::min((c.written_from + 4095) / 4096 * 4096, n);
+  uint64_t sum = 0;
+  for (uint64_t at = 0; at < from; at += 4096) sum += *static_cast<volatile uint8_t*>(region_ + at);
+  for (uint64_t at = from; at < n; at += 4096) {
+    volatile uint8_t* b = region_ + at;
+    *b = *b;
+  }
+  touched_ = sum;
+}
+
+// Every slot's tensors and arguments, pointing into the region as the layout says.
+void kernel_host::bind_slots(uint32_t nt) {
+  slots_ = layout_.num_slots;
+  tensors_.assign(static_cast<size_t>(slots_) * nt, DLTensor{});
+  args_.assign(slots_, lathe_args{});
+  for (uint32_t s = 0; s < slots_; ++s) {
+    uint8_t* base = region_ + uint64_t{s} * layout_.slot_stride;
+    for (uint32_t i = 0; i < nt; ++i) {
+      wire::tensor_desc& d = layout_.tensors[i];
+      DLTensor& t = tensors_[size_t{s} * nt + i];
+      t.data = base + d.offset;
+      t.device = DLDevice{kDLCPU, 0};
+      t.ndim = d.ndim;
+      t.dtype = DLDataType{d.code, d.bits, 1};
+      t.shape = d.shape;
+      t.strides = nullptr;  // contiguous row-major
+      t.byte_offset = 0;
+    }
+    lathe_args& a = args_[s];
+    a.abi_version = LATHE_ABI_VERSION;
+    a.inputs = &tensors_[size_t{s} * nt];
+    a.num_inputs = static_cast<int32_t>(layout_.num_inputs);
+    a.outputs = &tensors_[size_t{s} * nt + layout_.num_inputs];
+    a.num_outputs = static_cast<int32_t>(layout_.num_outputs);
+    a.scalars = layout_.scalars;
+    a.num_scalars = static_cast<int32_t>(layout_.num_scalars);
+    a.stream = nullptr;
+    a.error = error_;
+    a.error_bytes = sizeof error_;
+  }
+}
+
 wire::reply kernel_host::setup(const wire::command& c) {
   ready_ = false;
   std::free(workspace_);
@@ -128,58 +185,9 @@ wire::reply kernel_host::setup(const wire::command& c) {
         __builtin_add_overflow(c.table_offset, table, &end) || end > size_ || c.table_offset % 8 != 0)
       return answer(wire::status::bad_command, 0, "setup: the call table lies outside the region");
   }
-  // The timing arena's pools: their pages mapped into this process before the first timed call,
-  // not during it (a first touch costs 4 us a page on the 2-core VM: 80 MiB of pools were 80 ms
-  // spread over a process's first blocks, and the A/A control read 1.4 with identical kernels).
-  if (c.populate_bytes > 0) {
-    const uint64_t n = std::min(c.populate_bytes, size_) / 4096 * 4096;
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
-    if (n > 0) madvise(region_, n, MADV_POPULATE_WRITE);
-    // And each page touched once by this process: on the 2-core VM a process's first access to a
-    // page of the region cost 5-6 us even once it was mapped (no fault counted: the hypervisor's),
-    // so that a fresh worker's first blocks ran 10-20x slow, calibration sized its blocks from
-    // them and an A/A control against a fresh copy read 1.25. Output areas are written (each
-    // page's first byte with its own value: lathe's poison stays), inputs only read.
-    const uint64_t from = std::min((c.written_from + 4095) / 4096 * 4096, n);
-    uint64_t sum = 0;
-    for (uint64_t at = 0; at < from; at += 4096) sum += *static_cast<volatile uint8_t*>(region_ + at);
-    for (uint64_t at = from; at < n; at += 4096) {
-      volatile uint8_t* b = region_ + at;
-      *b = *b;
-    }
-    touched_ = sum;
-  }
+  populate(c);
   layout_ = c;
-  slots_ = c.num_slots;
-  tensors_.assign(static_cast<size_t>(slots_) * nt, DLTensor{});
-  args_.assign(slots_, lathe_args{});
-  for (uint32_t s = 0; s < slots_; ++s) {
-    uint8_t* base = region_ + uint64_t{s} * layout_.slot_stride;
-    for (uint32_t i = 0; i < nt; ++i) {
-      wire::tensor_desc& d = layout_.tensors[i];
-      DLTensor& t = tensors_[size_t{s} * nt + i];
-      t.data = base + d.offset;
-      t.device = DLDevice{kDLCPU, 0};
-      t.ndim = d.ndim;
-      t.dtype = DLDataType{d.code, d.bits, 1};
-      t.shape = d.shape;
-      t.strides = nullptr;  // contiguous row-major
-      t.byte_offset = 0;
-    }
-    lathe_args& a = args_[s];
-    a.abi_version = LATHE_ABI_VERSION;
-    a.inputs = &tensors_[size_t{s} * nt];
-    a.num_inputs = static_cast<int32_t>(layout_.num_inputs);
-    a.outputs = &tensors_[size_t{s} * nt + layout_.num_inputs];
-    a.num_outputs = static_cast<int32_t>(layout_.num_outputs);
-    a.scalars = layout_.scalars;
-    a.num_scalars = static_cast<int32_t>(layout_.num_scalars);
-    a.stream = nullptr;
-    a.error = error_;
-    a.error_bytes = sizeof error_;
-  }
+  bind_slots(nt);
   uint64_t want = 0;
   if (workspace_bytes_) {
     std::string what;

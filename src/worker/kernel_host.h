@@ -41,6 +41,8 @@ class kernel_host {
 #endif
 
  private:
+  void populate(const wire::command& c);  // the arena's pages mapped and touched (setup)
+  void bind_slots(uint32_t nt);           // each slot's DLTensors and lathe_args (setup)
 #ifdef LATHE_WORKER_CUDA
   wire::reply setup_device(uint64_t workspace_bytes);
   wire::reply run_device(const wire::command& c);

@@ -139,6 +139,8 @@ class assembler {
 
 }  // namespace
 
+// Long: the filter is one BPF program, written top to bottom in the order the kernel runs it
+// (architecture, then each rule and its jump targets); split, its jumps would cross functions.
 std::string install_seccomp(int guarded_fd) {
   using A = assembler;
   A a;

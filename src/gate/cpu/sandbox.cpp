@@ -82,6 +82,9 @@ const char* stage_name(int32_t stage) {
   return "unknown stage";
 }
 
+// Long: the child's steps between fork and exec, in the order they must happen, each reporting
+// its stage through the error pipe; one straight sequence of async-signal-safe calls reads as
+// the order it is, and nothing here may allocate.
 void exec_child(const child_plan& p) {
   int err = p.error_fd;
 

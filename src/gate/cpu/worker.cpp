@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "gate/cpu/fd.h"
 #include "gate/cpu/sandbox.h"
 #include "gate/cpu/worker_end.h"
 
@@ -38,34 +39,6 @@ namespace {
 
 using namespace detail;
 using clock_type = std::chrono::steady_clock;
-
-void close_fd(int& fd) {
-  if (fd >= 0) close(fd);
-  fd = -1;
-}
-
-// Owns a descriptor during spawn, so that every early return closes what was opened.
-struct unique_fd {
-  int fd = -1;
-  unique_fd() = default;
-  explicit unique_fd(int f) : fd(f) {}
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { close_fd(fd); }
-  int release() { return std::exchange(fd, -1); }
-};
-
-bool write_all(int fd, const void* data, size_t bytes) {
-  auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    ssize_t n = write(fd, p, bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return true;
-}
 
 // /proc/self/fd/6, which the worker dlopens, re-opens the object with a permission check against
 // the worker's user: a build-cache file private to lathe's user would be refused to `nobody`.
@@ -100,6 +73,68 @@ result<int> object_for(int object_fd, bool dropping) {
   return owner.release();
 }
 
+// The worker's command line and environment, as the exec in the child reads them (owned here).
+struct exec_args {
+  exec_args(const sandbox_options& opt, const std::string& exe)
+      : env(sandbox::worker_environment(opt.env_allow, opt.threads)), args{exe} {
+    args.insert(args.end(), opt.worker_args.begin(), opt.worker_args.end());
+    args.push_back(opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg);
+    for (std::string& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+  }
+  exec_args(const exec_args&) = delete;  // argv and envp point into env and args
+  std::vector<std::string> env, args;
+  std::vector<char*> envp, argv;
+};
+
+// The user the worker runs as when lathe drops privileges: a uid of its own, or `opt.user`
+// (never root).
+result<void> plan_user(const sandbox_options& opt, sandbox::child_plan& plan) {
+  if (plan.drop && opt.user.empty()) {
+    plan.own_uid = true;
+    plan.uid = sandbox::own_uid_base;
+    plan.nproc = sandbox::nproc_limit(opt.threads);
+  } else if (plan.drop) {
+    passwd pw{}, *found = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwnam_r(opt.user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+      return fail(errc::not_found, "worker: user '" + opt.user + "' does not exist");
+    if (pw.pw_uid == 0)
+      return fail(errc::invalid_argument, "worker: user '" + opt.user + "' is root");
+    plan.uid = pw.pw_uid;
+    plan.gid = pw.pw_gid;
+    plan.nproc = sandbox::nproc_limit(opt.threads);
+  }
+  return {};
+}
+
+// The child's start: EOF on the close-on-exec pipe `err_fd` = exec succeeded; a record = the
+// step that failed (the child is reaped and the step named).
+result<void> await_exec(pid_t pid, int err_fd, const std::string& exe, bool dropped, const sandbox_options& opt) {
+  sandbox::child_failure f;
+  ssize_t n;
+  do n = read(err_fd, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n != 0) {
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    std::string msg = "could not start the worker '" + exe + "': ";
+    if (n == static_cast<ssize_t>(sizeof f)) {
+      msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
+      if (dropped && f.error == EACCES)
+        msg += " (it runs as " + (opt.user.empty() ? std::string("a user of its own") : "'" + opt.user + "'") +
+               ": the binary and its directories must be readable and executable by any user)";
+    } else {
+      msg += "no report from the child";
+    }
+    return fail(errc::io_error, msg);
+  }
+  return {};
+}
+
 }  // namespace
 
 // ---- worker -------------------------------------------------------------------------------
@@ -130,43 +165,20 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   plan.open_files = opt.open_files;
   plan.private_proc = opt.private_proc;
   plan.own_namespaces = opt.own_namespaces;
-  if (plan.drop && opt.user.empty()) {
-    plan.own_uid = true;
-    plan.uid = sandbox::own_uid_base;
-    plan.nproc = sandbox::nproc_limit(opt.threads);
-  } else if (plan.drop) {
-    passwd pw{}, *found = nullptr;
-    std::vector<char> buf(16384);
-    if (getpwnam_r(opt.user.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-      return fail(errc::not_found, "worker: user '" + opt.user + "' does not exist");
-    if (pw.pw_uid == 0)
-      return fail(errc::invalid_argument, "worker: user '" + opt.user + "' is root");
-    plan.uid = pw.pw_uid;
-    plan.gid = pw.pw_gid;
-    plan.nproc = sandbox::nproc_limit(opt.threads);
-  }
+  if (auto who = plan_user(opt, plan); !who) return tl::unexpected(who.error());
   auto rlim = [](double v) {
     return !(v > 0) || v >= 1e18 ? RLIM_INFINITY : static_cast<rlim_t>(std::ceil(v));
   };
   plan.address_space = opt.address_space_bytes ? opt.address_space_bytes : RLIM_INFINITY;
   plan.cpu_seconds = rlim(opt.cpu_seconds);
 
-  std::vector<std::string> env = sandbox::worker_environment(opt.env_allow, opt.threads);
-  std::vector<char*> envp;
-  for (std::string& s : env) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> args{exe};
-  args.insert(args.end(), opt.worker_args.begin(), opt.worker_args.end());
-  args.push_back(opt.seccomp ? sandbox::seccomp_on_arg : sandbox::seccomp_off_arg);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  exec_args ea(opt, exe);
   plan.exe = exe.c_str();
   unique_fd exe_fd(open(exe.c_str(), O_RDONLY | O_CLOEXEC));
   if (exe_fd.fd < 0) return fail(errc::io_error, "cannot open " + exe + ": " + errno_text(errno));
   plan.exe_fd = exe_fd.fd;
-  plan.argv = argv.data();
-  plan.envp = envp.data();
+  plan.argv = ea.argv.data();
+  plan.envp = ea.envp.data();
 
   int cmd[2], rep[2], err[2];
   if (pipe2(cmd, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + errno_text(errno));
@@ -204,26 +216,8 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   close_fd(err_w.fd);
   close_fd(devnull.fd);
   close_fd(record_w.fd);
-  // EOF on the close-on-exec pipe = exec succeeded; a record = the step that failed.
-  sandbox::child_failure f;
-  ssize_t n;
-  do n = read(err_r.fd, &f, sizeof f);
-  while (n < 0 && errno == EINTR);
-  if (n != 0) {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    std::string msg = "could not start the worker '" + exe + "': ";
-    if (n == static_cast<ssize_t>(sizeof f)) {
-      msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
-      if (plan.drop && f.error == EACCES)
-        msg += " (it runs as " + (opt.user.empty() ? std::string("a user of its own") : "'" + opt.user + "'") +
-               ": the binary and its directories must be readable and executable by any user)";
-    } else {
-      msg += "no report from the child";
-    }
-    return fail(errc::io_error, msg);
-  }
+  if (auto started = await_exec(pid, err_r.fd, exe, plan.drop, opt); !started)
+    return tl::unexpected(started.error());
   // Non-blocking on lathe's ends: a worker that stops reading or writes half a reply must never
   // block lathe; the waits below use poll with a deadline.
   fcntl(cmd_w.fd, F_SETFL, O_NONBLOCK);
@@ -359,195 +353,6 @@ worker_result worker::transfer(wire::op direction, uint32_t first_slot, uint32_t
   c.first_slot = first_slot;
   c.rotate = count;
   return request(c, timeout_s);
-}
-
-worker_result worker::request(const wire::command& cmd, double timeout_s) {
-  if (dead_) {
-    worker_result r = last_end_;
-    r.seconds = 0;
-    return r;
-  }
-  worker_result r;
-  if (pid_ <= 0) {
-    r.end = worker_end::protocol;
-    r.detail = "no worker process";
-    return r;
-  }
-  if (!(timeout_s >= 0)) timeout_s = 0;
-  timeout_s = std::min(timeout_s, 1e6);
-  if (stopped_) {
-    kill(pid_, SIGCONT);
-    stopped_ = false;
-  }
-  const auto t0 = clock_type::now();
-  auto after = [&](double seconds) {
-    return t0 + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
-  };
-  // The watchdog counts the kernel's time, not the machine's: time a thread of the worker spent
-  // waiting in a run queue is added to its deadline (beside builds at a load of 12 on two cores
-  // an honest OpenMP kernel's timing setup ran past 3 s and read `timeout`), up to
-  // `watchdog_stretch` times the timeout, so that a kernel that never answers still ends. The
-  // waits are read from the first poll that waits in vain (~10 ms in), never before the command:
-  // a /proc read there would add its time to a quick reply's.
-  auto deadline = after(timeout_s);
-  const auto last_deadline = after(timeout_s * watchdog_stretch);
-  std::vector<thread_sched> waits_before;
-  bool waits_read = false;
-  double waited_s = 0;
-  death d;
-  bool eof = false;
-  auto kill_now = [&](kill_reason why, std::string text) {
-    if (d.killed != kill_reason::none) return;
-    d.killed = why;
-    d.why = std::move(text);
-    kill(pid_, SIGKILL);
-  };
-  auto sample = [&] {
-    mem_sample s = sample_memory(pid_);
-    if (s.ok) {
-      d.peak_vm = std::max(d.peak_vm, s.peak_vm);
-      d.peak_rss = std::max({d.peak_rss, s.rss, s.hwm});
-    }
-    return s;
-  };
-
-  // Bytes waiting before we asked anything are forged or stale replies from a background thread.
-  char stale;
-  ssize_t n = read(reply_fd_, &stale, 1);
-  if (n > 0) kill_now(kill_reason::protocol, "the worker wrote to its reply pipe between requests");
-  if (n == 0) eof = true;  // it died (or closed the pipe) since the last request
-  if (d.killed == kill_reason::none && !eof && !write_all(cmd_fd_, &cmd, sizeof cmd)) {
-    if (errno == EPIPE)
-      eof = true;
-    else
-      kill_now(kill_reason::protocol, "the worker does not read its commands");
-  }
-
-  alignas(wire::reply) unsigned char buf[sizeof(wire::reply)];
-  size_t got = 0;
-  const bool judged = cmd.kind != wire::op::load || record_.judges_loads();
-  while (d.killed == kill_reason::none && !eof && got < sizeof buf) {
-    const auto now = clock_type::now();
-    if (now >= deadline && waits_read && now < last_deadline) {
-      unsigned long long most = 0;
-      for (const thread_sched& d : thread_sched_since(waits_before, thread_schedstat(pid_)))
-        most = std::max(most, d.wait_ns);
-      waited_s = static_cast<double>(most) * 1e-9;
-      deadline = std::min(last_deadline, after(timeout_s + waited_s));
-    }
-    if (now >= deadline) {
-      kill_now(kill_reason::timeout,
-               "no reply within " + seconds_text(timeout_s) + " (wall-clock watchdog" +
-                   (waited_s > 0 ? "; " + seconds_text(std::chrono::duration<double>(now - t0).count()) +
-                                       " on the clock, " + seconds_text(waited_s) + " of them waiting for a CPU"
-                                 : std::string()) +
-                   ")");
-      break;
-    }
-    // Memory is sampled each time poll has waited ~10 ms in vain, never between the command and
-    // a quick reply: a /proc read there would add its ~30 us to the measured time.
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    pollfd pfd{reply_fd_, POLLIN, 0};
-    int pr = poll(&pfd, 1, static_cast<int>(std::clamp<long long>(left, 1, 10)));
-    if (pr < 0 && errno != EINTR) {
-      kill_now(kill_reason::protocol, "poll on the reply pipe: " + errno_text(errno));
-      break;
-    }
-    if (pr == 0) {
-      // The op record is read on these ~10 ms ticks, not polled: a reader woken by every write
-      // cost the worker 14 us an op on the 2-core VM, one reading on ticks 6 us (bench note
-      // in op_record.h). A full pipe (1 MiB) stops the observer until the next tick.
-      drain_record(judged);
-      if (!waits_read) {
-        waits_before = thread_schedstat(pid_);
-        waits_read = true;
-      }
-      mem_sample s = sample();
-      if (s.ok && rss_limit_ && s.rss > rss_limit_) {
-        kill_now(kill_reason::memory, "resident memory " + mib(s.rss) + " over the limit of " +
-                                          mib(rss_limit_) + " (watchdog)");
-        break;
-      }
-    }
-    if (pr <= 0) continue;
-    ssize_t k = read(reply_fd_, buf + got, sizeof buf - got);
-    if (k > 0)
-      got += static_cast<size_t>(k);
-    else if (k == 0 || (errno != EAGAIN && errno != EINTR))
-      eof = true;
-  }
-  r.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-
-  if (got == sizeof buf && d.killed == kill_reason::none) {
-    std::memcpy(&r.reply, buf, sizeof buf);
-    r.reply.message[wire::message_bytes - 1] = 0;
-    const auto st = static_cast<int32_t>(r.reply.st);
-    if (r.reply.magic == sandbox::death_note_magic) {
-      d.death_note = true;
-      r.reply = wire::reply{};  // not an answer: the detail tells the story
-      eof = true;               // it is dying: reap it below
-    } else if (r.reply.magic != wire::magic || st < 0 ||
-               st > static_cast<int32_t>(wire::status::forbidden)) {
-      r.reply = wire::reply{};
-      kill_now(kill_reason::protocol, "the worker sent a malformed reply");
-    } else {
-      mem_sample s = sample();
-      r.max_rss_bytes = s.hwm;
-      // A kernel that reports an error after a failed allocation near the limit ran out of
-      // memory; the worker is killed so that the rule "not replied => dead" holds.
-      if (r.reply.st == wire::status::kernel_error && s.ok &&
-          ((address_space_ && s.peak_vm >= address_space_ / 2) ||
-           (rss_limit_ && s.hwm >= rss_limit_ / 2))) {
-        kill_now(kill_reason::memory,
-                 "the kernel failed after using its memory (address space peak " + mib(s.peak_vm) +
-                     " of " + limit_text(address_space_) + "): " + r.reply.message);
-      } else {
-        r.end = worker_end::replied;
-        // What the record holds now was written before the reply (the observer writes before
-        // each op runs); a refusal there overrides the worker's own answer.
-        drain_record(judged);
-        if (!record_.violation().empty() && r.reply.st != wire::status::forbidden) {
-          r.reply.st = wire::status::forbidden;
-          r.reply.code = 0;
-          std::snprintf(r.reply.message, sizeof r.reply.message, "%s", record_.violation().c_str());
-        }
-        r.detail = r.reply.message;
-        if (frozen_) stop_now();
-        return r;
-      }
-    }
-  }
-
-  // The worker is dead or dying. If it closed its pipe by itself, give it until the deadline to
-  // exit (an exit() in progress); after that it is a worker that hangs up and lingers.
-  bool reaped = false;
-  while (eof && d.killed == kill_reason::none) {
-    pid_t w = wait4(pid_, &d.status, WNOHANG, &d.ru);
-    if (w == pid_) {
-      reaped = true;
-      break;
-    }
-    if (w < 0 && errno != EINTR) break;  // ECHILD: lathe set SIGCHLD to SIG_IGN
-    if (clock_type::now() >= deadline) {
-      kill_now(d.death_note ? kill_reason::memory : kill_reason::protocol,
-               d.death_note ? "the worker reported an exhausted address space"
-                            : "the worker closed its pipes but did not exit");
-      break;
-    }
-    sample();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  if (!reaped) {
-    if (d.killed == kill_reason::none) kill_now(kill_reason::protocol, "no longer answering");
-    while (wait4(pid_, &d.status, 0, &d.ru) < 0 && errno == EINTR) {
-    }
-  }
-  dead_ = true;
-  close_fd(cmd_fd_);
-  close_fd(reply_fd_);
-  classify(d, rss_limit_, address_space_, cpu_seconds_, r);
-  last_end_ = r;
-  return r;
 }
 
 }  // namespace lathe::gate

@@ -97,6 +97,10 @@ struct worker_result {
 // after this many timeouts whatever the waits were.
 constexpr double watchdog_stretch = 8;
 
+namespace detail {
+struct request_watch;
+}
+
 class worker {
  public:
   // Starts lathe-worker with the region and the object fd; de-privileged when lathe is root.
@@ -153,6 +157,13 @@ class worker {
   bool stopped_ = false;        // stopped now by lathe
   void stop_now();
   void drain_record(bool judged);  // reads what the record pipe holds now, never waits
+  // One request's parts (worker_request.cpp): the command sent; the reply awaited under the
+  // watchdog (bytes read); a whole reply judged (false: not an answer, the worker is dying or
+  // killed); the worker reaped and its end classified.
+  void send_command(const wire::command& cmd, detail::request_watch& rw);
+  size_t await_reply(detail::request_watch& rw, unsigned char* buf, size_t size, bool judged);
+  bool accept_reply(detail::request_watch& rw, const unsigned char* buf, bool judged, worker_result& r);
+  worker_result reap(detail::request_watch& rw, worker_result r);
 };
 
 }  // namespace lathe::gate
