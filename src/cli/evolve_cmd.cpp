@@ -14,6 +14,7 @@
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
+#include "cli/search_language.h"
 #include "cli/stored_options.h"
 #include "cli/verbs.h"
 #include "core/json.h"
@@ -34,7 +35,7 @@ namespace lathe::cli {
 namespace {
 
 struct evolve_cli {
-  std::string task, start, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
+  std::string task, start, language, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
   // The gate's cascade by default: a child's first timing is cheap, contests for elites are full
   // (on one H200 this is what reaches 600+ gated evaluations per hour: bench/results/evolve-*).
   std::string child_timing = "quick";
@@ -53,6 +54,7 @@ struct evolve_cli {
 const stored_options<evolve_cli> stored = {
     {"task", &evolve_cli::task},
     {"start", &evolve_cli::start},
+    {"language", &evolve_cli::language},
     {"generations", &evolve_cli::generations},
     {"islands", &evolve_cli::islands},
     {"population", &evolve_cli::population},
@@ -150,10 +152,38 @@ void print_evolve(const search::evolve_result& res, const proposer_session& sess
     why += cat(why.empty() ? " (" : ", ", reason, " ", std::to_string(n.get<int>()));
   std::printf("failed    %d%s%s\n", summary["failed"].get<int>(), why.c_str(), why.empty() ? "" : ")");
   std::printf("best      %s%s\n", res.best.substr(0, 12).c_str(),
-              res.best_speedup ? cat(": ", std::to_string(*res.best_speedup), "x over ", t.baseline).c_str() : "");
+              res.best_speedup ? cat(": ", std::to_string(*res.best_speedup), "x over ", t.baseline.empty() ? std::string("eager") : t.baseline).c_str() : "");
   std::printf("by generation (best score):");
   for (double s : res.best_per_generation) std::printf(" %.3f", s);
   std::printf("\n");
+}
+
+// The kernels a run scores against and starts from. A ModelNew search is scored against the
+// problem's own Model (eager PyTorch) and starts there; a C-ABI one against the task's baseline,
+// from the given start (empty: the proposer's translations of the reference).
+struct evolve_kernels {
+  kernel_bundle baseline, start;
+};
+
+result<evolve_kernels> run_kernels(const task& t, const evolve_cli& o, const search_language& sl) {
+  evolve_kernels k;
+  if (sl.eager) {
+    k.baseline = *sl.eager;
+  } else {
+    auto b = find_task_kernel(t, t.baseline);
+    if (!b) return tl::unexpected(b.error());
+    k.baseline = std::move(*b);
+  }
+  if (!o.start.empty()) {
+    auto given = find_task_kernel(t, o.start);
+    if (!given) return tl::unexpected(given.error());
+    if (sl.lang == candidate_language::modelnew)
+      if (auto same = check_start_language(*given, sl); !same) return tl::unexpected(same.error());
+    k.start = std::move(*given);
+  } else if (sl.eager) {
+    k.start = *sl.eager;
+  }
+  return k;
 }
 
 int run_evolve(const common_options& common, evolve_cli o) {
@@ -169,21 +199,24 @@ int run_evolve(const common_options& common, evolve_cli o) {
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
-  if (t->baseline.empty()) return fail_with("task " + t->name + " has no baseline kernel to score children against", 2);
+  auto sl = pick_search_language(*t, o.language);
+  if (!sl) return fail_with(sl.error().message, 2);
+  o.language = std::string(to_string(sl->lang));  // stored as decided, so the run says what it writes
+  if (t->baseline.empty() && !sl->eager)
+    return fail_with("task " + t->name + " has no baseline kernel to score children against" +
+                         (t->problem.empty() ? std::string() : " (--language modelnew pairs a KernelBench problem's "
+                                                               "ModelNew children against its own Model)"),
+                     2);
   auto desc = search::parse_descriptors(o.descriptors);
   if (!desc) return fail_with("--descriptors: " + desc.error().message, 2);
   auto samp = search::parse_sampling(o.sampling);
   if (!samp) return fail_with("--sampling: " + samp.error().message, 2);
   auto limits = llm::parse_budget(o.budget);
   if (!limits) return fail_with("--budget: " + limits.error(), 2);
-  auto baseline = find_task_kernel(*t, t->baseline);
-  if (!baseline) return fail_with(baseline.error().message, 2);
-  kernel_bundle start;
-  if (!o.start.empty()) {
-    auto k = find_task_kernel(*t, o.start);
-    if (!k) return fail_with(k.error().message, 2);
-    start = std::move(*k);
-  }
+  auto kernels = run_kernels(*t, o, *sl);
+  if (!kernels) return fail_with(kernels.error().message, 2);
+  const kernel_bundle* baseline = &kernels->baseline;
+  kernel_bundle& start = kernels->start;
   const std::string run_id = o.resume.empty() ? search::new_evolve_id() : o.resume;
   llm::amounts spent;
   if (!o.resume.empty()) {
@@ -319,7 +352,11 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
                                  "(not needed with --resume or --gate-batch)");
   e->add_option("start", o->start,
                 "the start kernel (default: the proposer's translations of the reference; the rule engine "
-                "cannot translate and starts from the task's baseline)");
+                "cannot translate and starts from the task's baseline; on a bare KernelBench problem: its own "
+                "Model as a ModelNew)");
+  e->add_option("--language", o->language,
+                "c-abi | modelnew: what the search writes (default: modelnew for a bare KernelBench problem, whose "
+                "children are scored against its own Model, eager PyTorch; c-abi otherwise)");
   e->add_option("--generations", o->generations, "generations")->capture_default_str();
   e->add_option("--islands", o->islands, "islands")->capture_default_str();
   e->add_option("--population", o->population, "initial members per island")->capture_default_str();

@@ -16,6 +16,7 @@
 #include "cli/lineage_view.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
+#include "cli/search_language.h"
 #include "cli/stored_options.h"
 #include "cli/verbs.h"
 #include "core/json.h"
@@ -30,7 +31,7 @@ namespace lathe::cli {
 namespace {
 
 struct optimize_cli {
-  std::string task, kernel, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
+  std::string task, kernel, language, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
       proposer = "auto", out_dir, propose_only, gate_batch;
   int32_t max_repairs = 1, max_stall = 0;
   bool no_free = false, no_expert = false, json = false, quiet = false, profile = false, trust_kernel = false;
@@ -42,6 +43,7 @@ struct optimize_cli {
 const stored_options<optimize_cli> stored = {
     {"task", &optimize_cli::task},
     {"kernel", &optimize_cli::kernel},
+    {"language", &optimize_cli::language},
     {"strategy", &optimize_cli::strategy},
     {"ablate", &optimize_cli::ablate},
     {"budget", &optimize_cli::budget},
@@ -229,14 +231,23 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!limits) return fail_with("--budget: " + limits.error(), 2);
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
+  auto sl = pick_search_language(*t, o.language);
+  if (!sl) return fail_with(sl.error().message, 2);
+  o.language = std::string(to_string(sl->lang));  // stored as decided, so the run says what it writes
   search::optimize_kernels ks;
   if (!o.kernel.empty()) {
     auto k = find_task_kernel(*t, o.kernel);
     if (!k) return fail_with(k.error().message, 2);
+    if (sl->lang == candidate_language::modelnew)
+      if (auto same = check_start_language(*k, *sl); !same) return fail_with(same.error().message, 2);
     ks.start = std::move(*k);
+  } else if (sl->eager) {
+    ks.start = *sl->eager;  // a ModelNew search starts from the problem's own Model
   }
-  ks.naive = optional_kernel(*t, "naive");
-  if (!o.no_expert) ks.expert = optional_kernel(*t, "expert");
+  if (sl->lang != candidate_language::modelnew) {  // the task's kernels speak the C ABI
+    ks.naive = optional_kernel(*t, "naive");
+    if (!o.no_expert) ks.expert = optional_kernel(*t, "expert");
+  }
   if (!o.resume.empty() && ks.start && stored_args.value("start_hash", ks.start->hash) != ks.start->hash)
     return fail_with("the start kernel " + o.kernel + " changed since run " + o.resume +
                          " started: a resumed run must start from the same kernel",
@@ -299,7 +310,11 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task");
   opt->add_option("kernel", o->kernel, "the start kernel: a bundle path or a kernel name of the task "
                                        "(default: the proposer seeds one from the reference; the rule engine "
-                                       "cannot, and starts from the task's naive kernel)");
+                                       "cannot, and starts from the task's naive kernel; on a bare KernelBench "
+                                       "problem: its own Model as a ModelNew)");
+  opt->add_option("--language", o->language,
+                  "c-abi | modelnew: what the search writes (default: modelnew for a bare KernelBench problem, "
+                  "which starts from and is paired against its own Model, eager PyTorch; c-abi otherwise)");
   opt->add_option("--strategy", o->strategy, "skills | none | forward-memory | expert-source")->capture_default_str();
   opt->add_option("--budget", o->budget,
                   "limits: steps=N,evals=N,tokens=N[k|M],usd=X,time=S[s|m|h] (the run ends at the first)")

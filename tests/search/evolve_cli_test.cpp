@@ -90,6 +90,33 @@ TEST_F(evolve_cli, a_small_run_its_resume_and_its_export) {
   EXPECT_NE(help.out.find("--child-timing TEXT:{full,quick}=quick"), std::string::npos) << help.out;
 }
 
+// A bare KernelBench problem (no baseline kernel) evolves in modelnew (issue 44): from its own
+// Model as a ModelNew, scored against it (eager PyTorch); the language is stored with the run. A
+// start kernel in another language, or a language the search cannot write, is refused.
+TEST_F(evolve_cli, a_bare_kernelbench_problem_evolves_in_modelnew_from_its_own_model) {
+  const std::string task = src + "/tests/problems/kb_scale_relu.py";
+  const run_result r = run_lathe(ws() + "evolve '" + task + "' --proposer rules --generations 1 --islands 1 "
+                                        "--population 1 --children 1 --quick --max-time 0.3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse_json(r);
+  ASSERT_FALSE(j["archive"].empty()) << j.dump();
+  EXPECT_GE(j.value("evaluations", 0), 1);  // the start, gated against eager PyTorch
+  const run_result shown = run_lathe(ws() + "runs show " + j.value("run", "") + " --json");
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_EQ(parse_json(shown)["run"]["args"].value("language", ""), "modelnew") << shown.out;
+  const run_result abi_start = run_lathe(ws() + "evolve '" + task + "' '" + src +
+                                         "/tasks/silu/kernels/naive' --language modelnew --proposer rules");
+  EXPECT_EQ(abi_start.code, 2);
+  EXPECT_NE(abi_start.err.find("written in c-abi, the search in modelnew"), std::string::npos) << abi_start.err;
+  const run_result python = run_lathe(ws() + "evolve '" + task + "' --language python --proposer rules");
+  EXPECT_EQ(python.code, 2);
+  EXPECT_NE(python.err.find("C-ABI kernels or ModelNew files"), std::string::npos) << python.err;
+  // A task with a baseline kernel has no Model to start a ModelNew from.
+  const run_result shipped = run_lathe(ws() + "evolve silu --language modelnew --proposer rules");
+  EXPECT_EQ(shipped.code, 2);
+  EXPECT_NE(shipped.err.find("not a KernelBench problem"), std::string::npos) << shipped.err;
+}
+
 TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   const std::string task = src + "/tests/problems/scale_relu";
   const fs::path wrong = dir_ / "wrong.cpp";

@@ -38,6 +38,29 @@ class optimize_cli : public ::testing::Test {
   fs::path dir_;
 };
 
+// A bare KernelBench problem is optimized in modelnew (issue 44): the run starts from the
+// problem's own Model as a ModelNew (eager PyTorch) and says so; the rule engine has no rule for
+// Python, so nothing is accepted, and the best written out is that ModelNew.
+TEST_F(optimize_cli, a_bare_kernelbench_problem_starts_from_its_own_model_as_a_modelnew) {
+  const std::string task = std::string(LATHE_SOURCE_DIR) + "/tests/problems/kb_scale_relu.py";
+  const run_result r = run_lathe(ws() + "optimize '" + task + "' --proposer rules --budget steps=1 --quick "
+                                        "--max-time 0.3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  EXPECT_EQ(j["start"].value("name", ""), "eager");
+  EXPECT_TRUE(j["steps"].empty());
+  const json shown = parse(run_lathe(ws() + "runs show " + j.value("run", "") + " --json"));
+  EXPECT_EQ(shown["run"]["args"].value("language", ""), "modelnew");
+  const fs::path best = dir_ / "ws" / ".lathe" / "runs" / j.value("run", "") / "best" / "eager.py";
+  std::ifstream in(best);
+  ASSERT_TRUE(in.good()) << best;
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("class ModelNew(Model):"), std::string::npos) << text;
+  const run_result python = run_lathe(ws() + "optimize '" + task + "' --language python");
+  EXPECT_EQ(python.code, 2);
+  EXPECT_NE(python.err.find("C-ABI kernels or ModelNew files"), std::string::npos) << python.err;
+}
+
 TEST_F(optimize_cli, help_and_usage_errors) {
   const run_result help = run_lathe("optimize --help");
   EXPECT_EQ(help.code, 0);
