@@ -45,6 +45,8 @@ answer_result answer_forward(const context& c);
 answer_result answer_materialize(const context& c);
 answer_result answer_mutate(const context& c);
 answer_result answer_repair(const context& c);
+// mutate, materialize and repair of a search that writes ModelNew files (answer_modelnew.cpp).
+answer_result answer_modelnew(const context& c);
 // answer_seed.cpp
 answer_result answer_seed(const context& c);
 // answer_audit.cpp

@@ -30,6 +30,9 @@ Exit status: 0 a reply was written (a refusal or a deliberate fault included); 1
 
 answer_result dispatch(const context& c) {
   const std::string& op = c.p.operation;
+  // A v3 prompt whose `## language` is modelnew asks for a KernelBench ModelNew file.
+  if (c.p.language == "modelnew" && (op == "mutate" || op == "materialize" || op == "repair"))
+    return answer_modelnew(c);
   if (op == "propose_backward") return answer_backward(c);
   if (op == "rederive_forward") return answer_forward(c);
   if (op == "audit_features") return answer_audit(c);

@@ -172,6 +172,26 @@ tl::expected<prompt, std::string> read_prompt(std::string_view input) {
     p.feedback = messages.back().second;
   }
   p.hash = fnv1a(p.user, fnv1a(p.system));
+  // Only the `## language` heading itself: the kernel's manifest has a `language: python` line
+  // of its own, which field() would take for this one.
+  static const std::regex language_heading(R"(^#{2,6} +language[ \t\r]*$)", std::regex::icase);
+  const auto user_lines = split_lines(p.user);
+  for (size_t i = 0; i < user_lines.size(); ++i) {
+    if (!std::regex_match(user_lines[i], language_heading)) continue;
+    for (size_t j = i + 1; j < user_lines.size(); ++j) {
+      std::string name = trim(user_lines[j]);
+      name.erase(std::remove(name.begin(), name.end(), '`'), name.end());
+      if (name.empty()) continue;
+      // The name is the line's first word ("modelnew", or "modelnew: a KernelBench file").
+      size_t e = 0;
+      while (e < name.size() && (std::isalnum(static_cast<unsigned char>(name[e])) ||
+                                 name[e] == '-' || name[e] == '_'))
+        ++e;
+      if (e > 0 && !std::regex_search(name, markdown_heading)) p.language = lower(name.substr(0, e));
+      break;
+    }
+    break;
+  }
   return p;
 }
 

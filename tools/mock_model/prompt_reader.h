@@ -25,6 +25,9 @@ struct prompt {
   bool repair = false;   // a later user message asks for the answer again
   std::string feedback;  // that message
   uint64_t hash = 0;     // of system + user only, so a repair round redoes the same choice
+  // The first line of the user message's `## language` section (v3 prompts): "modelnew" or
+  // "c-abi"; "c-abi" when there is none (v1 and v2 prompts).
+  std::string language = "c-abi";
 };
 
 tl::expected<prompt, std::string> read_prompt(std::string_view input);

@@ -1,0 +1,139 @@
+#include "modelnew_file.h"
+
+#include <cstdio>
+#include <initializer_list>
+#include <set>
+#include <string_view>
+
+#include "choice.h"
+
+namespace lathe::mock {
+namespace {
+
+// One inline function per activation, in float as the Model computes it in fp32. Comparisons
+// are written so that NaN propagates as torch's do (NaN < 0 is false: the NaN is returned).
+const char* helper(const std::string& fn) {
+  if (fn == "relu") return "static inline float lathe_relu(float v) { return v < 0.0f ? 0.0f : v; }\n";
+  if (fn == "leaky_relu")
+    return "static inline float lathe_leaky_relu(float v, float s) { return v < 0.0f ? v * s : v; }\n";
+  if (fn == "tanh") return "static inline float lathe_tanh(float v) { return std::tanh(v); }\n";
+  if (fn == "sigmoid")
+    return "static inline float lathe_sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }\n";
+  if (fn == "gelu")  // F.gelu's default: the erf form
+    return "static inline float lathe_gelu(float v) {\n"
+           "  return 0.5f * v * (1.0f + std::erf(v * 0.70710678118654752f));\n}\n";
+  if (fn == "gelu_tanh")
+    return "static inline float lathe_gelu_tanh(float v) {\n"
+           "  return 0.5f * v * (1.0f + std::tanh(0.79788456080286536f * (v + 0.044715f * v * v * v)));\n}\n";
+  return "";
+}
+
+void functions_used(const chain_node& n, std::set<std::string>& out) {
+  if (n.k == chain_node::kind::call) out.insert(n.text);
+  for (const auto& a : n.args) functions_used(a, out);
+}
+
+// Parts appended in order. Not `"(" + render(…)`: GCC 12 warns (-Wrestrict) on a literal put
+// before a temporary string, wrongly.
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (auto p : parts) s.append(p);
+  return s;
+}
+
+std::string render(const chain_node& n) {
+  switch (n.k) {
+    case chain_node::kind::base: return "v";
+    case chain_node::kind::number: return cat({"static_cast<float>(", n.text, ")"});
+    case chain_node::kind::attribute: return cat({"s_", n.text});
+    case chain_node::kind::negate: return cat({"(-", render(n.args[0]), ")"});
+    case chain_node::kind::binary:
+      return cat({"(", render(n.args[0]), " ", n.text, " ", render(n.args[1]), ")"});
+    case chain_node::kind::call: {
+      std::string s = cat({"lathe_", n.text, "(", render(n.args[0])});
+      for (size_t i = 1; i < n.args.size(); ++i) s += cat({", ", render(n.args[i])});
+      return s + ")";
+    }
+  }
+  return "";
+}
+
+std::string hex(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+std::string fused_source(const fused_chain& c, const modelnew_options& o) {
+  std::string s =
+      "// Written by lathe-mock-model: " + describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)") +
+      ",\n// one pass over the elements.\n"
+      "#include <torch/extension.h>\n\n#include <cmath>\n#include <cstdint>\n\n";
+  std::set<std::string> used;
+  functions_used(c.expr, used);
+  for (const auto& fn : used) s += helper(fn);
+  s += "\ntorch::Tensor fused_forward(torch::Tensor x";
+  for (const auto& a : c.scalars) s += ", double a_" + a;
+  s += ") {\n"
+       "  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat32,\n"
+       "              \"fused_forward: a float32 CPU tensor expected, got \", x.scalar_type());\n"
+       "  const torch::Tensor in = x.contiguous();\n"
+       "  torch::Tensor out = torch::empty_like(in);\n"
+       "  const float* __restrict__ src = in.data_ptr<float>();\n"
+       "  float* __restrict__ dst = out.data_ptr<float>();\n"
+       "  const int64_t n = in.numel();\n";
+  for (const auto& a : c.scalars) s += "  const float s_" + a + " = static_cast<float>(a_" + a + ");\n";
+  s += "  // Threads only where the loop is long enough to pay for waking them (torch's own grain\n"
+       "  // size for elementwise ops, 32768); below it one thread runs the vectorized loop.\n"
+       "#pragma omp parallel for simd schedule(static) if(parallel: n >= 32768)\n"
+       "  for (int64_t i = 0; i < n; ++i) {\n"
+       "    const float v = src[i];\n";
+  s += "    dst[i] = " + render(c.expr) + (o.wrong ? " * 1.0625f" : "") + ";\n";
+  s += "  }\n  return out;\n}\n";
+  return s;
+}
+
+std::string modelnew_file(const py_problem& p, const fused_chain& c, const modelnew_options& o) {
+  const std::string source = fused_source(c, o);
+  const std::string name = "lathe_mock_" + hex(fnv1a(source));
+  std::string f = p.code;
+  f += "\n\n";
+  f += std::string(modelnew_marker) +
+       " (written mechanically, docs/proposer.md):\n"
+       "# forward's elementwise chain in one C++ loop, built by load_inline.\n"
+       "import torch.nn as nn\n"
+       "from torch.utils.cpp_extension import load_inline as _lathe_mock_load_inline\n\n"
+       "_lathe_mock_source = r\"\"\"\n" +
+       source +
+       "\"\"\"\n\n"
+       "_lathe_mock_ext = _lathe_mock_load_inline(\n"
+       "    name=\"" + name + "\",\n"
+       "    cpp_sources=_lathe_mock_source,\n"
+       "    functions=[\"fused_forward\"],\n"
+       "    extra_cflags=[\"-O3\", \"-fopenmp\"],\n"
+       "    extra_ldflags=[\"-fopenmp\"],\n"
+       ")\n\n\n"
+       "class ModelNew(nn.Module):\n";
+  // The Model's constructor as written: the same attributes and submodules, created in the same
+  // order under the same seed, so the Model's parameters bind to these by name.
+  std::string init = p.init_text;
+  for (size_t at = init.find("super(Model,"); at != std::string::npos; at = init.find("super(Model,", at))
+    init.replace(at, 12, "super(ModelNew,");
+  if (!init.empty()) f += init + "\n";
+  // The class body's indentation is the constructor's (a forward indented otherwise would not
+  // parse); its body one level deeper.
+  const std::string ind = init.empty() ? "    " : init.substr(0, init.find_first_not_of(" \t"));
+  const std::string body = ind + ind;
+  const std::string arg = c.linear.empty() ? p.input : "self." + c.linear + "(" + p.input + ")";
+  f += ind + "def forward(self, " + p.input + "):\n";
+  if (!c.linear.empty()) f += body + "# The Linear stays torch's; what follows it is fused.\n";
+  f += body + "return _lathe_mock_ext.fused_forward(" + arg;
+  for (const auto& a : c.scalars) f += ", self." + a;
+  f += ")\n";
+  if (!p.after.empty()) f += "\n\n" + p.after;
+  return f;
+}
+
+}  // namespace lathe::mock

@@ -1,0 +1,25 @@
+// The ModelNew file the mock writes for a KernelBench problem (docs/proposer.md, "The mock
+// model"): the problem's code as it was, then one C++ extension (torch.utils.cpp_extension.
+// load_inline, CPU) that computes forward's elementwise chain in one loop over the elements, and
+// a `class ModelNew(nn.Module)` with the Model's constructor as written (the same attributes and
+// submodules, so parameters bind by name) whose forward calls it.
+#pragma once
+
+#include <string>
+
+#include "py_chain.h"
+#include "py_problem.h"
+
+namespace lathe::mock {
+
+struct modelnew_options {
+  bool wrong = false;  // the store slip (wrong.h's `store`): every output scaled by 1.0625
+};
+
+// The extension's C++ source.
+std::string fused_source(const fused_chain& c, const modelnew_options& o);
+
+// The whole new file.
+std::string modelnew_file(const py_problem& p, const fused_chain& c, const modelnew_options& o);
+
+}  // namespace lathe::mock
