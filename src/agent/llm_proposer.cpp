@@ -34,6 +34,15 @@ std::string reply_string(const json& v, const char* key) {
   return v.contains(key) ? v.at(key).get<std::string>() : std::string();
 }
 
+// The contract (v2) of the kernel a reply edits, in its language from v3 on, with the `language`
+// field (v3).
+void contract_fields(prompt_fields& f, int32_t version, const task& t, const target& host, const kernel_bundle& k) {
+  if (version < 2) return;
+  const candidate_language l = language_of(k);
+  f["contract"] = version >= 3 ? contract_text(t, host, l) : contract_text(t, host);
+  if (version >= 3) f["language"] = language_text(l);
+}
+
 }  // namespace
 
 kernel_bundle seed_bundle(const task& t) {
@@ -116,6 +125,11 @@ std::vector<std::string> llm_proposer::field_names(operation op, int32_t version
     if (op == operation::materialize || op == operation::mutate || op == operation::rank_paths)
       f.push_back("progress");
   }
+  // v3: what the candidate is written in (a ModelNew search's prompts say so), and the feature
+  // registry in apply-card prompts (a real model invented names without it: model-2026-12-02).
+  if (version >= 3 && (op == operation::materialize || op == operation::mutate || op == operation::repair))
+    f.push_back("language");
+  if (version >= 3 && op == operation::materialize) f.push_back("registry");
   return f;
 }
 
@@ -290,10 +304,10 @@ op_result<proposal> llm_proposer::materialize(const materialize_request& r) {
   f["features"] = features_text(r.features);
   f["cards"] = cards;
   f["rejected"] = notes_text(r.rejected);
-  if (v2) {
-    f["contract"] = contract_text(*r.t, options_.host);
-    f["progress"] = progress_text(r.progress);
-  }
+  const int32_t version = version_for(operation::materialize);
+  contract_fields(f, version, *r.t, options_.host, r.kernel);
+  if (v2) f["progress"] = progress_text(r.progress);
+  if (version >= 3) f["registry"] = registry_text(r.t->plat);
   return write_code(operation::materialize, f, r.kernel);
 }
 
@@ -304,7 +318,7 @@ op_result<proposal> llm_proposer::repair(const repair_request& r) {
   f["goal"] = or_none(r.goal);
   f["outcome"] = std::string(to_string(r.verdict));
   f["diagnostics"] = or_none(clipped(r.diagnostics, options_.max_diagnostics_bytes));
-  if (version_for(operation::repair) >= 2) f["contract"] = contract_text(*r.t, options_.host);
+  contract_fields(f, version_for(operation::repair), *r.t, options_.host, r.failed);
   return write_code(operation::repair, f, r.failed);
 }
 
@@ -367,10 +381,9 @@ op_result<proposal> llm_proposer::mutate(const mutate_request& r) {
   f["direction"] = or_none(r.direction);
   f["rejected"] = notes_text(r.rejected);
   f["registry"] = registry_text(r.t->plat);
-  if (version_for(operation::mutate) >= 2) {
-    f["contract"] = contract_text(*r.t, options_.host);
-    f["progress"] = progress_text(r.progress);
-  }
+  const int32_t version = version_for(operation::mutate);
+  contract_fields(f, version, *r.t, options_.host, r.parent);
+  if (version >= 2) f["progress"] = progress_text(r.progress);
   return write_code(operation::mutate, f, r.parent);
 }
 

@@ -66,6 +66,56 @@ std::string seconds_text(double s) {
   return sig3(s, "s");
 }
 
+namespace {
+
+// The correctness part of a contract: the comparison and every output's tolerance, on fresh inputs.
+std::string correctness_text(const task& t) {
+  std::string s = "Correctness (checked on fresh random inputs drawn from the task's distributions, on every "
+                  "shape set";
+  if (!t.perturb.scale.empty() || !t.perturb.shift.empty()) {
+    std::vector<std::string> ps;
+    for (double v : t.perturb.scale) ps.push_back(fmt("scaled by %g", v));
+    for (double v : t.perturb.shift) ps.push_back(fmt("shifted by %g", v));
+    s += ", also with the inputs " + join(ps, ", ");
+  }
+  s += "; timed calls see fresh inputs too, and a sample of them is checked):\n- " + comparison_rule(t.compare.kind) +
+       "\n";
+  for (const auto& out : t.outputs) s += tolerance_line(t, out) + "\n";
+  return s;
+}
+
+// A ModelNew's contract (docs/python-kernels.md): how lathe constructs and calls it, what it is
+// compared with, how its extensions are built and what the screen reports or refuses.
+std::string modelnew_contract_text(const task& t, const target& host) {
+  std::string s = "ModelNew (one Python file, run by lathe's Python worker in its own confined process):\n";
+  s += "- constructed once, before any call: torch.manual_seed(0), then ModelNew(*get_init_inputs()), "
+       "then eval(); no file, network, process or environment access, at import or later\n";
+  s += "- parameters by name: before every call each state_dict tensor of the task (its inputs after "
+       "forward's tensors, named in the task's table) is bound to the ModelNew's parameter or buffer of "
+       "the same name; a name it lacks is a load_error, a parameter of another shape or dtype a "
+       "wrong_result\n";
+  s += "- forward takes the Model's forward arguments and returns what Model.forward returns (a tensor, "
+       "a tuple or list, a dict in order): the same count, shapes and dtypes, copied into lathe's outputs "
+       "(a view of lathe's own buffers or a tensor subclass is forbidden)\n";
+  s += "- inputs must not be written; outputs of a call must not be cached across calls (inputs change)\n";
+  s += std::string("- threads: torch's intra-op threads and OpenMP, up to ") + std::to_string(host.cores) +
+       "; no processes, no I/O, no timers\n";
+  s += "\n" + correctness_text(t);
+  s += "\nBuild: C++ through torch.utils.cpp_extension.load_inline at import (cpp_sources, functions, "
+       "extra_cflags such as -O3 or -fopenmp, extra_ldflags) is compiled by lathe before the candidate "
+       "runs, in a sandbox, against this interpreter's torch";
+  if (!t.problem_runtime.empty()) s += " (" + t.problem_runtime + ")";
+  s += "; a load_inline call with arguments the build did not see fails. ";
+  s += t.plat == platform::cuda ? "CUDA sources (cuda_sources) and Triton run on CUDA problems. "
+                                : "A CPU problem: C++ only (no cuda_sources). ";
+  s += "Calls in forward of an op the Model's forward calls (torch.relu, F.gelu, a layer of the same "
+       "kind) are reported as torch fallback, and refused when the run asks it. Fast math: " +
+       std::string(t.allow_fast_math ? "allowed by this task." : "not allowed by this task.");
+  return s;
+}
+
+}  // namespace
+
 std::string contract_text(const task& t, const target& host) {
   const bool cuda = t.plat == platform::cuda;
   std::string s = "ABI (include/lathe/abi.h, version 1):\n";
@@ -84,17 +134,7 @@ std::string contract_text(const task& t, const target& host) {
     s += std::string("- threads: std::thread or OpenMP, up to ") + std::to_string(host.cores) +
          " (OMP_NUM_THREADS=" + std::to_string(host.cores) +
          ", passive waiting); no processes, no I/O, no timers, no environment\n";
-  s += "\nCorrectness (checked on fresh random inputs drawn from the task's distributions, on every "
-       "shape set";
-  if (!t.perturb.scale.empty() || !t.perturb.shift.empty()) {
-    std::vector<std::string> ps;
-    for (double v : t.perturb.scale) ps.push_back(fmt("scaled by %g", v));
-    for (double v : t.perturb.shift) ps.push_back(fmt("shifted by %g", v));
-    s += ", also with the inputs " + join(ps, ", ");
-  }
-  s += "; timed calls see fresh inputs too, and a sample of them is checked):\n- " + comparison_rule(t.compare.kind) +
-       "\n";
-  for (const auto& out : t.outputs) s += tolerance_line(t, out) + "\n";
+  s += "\n" + correctness_text(t);
   s += "\nBuild: ";
   if (cuda)
     s += "nvcc with the manifest's flags; the architecture is the manifest's `isa` (none: sm_90a); "
@@ -114,6 +154,33 @@ std::string contract_text(const task& t, const target& host) {
   s += " Libraries: " +
        (t.allow_libraries.empty() ? std::string("none may be linked or loaded.")
                                   : join(t.allow_libraries, ", ") + " only.");
+  return s;
+}
+
+std::string contract_text(const task& t, const target& host, candidate_language l) {
+  return l == candidate_language::modelnew ? modelnew_contract_text(t, host) : contract_text(t, host);
+}
+
+std::string language_text(candidate_language l) {
+  std::string s(to_string(l));
+  switch (l) {
+    case candidate_language::c_abi:
+      return s + "\nA C++ (CPU) or CUDA C++ bundle exporting `extern \"C\" int lathe_launch(const lathe_args*)` "
+                 "with the task's inputs, outputs and scalars, writing every output element; on CUDA it only "
+                 "enqueues work on the given stream (no allocation, no synchronization, no host-device "
+                 "copies). Keep that ABI.";
+    case candidate_language::python:
+      return s + "\nOne Python file defining `launch(inputs, outputs, scalars)` on torch tensors, writing "
+                 "into the outputs. Keep that signature.";
+    case candidate_language::modelnew:
+      return s + "\nOne Python file, the bundle's entry: KernelBench's `ModelNew`. Keep the problem's code "
+                 "(Model, get_inputs, get_init_inputs) and define `class ModelNew(nn.Module)` with the "
+                 "Model's constructor arguments, its parameters and buffers named as the Model's state_dict "
+                 "(the task's table names them), and a `forward` that takes the Model's forward arguments and "
+                 "returns what Model.forward returns. Make it faster with PyTorch ops, C++ through "
+                 "`torch.utils.cpp_extension.load_inline`, or both; the start is the Model itself "
+                 "(`class ModelNew(Model)`). Edit the file (SEARCH/REPLACE or WHOLE), never the manifest.";
+  }
   return s;
 }
 

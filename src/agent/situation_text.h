@@ -8,6 +8,7 @@
 #include <string>
 
 #include "agent/proposer.h"
+#include "core/candidate_language.h"
 #include "core/card.h"
 #include "core/target.h"
 #include "core/task.h"
@@ -16,6 +17,13 @@ namespace lathe::agent {
 
 // The `contract` field: what the gate checks and what a kernel may rely on, for `t` on `host`.
 std::string contract_text(const task& t, const target& host);
+// The same for a candidate in language `l` (v3): a ModelNew's interface, checks and build; the
+// C ABI's as above.
+std::string contract_text(const task& t, const target& host, candidate_language l);
+
+// The `language` field (v3): the candidate language's name alone on the first line, then what a
+// candidate in it is and must keep.
+std::string language_text(candidate_language l);
 
 // The `progress` field.
 std::string progress_text(const progress_facts& p);

@@ -11,11 +11,14 @@
 namespace lathe::agent::test {
 namespace {
 
-// Every shipped version of every operation: v2 is the newest of each (context fields out of the
-// cassette key), v1 stays so that calls recorded with it replay (llm_options::prompt_version).
+// Every shipped version of every operation: v3 is the newest of the operations that write into a
+// kernel a search may hold in another language (mutate, materialize, repair: the `language`
+// field), v2 of the others (context fields out of the cassette key); older versions stay so that
+// calls recorded with them replay (llm_options::prompt_version).
 TEST(prompts, every_operation_renders_with_exactly_the_proposer_fields) {
   for (operation op : all_operations) {
-    const int32_t newest = 2;
+    const int32_t newest =
+        op == operation::mutate || op == operation::materialize || op == operation::repair ? 3 : 2;
     auto top = prompts().find(to_string(op));
     ASSERT_TRUE(top) << top.error().message;
     EXPECT_EQ((*top)->version, newest) << to_string(op);

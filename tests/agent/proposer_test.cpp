@@ -331,10 +331,48 @@ TEST(llm_proposer, mutate_shows_inspirations_and_may_add_nothing) {
   const std::string& u = model.seen[0].messages[0].content;
   EXPECT_TRUE(has(u, "--- inspiration 1 ---\nlanguage: cpp"));
   EXPECT_TRUE(has(u, "fewer passes over each row"));
-  EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v2");
+  EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v3");
+  // The parent is a C++ bundle: the language section names the C ABI, the contract is the ABI's.
+  EXPECT_TRUE(has(u, "## language\nc-abi\n"));
+  EXPECT_TRUE(has(u, "ABI (include/lathe/abi.h"));
   // Kernel-Smith's sampling for mutations, by default; every other operation deterministic.
   EXPECT_EQ(model.seen[0].temperature, 0.6);
   EXPECT_EQ(model.seen[0].top_p, 0.95);
+}
+
+// A ModelNew parent (issue 44): the v3 prompt names the language and gives a ModelNew's contract
+// instead of the ABI's; pinned to v2 (a recorded run), the prompt is the ABI one it always was.
+TEST(llm_proposer, a_modelnew_parent_is_asked_for_in_its_language_from_v3_on) {
+  mutate_request r;
+  r.t = &softmax();
+  r.parent.name = "eager";
+  r.parent.manifest.lang = language::python;
+  r.parent.manifest.entry = "eager.py";
+  r.parent.manifest.files = {"eager.py"};
+  r.parent.sources["eager.py"] = "import torch\n\nclass Model(torch.nn.Module):\n    pass\n\nclass ModelNew(Model):\n    pass\n";
+  for (int32_t pin : {0, 2}) {
+    SCOPED_TRACE(pin);
+    scripted model;
+    model.say("not an answer");
+    llm_options o;
+    o.prompt_version = pin;
+    o.max_repairs = 0;
+    llm_proposer p(model, prompts(), o);
+    (void)p.mutate(r);
+    ASSERT_FALSE(model.seen.empty());
+    const std::string& u = model.seen[0].messages[0].content;
+    if (pin == 0) {
+      EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v3");
+      EXPECT_TRUE(has(u, "## language\nmodelnew\n")) << u;
+      EXPECT_TRUE(has(u, "ModelNew (one Python file")) << u;
+      EXPECT_TRUE(has(u, "load_inline")) << u;
+      EXPECT_FALSE(has(u, "ABI (include/lathe/abi.h")) << u;
+    } else {
+      EXPECT_EQ(model.first_user_line(0), "lathe-operation: mutate v2");
+      EXPECT_FALSE(has(u, "## language"));
+      EXPECT_TRUE(has(u, "ABI (include/lathe/abi.h"));
+    }
+  }
 }
 
 TEST(llm_proposer, sampling_per_operation_from_lathe_toml_reaches_the_request) {

@@ -147,6 +147,7 @@ TEST(llm_proposer_v2, mutate_prompt_carries_the_contract_progress_and_registry_n
   model.say(a_declined_mutation());
   llm_options o;
   o.host = cpu_host();
+  o.prompt_version = 2;  // v3 adds the language (a_modelnew_parent_is_asked_for_in_its_language…)
   llm_proposer p(model, prompts(), o);
   EXPECT_EQ(p.version_for(operation::mutate), 2);
   (void)p.mutate(a_mutation());

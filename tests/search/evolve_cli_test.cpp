@@ -174,7 +174,7 @@ TEST_F(evolve_cli, a_batch_round_trip_through_a_folder) {
   ASSERT_EQ(w["waiting"].size(), 4u) << w.dump();  // two islands, two children each, in one batch
   for (const auto& name : w["waiting"]) {
     const std::string p = name.get<std::string>();
-    EXPECT_EQ(p.rfind("mutate.v2.", 0), 0u) << p;
+    EXPECT_EQ(p.rfind("mutate.v3.", 0), 0u) << p;
     EXPECT_TRUE(fs::exists(q / (p.substr(0, p.size() - std::string(".prompt").size()) + ".bundle/kernel.cpp"))) << p;
   }
   EXPECT_NE(run_lathe(ws() + "runs list").out.find("interrupted"), std::string::npos);

@@ -177,7 +177,7 @@ TEST_F(optimize_cli, a_batch_round_trip_through_a_folder) {
   ASSERT_EQ(w["waiting"].size(), 1u) << w.dump();
   const std::string prompt = w["waiting"][0].get<std::string>();
   const std::string stem = prompt.substr(0, prompt.size() - std::string(".prompt").size());
-  EXPECT_EQ(stem.rfind("mutate.v2.", 0), 0u) << stem;
+  EXPECT_EQ(stem.rfind("mutate.v3.", 0), 0u) << stem;
   EXPECT_NE(stem.find(".t0.6-p0.95-m16384."), std::string::npos) << stem;  // mutate's sampling
   ASSERT_TRUE(fs::exists(q / (stem + ".bundle/kernel.cpp")));
   std::ifstream pin(q / prompt);
