@@ -61,6 +61,42 @@ TEST_F(optimize_cli, a_bare_kernelbench_problem_starts_from_its_own_model_as_a_m
   EXPECT_NE(python.err.find("C-ABI kernels or ModelNew files"), std::string::npos) << python.err;
 }
 
+// The mock model on a bare KernelBench problem (issue 44): its ModelNew (the Model's Linear kept,
+// GELU fused in a load_inline extension) is built, checked and timed by the real gate against the
+// eager start. Mechanical, not a model's work. Whether it is decided faster depends on the
+// machine's noise (the Python path's timing, issue 44 item 5), so the test asserts what the gate
+// established in any case: the proposal was a ModelNew that compiled and computed correctly.
+TEST_F(optimize_cli, the_mock_writes_a_modelnew_that_the_gate_builds_and_checks) {
+  fs::create_directories(dir_ / "ws/.lathe");
+  std::ofstream(dir_ / "ws/.lathe/lathe.toml") << "provider = \"command\"\nmodel = \"lathe-mock-model\"\n"
+                                                  "[command]\nargv = [\"" << LATHE_MOCK_MODEL << "\", \"--seed\", \"5\"]\n";
+  const std::string task = std::string(LATHE_SOURCE_DIR) + "/tests/problems/kb_linear_gelu.py";
+  const run_result r = run_lathe(ws() + "optimize '" + task + "' --proposer llm --strategy none --budget steps=1 "
+                                        "--quick --max-time 0.3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse(r);
+  EXPECT_EQ(j["start"].value("name", ""), "eager");
+  const json shown = parse(run_lathe(ws() + "runs show " + j.value("run", "") + " --json"));
+  int checked_ok = 0;
+  for (const auto& e : shown["events"]) {
+    if (e.value("kind", "") != "evaluation") continue;
+    const json& b = e["body"];
+    if (b.value("kernel", "") == j["start"].value("hash", "")) continue;
+    const std::string oc = b.value("outcome", "");
+    // Built and correct: ok, or unstable (correct, its speed left open by the machine's noise).
+    EXPECT_TRUE(oc == "ok" || oc == "unstable") << b.dump();
+    checked_ok += oc == "ok" || oc == "unstable";
+  }
+  EXPECT_GE(checked_ok, 1) << shown.dump();
+  if (!j["steps"].empty()) {  // decided faster: the best written out is the mock's ModelNew
+    const fs::path best = dir_ / "ws" / ".lathe" / "runs" / j.value("run", "") / "best" / "eager.py";
+    std::ifstream in(best);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_NE(text.find("load_inline"), std::string::npos) << text;
+    EXPECT_NE(text.find("class ModelNew(nn.Module)"), std::string::npos) << text;
+  }
+}
+
 TEST_F(optimize_cli, help_and_usage_errors) {
   const run_result help = run_lathe("optimize --help");
   EXPECT_EQ(help.code, 0);
