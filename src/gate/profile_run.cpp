@@ -254,52 +254,27 @@ result<profile_objects> build_for_profile(const profile_run_config& cfg) {
   return o;
 }
 
-result<void> profile_run(const profile_run_config& cfg) {
-  auto progress = [&](const std::string& s) {
-    if (cfg.progress) cfg.progress(s);
-  };
-  const task& t = *cfg.t;
-  const shape_set* shapes = profile_shape(t, cfg.shape_set);
-  if (!shapes)
-    return fail(errc::invalid_argument,
-                "task '" + t.name + "' has no shape set '" + cfg.shape_set + "'");
-  if (!has_cuda_device())
-    return fail(errc::unsupported, "no CUDA device on this machine (/dev/nvidiactl)");
-  const note_fn note = [&](const std::string& s) {
-    if (cfg.diagnostic) cfg.diagnostic(s);
-  };
-  const std::vector<std::string> passed = profiler_environment(environ);
-  if (cfg.diagnostic) {
-    note("profile-run: pid " + std::to_string(getpid()) + ", uid " + std::to_string(getuid()) +
-         ", euid " + std::to_string(geteuid()) + "; the worker runs as " +
-         (cfg.trust_kernel || geteuid() != 0 ? "this user"
-          : cfg.sandbox.user.empty() ? "a user of its own" : "'" + cfg.sandbox.user + "'"));
-    for (char** e = environ; e && *e; ++e) {
-      const std::string kv = *e;
-      const std::string name = kv.substr(0, kv.find('='));
-      const bool kept = std::binary_search(passed.begin(), passed.end(), name);
-      note("profile-run: env " + (kept ? kv : name + " (withheld from the worker)"));
-    }
-    note_fds(note, "profile-run", "self");
+namespace {
+
+// Who runs the profile and with what: the process, its environment (what the worker is given
+// and what it is not) and its descriptors (--diagnostic).
+void note_profile_run(const profile_run_config& cfg, const std::vector<std::string>& passed, const note_fn& note) {
+  note("profile-run: pid " + std::to_string(getpid()) + ", uid " + std::to_string(getuid()) +
+       ", euid " + std::to_string(geteuid()) + "; the worker runs as " +
+       (cfg.trust_kernel || geteuid() != 0 ? "this user"
+        : cfg.sandbox.user.empty() ? "a user of its own" : "'" + cfg.sandbox.user + "'"));
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv = *e;
+    const std::string name = kv.substr(0, kv.find('='));
+    const bool kept = std::binary_search(passed.begin(), passed.end(), name);
+    note("profile-run: env " + (kept ? kv : name + " (withheld from the worker)"));
   }
+  note_fds(note, "profile-run", "self");
+}
 
-  progress("build");
-  auto objects = build_for_profile(cfg);
-  if (!objects) return tl::unexpected(objects.error());
-  auto ref = reference::load(objects->reference.object);
-  if (!ref) return tl::unexpected(ref.error());
-
-  // One trial's inputs, drawn as the gate draws them (a fixed seed: profiles of two kernels on
-  // one task see the same data), with poisoned outputs; the reference outputs are not used.
-  progress("inputs for shape set '" + shapes->name + "'");
-  auto l = make_layout(t, *shapes);
-  if (!l) return tl::unexpected(l.error());
-  auto d = make_trial(t, *l, *ref, trial_for(t, 1, 0));
-  if (!d) return tl::unexpected(d.error());
-  auto region = shared_region::create(l->slot_bytes);
-  if (!region) return tl::unexpected(region.error());
-  stage_inputs(t, *l, *d, region->data());
-
+// The worker's sandbox under the profiler.
+sandbox_options profiler_worker_options(const profile_run_config& cfg, const std::vector<std::string>& passed,
+                                        const note_fn& note) {
   sandbox_options opt = cfg.sandbox;
   // The CUDA worker, as the gate starts it (gate.cpp start_worker): beside lathe-worker, and no
   // RLIMIT_AS (CUDA reserves a huge virtual address space; PROTOCOL.md).
@@ -330,6 +305,46 @@ result<void> profile_run(const profile_run_config& cfg) {
   if (cfg.diagnostic)
     for (const auto& kv : sandbox::worker_environment(opt.env_allow, opt.threads))
       note("worker: env " + kv);
+  return opt;
+}
+
+}  // namespace
+
+result<void> profile_run(const profile_run_config& cfg) {
+  auto progress = [&](const std::string& s) {
+    if (cfg.progress) cfg.progress(s);
+  };
+  const task& t = *cfg.t;
+  const shape_set* shapes = profile_shape(t, cfg.shape_set);
+  if (!shapes)
+    return fail(errc::invalid_argument,
+                "task '" + t.name + "' has no shape set '" + cfg.shape_set + "'");
+  if (!has_cuda_device())
+    return fail(errc::unsupported, "no CUDA device on this machine (/dev/nvidiactl)");
+  const note_fn note = [&](const std::string& s) {
+    if (cfg.diagnostic) cfg.diagnostic(s);
+  };
+  const std::vector<std::string> passed = profiler_environment(environ);
+  if (cfg.diagnostic) note_profile_run(cfg, passed, note);
+
+  progress("build");
+  auto objects = build_for_profile(cfg);
+  if (!objects) return tl::unexpected(objects.error());
+  auto ref = reference::load(objects->reference.object);
+  if (!ref) return tl::unexpected(ref.error());
+
+  // One trial's inputs, drawn as the gate draws them (a fixed seed: profiles of two kernels on
+  // one task see the same data), with poisoned outputs; the reference outputs are not used.
+  progress("inputs for shape set '" + shapes->name + "'");
+  auto l = make_layout(t, *shapes);
+  if (!l) return tl::unexpected(l.error());
+  auto d = make_trial(t, *l, *ref, trial_for(t, 1, 0));
+  if (!d) return tl::unexpected(d.error());
+  auto region = shared_region::create(l->slot_bytes);
+  if (!region) return tl::unexpected(region.error());
+  stage_inputs(t, *l, *d, region->data());
+
+  const sandbox_options opt = profiler_worker_options(cfg, passed, note);
 
   const int object_fd = open(objects->kernel.object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (object_fd < 0) return fail(errc::io_error, "cannot open " + objects->kernel.object.string());
