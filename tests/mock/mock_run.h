@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -144,6 +146,22 @@ inline std::vector<std::string> split_lines_for_test(const std::string& text) {
 inline void materialize(const kernel_bundle& b, const std::filesystem::path& dir) {
   auto w = write_bundle(b, dir);
   if (!w) throw std::runtime_error(w.error().message);
+}
+
+// One question to the mock in a bundle's folder: its run, and the reply's JSON when it answered.
+struct reply {
+  run_result run;
+  nlohmann::json value;
+};
+
+inline reply ask(const std::vector<std::string>& args, const std::string& prompt, const kernel_bundle& b) {
+  test::temp_dir dir;
+  materialize(b, dir.path());
+  reply r;
+  r.run = run_mock(args, prompt, dir.path());
+  EXPECT_EQ(r.run.status, 0) << r.run.err;
+  if (r.run.status == 0) r.value = reply_json(r.run.out);
+  return r;
 }
 
 }  // namespace lathe::mock_test

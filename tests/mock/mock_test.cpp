@@ -30,21 +30,6 @@ std::vector<std::string> shipped_bundles() {
   return out;
 }
 
-struct reply {
-  run_result run;
-  json value;
-};
-
-reply ask(const std::vector<std::string>& args, const std::string& prompt, const kernel_bundle& b) {
-  test::temp_dir dir;
-  materialize(b, dir.path());
-  reply r;
-  r.run = run_mock(args, prompt, dir.path());
-  EXPECT_EQ(r.run.status, 0) << r.run.err;
-  if (r.run.status == 0) r.value = reply_json(r.run.out);
-  return r;
-}
-
 bool refused(const json& j) {
   return j.value("rationale", "").rfind("refused: ", 0) == 0 && j.value("edits", "x").empty();
 }

@@ -70,21 +70,6 @@ std::string prompt_v(const std::string& op, const field_list& fields, int versio
   return llm::command_prompt(r);
 }
 
-struct reply {
-  run_result run;
-  json value;
-};
-
-reply ask(const std::vector<std::string>& args, const std::string& prompt, const kernel_bundle& b) {
-  test::temp_dir dir;
-  materialize(b, dir.path());
-  reply r;
-  r.run = run_mock(args, prompt, dir.path());
-  EXPECT_EQ(r.run.status, 0) << r.run.err;
-  if (r.run.status == 0) r.value = reply_json(r.run.out);
-  return r;
-}
-
 std::string schema_problems(const std::string& op, const json& j) {
   for (auto o : agent::all_operations)
     if (op == agent::to_string(o)) {
