@@ -177,8 +177,7 @@ result<evolve_kernels> run_kernels(const task& t, const evolve_cli& o, const sea
   if (!o.start.empty()) {
     auto given = find_task_kernel(t, o.start);
     if (!given) return tl::unexpected(given.error());
-    if (sl.lang == candidate_language::modelnew)
-      if (auto same = check_start_language(*given, sl); !same) return tl::unexpected(same.error());
+    if (auto same = check_start_language(*given, sl); !same) return tl::unexpected(same.error());
     k.start = std::move(*given);
   } else if (sl.eager) {
     k.start = *sl.eager;

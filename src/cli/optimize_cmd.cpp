@@ -238,8 +238,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!o.kernel.empty()) {
     auto k = find_task_kernel(*t, o.kernel);
     if (!k) return fail_with(k.error().message, 2);
-    if (sl->lang == candidate_language::modelnew)
-      if (auto same = check_start_language(*k, *sl); !same) return fail_with(same.error().message, 2);
+    if (auto same = check_start_language(*k, *sl); !same) return fail_with(same.error().message, 2);
     ks.start = std::move(*k);
   } else if (sl->eager) {
     ks.start = *sl->eager;  // a ModelNew search starts from the problem's own Model

@@ -32,7 +32,7 @@ result<search_language> pick_search_language(const task& t, const std::string& a
 
 result<void> check_start_language(const kernel_bundle& start, const search_language& sl) {
   const candidate_language l = language_of(start);
-  if (l == sl.lang) return {};
+  if (sl.lang != candidate_language::modelnew || l == sl.lang) return {};
   return fail(errc::invalid_argument, "the start kernel " + start.name + " is written in " + std::string(to_string(l)) +
                                           ", the search in " + std::string(to_string(sl.lang)) +
                                           " (--language)");

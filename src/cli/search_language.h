@@ -22,7 +22,8 @@ struct search_language {
 // the search cannot write, or modelnew on a task without a KernelBench Model on the CPU.
 result<search_language> pick_search_language(const task& t, const std::string& asked);
 
-// A start kernel given on the command line must be written in the run's language.
+// A start kernel given on the command line must be written in a ModelNew search's language. A
+// C-ABI search takes what it took before (a task's Python kernels included): not checked.
 result<void> check_start_language(const kernel_bundle& start, const search_language& sl);
 
 }  // namespace lathe::cli

@@ -49,6 +49,9 @@ TEST(search_language, a_bare_kernelbench_problem_searches_in_modelnew_from_its_o
   EXPECT_NE(same.error().message.find("written in c-abi, the search in modelnew"), std::string::npos)
       << same.error().message;
   EXPECT_TRUE(check_start_language(*sl->eager, *sl));
+  // A C-ABI search checks nothing: it takes the starts it took before.
+  EXPECT_TRUE(check_start_language(*sl->eager, *abi));
+  EXPECT_TRUE(check_start_language(cpp, *abi));
 }
 
 TEST(search_language, a_task_with_a_baseline_kernel_searches_in_c_abi) {
