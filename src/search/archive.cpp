@@ -41,13 +41,17 @@ result<std::vector<descriptor>> parse_descriptors(const std::string& text) {
     const size_t colon = item.find(':', item.rfind("feature:", 0) == 0 ? 8 : 0);
     descriptor d;
     d.name = item.substr(0, colon);
-    const bool known = d.name == "complexity" || d.name == "score" || d.name == "features" ||
-                       (d.name.rfind("feature:", 0) == 0 && d.name.size() > 8);
-    if (!known)
+    if (d.name == "complexity") d.kind = descriptor_kind::complexity;
+    else if (d.name == "score") d.kind = descriptor_kind::score;
+    else if (d.name == "features") d.kind = descriptor_kind::features;
+    else if (d.name.rfind("feature:", 0) == 0 && d.name.size() > 8) {
+      d.kind = descriptor_kind::feature;
+      d.feature = d.name.substr(8);
+    } else
       return fail(errc::invalid_argument, "unknown descriptor '" + d.name +
                                               "' (complexity, score, features, feature:<name>)");
     if (colon == std::string::npos) {
-      if (d.name.rfind("feature:", 0) == 0) d.edges = {0.5};  // absent | present
+      if (d.kind == descriptor_kind::feature) d.edges = {0.5};  // absent | present
       else return fail(errc::invalid_argument, "descriptor '" + d.name + "' needs bin edges (" + d.name + ":a,b,…)");
     } else {
       for (const auto& e : split(item.substr(colon + 1), ',')) {
@@ -77,6 +81,7 @@ const char* to_string(placement p) {
     case placement::new_cell: return "new_cell";
     case placement::contest: return "contest";
     case placement::kept: return "kept";
+    case placement::failed: return "failed";
   }
   return "?";
 }

@@ -17,11 +17,19 @@
 
 namespace lathe::search {
 
-// One descriptor: a named value of a kernel cut into bins by ascending edges (n edges, n + 1
-// bins). Built in: `complexity` (non-blank source lines), `score`, `features` (how many verified
-// features), `feature:<name>` (0 or 1).
+// What a descriptor measures of a kernel: a closed set, parsed once from `--descriptors`.
+enum class descriptor_kind : uint8_t {
+  complexity,  // non-blank source lines
+  score,       // the composite score
+  features,    // how many verified features
+  feature,     // `feature:<name>`: 0 or 1, whether that verified feature is present
+};
+
+// One descriptor: a value of a kernel cut into bins by ascending edges (n edges, n + 1 bins).
 struct descriptor {
-  std::string name;
+  std::string name;     // as given and stored with the run: "complexity", "feature:smem_tiling"
+  descriptor_kind kind = descriptor_kind::complexity;
+  std::string feature;  // the feature's name (descriptor_kind::feature)
   std::vector<double> edges;
   int bins() const { return static_cast<int>(edges.size()) + 1; }
   int bin_of(double v) const;
@@ -51,10 +59,13 @@ struct elite {
   int64_t evaluation = 0;
 };
 
+// Where a child goes. archive::place answers new_cell, contest or kept; `failed` is the record's
+// word (child_record::placement) for a child that never reached the archive.
 enum class placement : uint8_t {
   new_cell,  // the cell was empty: the child is its elite
   contest,   // the cell has an elite with a lower score: a paired re-measure decides
   kept,      // the incumbent scores at least as high: the child is not placed
+  failed,    // the proposer failed or the child failed the gate: never placed
 };
 const char* to_string(placement p);
 

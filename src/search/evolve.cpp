@@ -49,7 +49,7 @@ class runner {
       // The initial population: mutations of the start kernel on every island.
       for (int32_t i = 0; i < o_.islands && !loop_.stopped(); ++i)
         for (int32_t k = 1; k < o_.population && !loop_.stopped(); ++k)
-          if (auto c = child(event_key::child(0, i, k), 0, i, k, "initial", start_elite_); !c)
+          if (auto c = child(event_key::child(0, i, k), 0, i, k, child_kind::initial, start_elite_); !c)
             return c;
     }
     if (loop_.waiting()) return {};
@@ -121,12 +121,13 @@ class runner {
       features_[k.hash] = names;
     }
     for (const auto& d : o_.descriptors) {
-      if (d.name == "complexity") out.push_back(static_cast<double>(detail::source_lines(k)));
-      else if (d.name == "score") out.push_back(score);
-      else if (d.name == "features") out.push_back(static_cast<double>(names.size()));
-      else {
-        const std::string want = d.name.substr(8);
-        out.push_back(std::find(names.begin(), names.end(), want) != names.end() ? 1.0 : 0.0);
+      switch (d.kind) {
+        case descriptor_kind::complexity: out.push_back(static_cast<double>(detail::source_lines(k))); break;
+        case descriptor_kind::score: out.push_back(score); break;
+        case descriptor_kind::features: out.push_back(static_cast<double>(names.size())); break;
+        case descriptor_kind::feature:
+          out.push_back(std::find(names.begin(), names.end(), d.feature) != names.end() ? 1.0 : 0.0);
+          break;
       }
     }
     return out;
@@ -164,9 +165,9 @@ class runner {
   // contested by a paired re-measure (child vs incumbent) that the child must win by the margin.
   result<void> place(child_record& c, int32_t island, const kernel_bundle& k, const measured& m,
                      const std::vector<double>& values) {
-    c.placement = to_string(arch_.place(island, c.score, values));
+    c.placement = arch_.place(island, c.score, values);
     if (const elite* in = arch_.incumbent(island, arch_.cell_of(values)); in && in->hash == k.hash)
-      c.placement = "kept";  // the elite itself: nothing to contest
+      c.placement = placement::kept;  // the elite itself: nothing to contest
     elite e;
     e.hash = k.hash;
     e.score = c.score;
@@ -175,9 +176,9 @@ class runner {
     e.generation = c.generation;
     e.parent = c.parent;
     e.evaluation = m.id;
-    if (c.placement == "new_cell") {
+    if (c.placement == placement::new_cell) {
       c.placed = true;
-    } else if (c.placement == "contest") {
+    } else if (c.placement == placement::contest) {
       const elite* in = arch_.incumbent(island, arch_.cell_of(values));
       auto inc = kernels_.find(in->hash);
       if (inc == kernels_.end()) return fail(errc::internal, "an elite's kernel is unknown: " + in->hash);
@@ -209,7 +210,7 @@ class runner {
     agent::op_result<agent::proposal> pr = tl::unexpected(agent::failure{});
   };
 
-  result<void> child(const event_key& key, int32_t g, int32_t island, int32_t index, const std::string& kind,
+  result<void> child(const event_key& key, int32_t g, int32_t island, int32_t index, child_kind kind,
                      const elite& parent) {
     if (const json* rec = j_.recorded(key)) return replay(*rec, island);
     auto p = prepare(key, g, island, index, kind, parent);
@@ -231,7 +232,7 @@ class runner {
         if (auto r = replay(*rec, island); !r) return r;
         continue;
       }
-      auto p = prepare(key, g, island, c, "child", parent);
+      auto p = prepare(key, g, island, c, child_kind::child, parent);
       if (!p) break;  // the budget
       live.push_back(std::move(*p));
     }
@@ -297,7 +298,7 @@ class runner {
 
   // The mutate request for one child, its step reserved (nullopt: the budget ended the run).
   std::optional<pending> prepare(const event_key& key, int32_t g, int32_t island, int32_t index,
-                                 const std::string& kind, const elite& parent) {
+                                 child_kind kind, const elite& parent) {
     auto step = loop_.reserve(llm::one_step);
     if (!step) return std::nullopt;
     child_record c;
@@ -340,7 +341,7 @@ class runner {
     c.prompt_context = mr.direction;
     out.step.emplace(std::move(*step));
     out.c = std::move(c);
-    out.what = cat("g", std::to_string(g), " island ", std::to_string(island), " ", kind, ": ");
+    out.what = cat("g", std::to_string(g), " island ", std::to_string(island), " ", to_string(kind), ": ");
     return out;
   }
 
@@ -350,7 +351,7 @@ class runner {
                       const agent::op_result<agent::proposal>& pr, const std::string& what) {
     if (!pr) {
       c.failure = cat(agent::to_string(pr.error().kind), ": ", line1(pr.error().message));
-      c.placement = "failed";
+      c.placement = placement::failed;
     } else {
       c.kernel = pr->kernel.hash;
       if (c.action.empty()) c.action = pr->action;
@@ -381,7 +382,7 @@ class runner {
       if (m->v.correct) {
         if (auto pl = place(c, island, pr->kernel, *m, values_of(pr->kernel, c.score)); !pl) return pl;
       } else {
-        c.placement = "failed";
+        c.placement = placement::failed;
       }
     }
     out_.children.push_back(c);
@@ -399,7 +400,7 @@ class runner {
     auto step = loop_.reserve(llm::one_step);
     if (!step) return {};
     child_record c;
-    c.generation = 0, c.island = island, c.index = index, c.kind = "translation";
+    c.generation = 0, c.island = island, c.index = index, c.kind = child_kind::translation;
     agent::seed_request sr;
     sr.t = &t_;
     sr.reference_source = o_.reference_source;
@@ -419,14 +420,14 @@ class runner {
   // A recorded child: its budget charged again, its kernel known, its placement redone.
   result<void> replay(const json& rec, int32_t island) {
     child_record c = child_from(rec);
-    if (c.kind != "migrant") loop_.charge(llm::one_step);
+    if (c.kind != child_kind::migrant) loop_.charge(llm::one_step);
     for (size_t i = 0; i < c.evaluations.size(); ++i) loop_.replayed_evaluation();
     if (!c.kernel.empty()) {
       auto k = db_.get_kernel(c.kernel);
       if (!k) return tl::unexpected(k.error());
       kernels_[c.kernel] = *k;
       feedback_[c.kernel] = rec.value("feedback", std::string());
-      if (c.kind != "migrant" && !gated_.count(c.kernel)) {
+      if (c.kind != child_kind::migrant && !gated_.count(c.kernel)) {
         measured m;
         m.outcome = c.outcome;
         m.v.compiles = c.outcome && built(*c.outcome);
@@ -435,7 +436,7 @@ class runner {
         m.id = c.evaluations.empty() ? 0 : c.evaluations.front();
         gated_[c.kernel] = m;
       }
-      if (c.placement == "contest" && !c.placed && !c.duplicate) {
+      if (c.placement == placement::contest && !c.placed && !c.duplicate) {
         if (const elite* in = arch_.incumbent(island, arch_.cell_of(values_of(*k, c.score))))
           contests_lost_[c.kernel + "|" + in->hash] = c.contest_ratio;
       }
@@ -465,7 +466,7 @@ class runner {
         continue;
       }
       child_record c;
-      c.generation = g, c.island = to, c.kind = "migrant", c.parent = m.parent, c.kernel = m.hash;
+      c.generation = g, c.island = to, c.kind = child_kind::migrant, c.parent = m.parent, c.kernel = m.hash;
       c.outcome = outcome::ok, c.speedup = m.verdict.speedup, c.score = m.score;
       measured mm;
       mm.v = m.verdict;
@@ -562,7 +563,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   for (const auto& c : out.children) {
     placed += c.placed;
     duplicates += c.duplicate;
-    if (c.placement != "failed") continue;
+    if (c.placement != placement::failed) continue;
     ++failed;
     const std::string why = c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
                                              : cat("gate:", outcome_text(c.outcome));

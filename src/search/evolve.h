@@ -78,10 +78,19 @@ struct evolve_options {
   std::function<void(const evolve_progress&)> progress;
 };
 
+// How a child came to be; stored as to_string's word (a record with another word is refused).
+enum class child_kind : uint8_t {
+  initial,      // a mutation of the start kernel, in the initial population
+  child,        // a mutation of a sampled parent, in a generation
+  migrant,      // an island's best, moved to the next island (not proposed, not gated again)
+  translation,  // the proposer's translation of the reference (no start kernel)
+};
+const char* to_string(child_kind k);
+
 // One child as the run records it (and as `lathe export training` reads it back).
 struct child_record {
   int32_t generation = 0, island = 0, index = 0;
-  std::string kind;             // "initial" (population), "child", "migrant"
+  child_kind kind = child_kind::child;
   std::string parent;           // parent hash
   std::vector<std::string> inspirations;  // hashes shown with the parent
   std::vector<std::string> cards;         // card ids shown (library-guided)
@@ -95,7 +104,7 @@ struct child_record {
   std::optional<double> speedup;         // over the baseline (correct, decided)
   std::optional<double> parent_speedup;  // the parent's, when known
   double score = 0;
-  std::string placement;        // new_cell | contest | kept | failed
+  search::placement placement = search::placement::kept;
   std::optional<double> contest_ratio;   // child vs incumbent, the re-measure
   bool placed = false;
   bool duplicate = false;       // a kernel the run had gated before: its verdict reused

@@ -32,10 +32,10 @@ size_t source_lines(const kernel_bundle& k) {
 }
 
 std::string placement_text(const child_record& c) {
-  if (c.placement == "contest")
+  if (c.placement == placement::contest)
     return cat("contest ", c.placed ? "won" : "lost",
                c.contest_ratio ? cat(" (", std::to_string(*c.contest_ratio), "x against the incumbent)") : "");
-  return c.placement + (c.placed ? " (placed)" : "");
+  return to_string(c.placement) + std::string(c.placed ? " (placed)" : "");
 }
 
 std::string child_direction(const elite& parent, const std::string& parent_feedback,

@@ -84,9 +84,9 @@ bool training_grade(const std::string& label) {
 
 std::optional<drop_reason> judge(const step_source& s, const export_options& o) {
   const child_record& c = s.child;
-  if (c.kind == "migrant") return drop_reason::migrant;
+  if (c.kind == child_kind::migrant) return drop_reason::migrant;
   if (!s.kernel || c.outcome != outcome::ok) return drop_reason::failed;
-  const bool translation = c.kind == "translation";
+  const bool translation = c.kind == child_kind::translation;
   if (!translation) {
     const auto sp = step_speedup(c);
     if (!sp || *sp <= 1.0 + o.epsilon) return drop_reason::not_faster;
@@ -128,8 +128,8 @@ export_result export_steps(const std::vector<step_source>& steps, const export_o
         {"messages", json::array({{{"role", "system"}, {"content", system_text}},
                                   {{"role", "user"}, {"content", prompt_of(s)}},
                                   {{"role", "assistant"}, {"content", sources_text(*s.kernel)}}})},
-        {"reward", c.kind == "translation" ? json(1.0) : json(sp ? *sp : 0.0)},
-        {"kind", c.kind == "translation" ? "translation" : "optimization"},
+        {"reward", c.kind == child_kind::translation ? json(1.0) : json(sp ? *sp : 0.0)},
+        {"kind", c.kind == child_kind::translation ? "translation" : "optimization"},
         {"provenance",
          {{"run", s.run}, {"generation", c.generation}, {"island", c.island}, {"parent", c.parent},
           {"child", c.kernel}, {"inspirations", c.inspirations}, {"cards", c.cards},

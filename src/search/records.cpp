@@ -92,13 +92,39 @@ measured summarize(const evaluation& e, platform plat) {
 
 }  // namespace detail
 
+const char* to_string(child_kind k) {
+  switch (k) {
+    case child_kind::initial: return "initial";
+    case child_kind::child: return "child";
+    case child_kind::migrant: return "migrant";
+    case child_kind::translation: return "translation";
+  }
+  return "?";
+}
+
+namespace {
+
+// A closed set's word in a stored record (to_string's): an unknown one is refused, in
+// nlohmann's exception type like an unknown outcome; a missing one reads as `absent`.
+template <class E>
+E stored_word(const json& j, const char* key, E absent, E last) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return absent;
+  const auto name = it->get<std::string>();
+  auto e = parse_enum(name, last);
+  if (!e) throw json::type_error::create(302, std::string("'") + key + "': unknown value '" + name + "'", &j);
+  return *e;
+}
+
+}  // namespace
+
 json child_json(const child_record& c) {
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
-  return {{"generation", c.generation}, {"island", c.island}, {"index", c.index}, {"kind", c.kind},
+  return {{"generation", c.generation}, {"island", c.island}, {"index", c.index}, {"kind", to_string(c.kind)},
           {"parent", c.parent}, {"inspirations", c.inspirations}, {"cards", c.cards}, {"kernel", c.kernel},
           {"action", c.action}, {"edits", c.edits}, {"rationale", c.rationale}, {"provenance", c.prov},
           {"failure", c.failure}, {"outcome", outcome_text(c.outcome)}, {"speedup", opt(c.speedup)},
-          {"parent_speedup", opt(c.parent_speedup)}, {"score", c.score}, {"placement", c.placement},
+          {"parent_speedup", opt(c.parent_speedup)}, {"score", c.score}, {"placement", to_string(c.placement)},
           {"contest_ratio", opt(c.contest_ratio)}, {"placed", c.placed}, {"duplicate", c.duplicate},
           {"evaluations", c.evaluations},
           {"prompt_context", c.prompt_context}};
@@ -113,7 +139,9 @@ child_record child_from(const json& j) {
   c.generation = j.value("generation", 0);
   c.island = j.value("island", 0);
   c.index = j.value("index", 0);
-  c.kind = j.value("kind", std::string());
+  // Lathe always wrote both; a record without one reads as the word that decides what a missing
+  // one did (a proposed child, not placed by a contest).
+  c.kind = stored_word(j, "kind", child_kind::child, child_kind::translation);
   c.parent = j.value("parent", std::string());
   c.inspirations = j.value("inspirations", std::vector<std::string>{});
   c.cards = j.value("cards", std::vector<std::string>{});
@@ -127,7 +155,7 @@ child_record child_from(const json& j) {
   c.speedup = opt("speedup");
   c.parent_speedup = opt("parent_speedup");
   c.score = j.value("score", 0.0);
-  c.placement = j.value("placement", std::string());
+  c.placement = stored_word(j, "placement", placement::kept, placement::failed);
   c.contest_ratio = opt("contest_ratio");
   c.placed = j.value("placed", false);
   c.duplicate = j.value("duplicate", false);

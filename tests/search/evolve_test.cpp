@@ -47,6 +47,10 @@ TEST(archive, descriptors_and_sampling_parse_and_refuse) {
   ASSERT_TRUE(d) << d.error().message;
   ASSERT_EQ(d->size(), 3u);
   EXPECT_EQ((*d)[1].name, "feature:simd");
+  EXPECT_EQ((*d)[0].kind, descriptor_kind::complexity);
+  EXPECT_EQ((*d)[1].kind, descriptor_kind::feature);
+  EXPECT_EQ((*d)[1].feature, "simd");
+  EXPECT_EQ((*d)[2].kind, descriptor_kind::score);
   EXPECT_EQ((*d)[1].bins(), 2);
   EXPECT_EQ((*d)[0].bin_of(39), 0);
   EXPECT_EQ((*d)[0].bin_of(40), 1);
@@ -172,14 +176,14 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
   ASSERT_TRUE(res) << res.error().message;
   EXPECT_GT(res->children.size(), 8u);
   for (const auto& c : res->children) {
-    if (c.placement == "contest") {
+    if (c.placement == placement::contest) {
       ASSERT_TRUE(c.contest_ratio) << c.kernel;
       EXPECT_EQ(c.placed, *c.contest_ratio > 1.05) << "contest ratio " << *c.contest_ratio;
     }
-    if (c.placement == "kept" || c.placement == "failed") {
+    if (c.placement == placement::kept || c.placement == placement::failed) {
       EXPECT_FALSE(c.placed);
     }
-    if (c.placement == "new_cell") {
+    if (c.placement == placement::new_cell) {
       EXPECT_TRUE(c.placed);
     }
   }
@@ -187,7 +191,7 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
   // Every failed child is counted once under its reason, and nothing else is.
   std::map<std::string, int> reasons;
   for (const auto& c : res->children)
-    if (c.placement == "failed")
+    if (c.placement == placement::failed)
       ++reasons[c.kernel.empty() ? "proposer:" + c.failure.substr(0, c.failure.find(':'))
                                  : "gate:" + std::string(outcome_text(c.outcome))];
   using counts = std::map<std::string, int>;
@@ -210,7 +214,7 @@ TEST_F(evolve_env, elites_are_unique_per_cell_and_a_contest_is_won_only_by_the_m
   // Each child's prompt carried its parent's execution feedback: outcome, speedup, timing.
   int with_feedback = 0;
   for (const auto& c : res->children)
-    if (c.kind == "child") {
+    if (c.kind == child_kind::child) {
       EXPECT_NE(c.prompt_context.find("The parent's last evaluation"), std::string::npos);
       with_feedback += c.prompt_context.find("timing and resources: median") != std::string::npos;
     }
@@ -233,7 +237,7 @@ TEST_F(evolve_env, a_child_that_loses_the_re_measure_never_replaces_the_elite) {
   ASSERT_TRUE(res) << res.error().message;
   int contests = 0;
   for (const auto& c : res->children)
-    if (c.placement == "contest") {
+    if (c.placement == placement::contest) {
       ++contests;
       EXPECT_FALSE(c.placed) << *c.contest_ratio;
     }
@@ -251,7 +255,7 @@ TEST_F(evolve_env, migration_moves_an_elite_to_the_next_island) {
   ASSERT_TRUE(res) << res.error().message;
   int migrants = 0;
   for (const auto& c : res->children)
-    if (c.kind == "migrant") {
+    if (c.kind == child_kind::migrant) {
       ++migrants;
       EXPECT_FALSE(c.kernel.empty());
     }
@@ -319,12 +323,12 @@ TEST_F(evolve_env, the_mock_model_translates_the_reference_then_evolves) {
   ASSERT_TRUE(a) << a.error().message;
   int translations = 0, mutations = 0;
   for (const auto& c : a->children) {
-    translations += c.kind == "translation";
-    mutations += c.kind == "child";
-    if (c.kind == "translation") {
+    translations += c.kind == child_kind::translation;
+    mutations += c.kind == child_kind::child;
+    if (c.kind == child_kind::translation) {
       EXPECT_TRUE(c.parent.empty());
     }
-    if (!c.kernel.empty() && c.kind != "migrant") {
+    if (!c.kernel.empty() && c.kind != child_kind::migrant) {
       EXPECT_NE(to_string(c.prov).find("mock"), std::string::npos) << to_string(c.prov);
     }
   }
@@ -381,7 +385,7 @@ TEST_F(evolve_env, batches_gate_their_children_together_and_resume_alike) {
   ASSERT_TRUE(full) << full.error().message;
   EXPECT_GT(v.max_active.load(), 1);  // evaluations overlapped
   for (const auto& c : full->children)
-    if (c.placement == "contest") {
+    if (c.placement == placement::contest) {
       EXPECT_EQ(c.placed, c.contest_ratio && *c.contest_ratio > 1.05);
     }
   const json summary = json::parse(full->r.summary);
@@ -446,7 +450,7 @@ TEST_F(evolve_env, a_batch_asks_its_proposals_together_and_ends_like_one_by_one)
     EXPECT_TRUE(r) << r.error().message;
     *max_active = p.max_active.load();
     std::vector<std::string> kernels;
-    for (const auto& c : r->children) kernels.push_back(c.kernel + " " + c.placement + " " + std::to_string(c.score));
+    for (const auto& c : r->children) kernels.push_back(c.kernel + " " + to_string(c.placement) + " " + std::to_string(c.score));
     return kernels;
   };
   int together = 0, alone = 0;
@@ -515,7 +519,7 @@ TEST_F(evolve_env, children_are_screened_and_contests_timed_by_the_main_verifier
   ASSERT_TRUE(res) << res.error().message;
   std::set<std::string> contested;
   for (const auto& c : res->children)
-    if (c.placement == "contest") contested.insert(c.kernel);
+    if (c.placement == placement::contest) contested.insert(c.kernel);
   ASSERT_FALSE(contested.empty()) << "the run must contest a cell to show the split";
   EXPECT_GT(quick.timed_calls(), 0);
   for (const auto& c : quick.calls) {
@@ -596,7 +600,7 @@ step_source step(const kernel_bundle* parent, const kernel_bundle* child, std::o
   s.task_text = "task";
   s.parent = parent;
   s.kernel = child;
-  s.child.kind = "child";
+  s.child.kind = child_kind::child;
   s.child.outcome = outcome::ok;
   s.child.kernel = child ? child->hash : "";
   s.child.speedup = sp;
@@ -625,11 +629,11 @@ TEST(training_export, each_filter_on_a_constructed_case) {
   bad.child.outcome = outcome::wrong_result;
   EXPECT_EQ(judge(bad, o), drop_reason::failed);
   auto mig = kept;
-  mig.child.kind = "migrant";
+  mig.child.kind = child_kind::migrant;
   EXPECT_EQ(judge(mig, o), drop_reason::migrant);
   // Translations are kept when correct, whatever their speed.
   auto tr = step(nullptr, &child, 0.5, std::nullopt);
-  tr.child.kind = "translation";
+  tr.child.kind = child_kind::translation;
   EXPECT_FALSE(judge(tr, o));
   // The leakage filter: a child that copies an inspiration shown in its prompt.
   auto leak = step(&parent, &copy, 1.5, 1.2);

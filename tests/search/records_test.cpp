@@ -95,6 +95,28 @@ TEST(records, an_old_evolve_child_record_is_written_back_byte_for_byte) {
   EXPECT_EQ(child_from(json::parse(kOldChildren[0])).outcome, outcome::ok);
   EXPECT_FALSE(child_from(json::parse(kOldChildren[1])).outcome.has_value());
   EXPECT_EQ(child_from(json::parse(kOldChildren[2])).outcome, outcome::load_error);
+  EXPECT_EQ(child_from(json::parse(kOldChildren[0])).kind, child_kind::child);
+  EXPECT_EQ(child_from(json::parse(kOldChildren[0])).placement, placement::new_cell);
+  EXPECT_EQ(child_from(json::parse(kOldChildren[1])).placement, placement::failed);
+}
+
+TEST(records, a_child_record_with_a_kind_or_placement_lathe_does_not_know_is_refused) {
+  json j = json::parse(kOldChildren[0]);
+  j["kind"] = "mutant";
+  EXPECT_THROW(child_from(j), json::type_error);
+  j = json::parse(kOldChildren[0]);
+  j["placement"] = "replaced";
+  EXPECT_THROW(child_from(j), json::type_error);
+  for (const char* k : {"initial", "child", "migrant", "translation"}) {
+    j = json::parse(kOldChildren[0]);
+    j["kind"] = k;
+    EXPECT_EQ(child_json(child_from(j)).dump(), j.dump());
+  }
+  for (const char* p : {"new_cell", "contest", "kept", "failed"}) {
+    j = json::parse(kOldChildren[0]);
+    j["placement"] = p;
+    EXPECT_EQ(child_json(child_from(j)).dump(), j.dump());
+  }
 }
 
 }  // namespace
