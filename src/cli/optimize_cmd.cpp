@@ -84,7 +84,7 @@ void print_result(const search::optimize_result& r, const task& t, const std::st
               to_string(so.abl).c_str());
   std::printf("proposer  %s\n", label.c_str());
   std::printf("start     %s %s (%s)\n", r.start.name.empty() ? "-" : r.start.name.c_str(),
-              r.start.hash.substr(0, 12).c_str(), r.start_how.c_str());
+              r.start.hash.substr(0, 12).c_str(), search::start_text(r.how, r.naive_because).c_str());
   for (const auto& s : r.steps) {
     std::vector<std::string> added;
     for (const auto& f : s.tr.added) added.push_back("+" + f.name + "@" + f.locus);

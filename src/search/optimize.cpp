@@ -29,6 +29,19 @@ using detail::event_key;
 
 std::string new_run_id() { return lathe::new_run_id(run_kind::optimize); }
 
+const char* to_string(start_how h) {
+  switch (h) {
+    case start_how::given: return "given";
+    case start_how::seeded: return "seeded";
+    case start_how::naive: return "naive";
+  }
+  return "?";
+}
+
+std::string start_text(start_how h, const std::string& naive_because) {
+  return h == start_how::naive ? cat(to_string(h), " (", naive_because, ")") : to_string(h);
+}
+
 result<double> resume_seconds(store& db, const std::string& run_id) {
   detail::journal j(db, run_id);
   if (auto ok = j.load(); !ok) return tl::unexpected(ok.error());
@@ -221,7 +234,7 @@ json summary_json(const optimize_result& r, const task& t, const optimize_option
           {"strategy", to_string(o.strat)},
           {"ablation", to_string(o.abl)},
           {"proposer", o.proposer_label},
-          {"start", {{"name", r.start.name}, {"hash", r.start.hash}, {"how", r.start_how}}},
+          {"start", {{"name", r.start.name}, {"hash", r.start.hash}, {"how", start_text(r.how, r.naive_because)}}},
           {"best", {{"name", r.best.name}, {"hash", r.best.hash}}},
           {"steps", steps},
           {"proposals", r.proposals},

@@ -100,10 +100,21 @@ struct optimize_step {
   double first_ratio = 0;        // the first paired ratio (before the re-measure)
 };
 
+// How an optimize run got its start kernel.
+enum class start_how : uint8_t {
+  given,   // --start (or the task's start kernel)
+  seeded,  // the proposer's translation of the reference, passed the gate (repaired if need be)
+  naive,   // the task's naive kernel: the proposer could not seed
+};
+const char* to_string(start_how h);
+// The start event's and the summary's `how`: "given", "seeded", "naive (<why>)".
+std::string start_text(start_how h, const std::string& naive_because);
+
 struct optimize_result {
   run r;                               // finished, its summary JSON set
   kernel_bundle start, best;
-  std::string start_how;               // "given", "seeded", "naive (the proposer cannot seed: …)"
+  search::start_how how = search::start_how::given;  // how the start kernel came
+  std::string naive_because;           // naive: why the proposer did not seed it
   std::vector<optimize_step> steps;
   int32_t proposals = 0, rejected = 0;
   int64_t evaluations = 0;             // gate evaluations (the start check and final ones included)

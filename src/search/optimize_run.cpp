@@ -198,10 +198,10 @@ result<std::optional<verdict>> optimize_runner::compare(const event_key& key, co
 // The start kernel: given, seeded by the proposer (checked, repaired), or the naive one.
 result<void> optimize_runner::start_kernel() {
   kernel_bundle start;
-  std::string how;
+  start_how how = start_how::given;
+  std::string why;
   if (ks.start) {
     start = *ks.start;
-    how = "given";
   } else {
     agent::seed_request sr;
     sr.t = &t;
@@ -215,7 +215,6 @@ result<void> optimize_runner::start_kernel() {
     auto seeded = propose(event_key::seed_proposal(0), "seed", "seed", {}, [&] { return p.seed_baseline(sr); });
     if (!seeded) return tl::unexpected(seeded.error());
     std::optional<kernel_bundle> got;
-    std::string why;
     if (seeded->ok) {
       kernel_bundle cand = seeded->ok->kernel;
       for (int32_t round = 0;; ++round) {
@@ -243,16 +242,16 @@ result<void> optimize_runner::start_kernel() {
     }
     if (got) {
       start = *got;
-      how = "seeded";
+      how = start_how::seeded;
     } else if (ks.naive) {
       start = *ks.naive;
-      how = "naive (" + why + ")";
+      how = start_how::naive;
     } else {
       return fail(errc::unsupported, "no start kernel: " + why + "; and the task has no naive kernel");
     }
   }
   if (auto put = db.put_kernel(start); !put) return tl::unexpected(put.error());
-  if (how == "given" || how.rfind("naive", 0) == 0) {
+  if (how != start_how::seeded) {  // a seeded kernel passed its check above
     auto vd = evaluate(event_key::given_start_check(), "start", start, start, false, {"human", start.name, false});
     if (!vd) return tl::unexpected(vd.error());
     if (!*vd) return fail(errc::invalid_argument, "the budget refused checking the start kernel: " + loop.detail());
@@ -261,10 +260,12 @@ result<void> optimize_runner::start_kernel() {
                                               "): ", first_line((*vd)->message)));
   }
   out.start = start;
-  out.start_how = how;
+  out.how = how;
+  if (how == start_how::naive) out.naive_because = why;
   best = start;
-  if (auto e = emit("start", event_key::start(), {{"kernel", start.hash}, {"name", start.name}, {"how", how}}, 0,
-                    cat("start kernel ", start.name.empty() ? short_hash(start.hash) : start.name, ": ", how));
+  const std::string how_text = start_text(out.how, out.naive_because);
+  if (auto e = emit("start", event_key::start(), {{"kernel", start.hash}, {"name", start.name}, {"how", how_text}}, 0,
+                    cat("start kernel ", start.name.empty() ? short_hash(start.hash) : start.name, ": ", how_text));
       !e)
     return tl::unexpected(e.error());
   return observe_best();

@@ -122,7 +122,7 @@ class skills_plan final : public plan {
         agent::proposer* p = &p_;
         r.op = "mutate";
         r.source = "free";
-        r.option = "free";
+        r.free = true;
         r.call = [p, m] { return p->mutate(m); };
         return r;
       }
@@ -216,7 +216,7 @@ class skills_plan final : public plan {
   }
 
   void mark(const request& r, const kernel_bundle& on, const agent::failure* f) {
-    if (r.option == "free") {
+    if (r.free) {
       if (f && (f->kind == agent::failure_kind::refused || f->kind == agent::failure_kind::unsupported)) {
         free_refused_on_ = on.hash;
         free_refusal_ = f->message;

@@ -25,6 +25,7 @@ struct request {
   std::string source;  // "card:<name>", "plan:<n1>+<n2>", "free", "memory", "expert-source", "none"
   std::vector<std::string> card_ids;
   std::string option;  // the retrieval option it came from (card id or "plan:<ids>")
+  bool free = false;   // the free mutation once the cards are spent: no retrieval option
   std::function<agent::op_result<agent::proposal>()> call;
   bool exhausted = false;  // nothing left to ask: `why` says so
   std::string why;

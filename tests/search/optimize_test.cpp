@@ -390,6 +390,7 @@ TEST_F(optimize_env, the_four_strategies_run_on_one_task_and_budget_and_differ_i
     ASSERT_TRUE(r) << to_string(s) << ": " << r.error().message;
     EXPECT_LE(r->used.steps, 5);
     EXPECT_EQ(r->start.hash, naive_.hash);
+    EXPECT_EQ(r->how, search::start_how::given);
     results[s] = std::move(*r);
   }
   // skills: the card first, then free mutations once it is used.
@@ -647,7 +648,7 @@ TEST_F(optimize_env, without_a_start_kernel_the_mock_model_seeds_one_and_the_gat
   ks.naive = naive_;  // only if the seed failed
   auto r = optimize(t_, ks, v, p, db, ledger, options(strategy::none));
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_EQ(r->start_how, "seeded");
+  EXPECT_EQ(r->how, search::start_how::seeded);
   EXPECT_NE(r->start.hash, naive_.hash);
   ASSERT_FALSE(v.calls.empty());
   EXPECT_EQ(v.calls.front().candidate, r->start.hash);  // checked before anything else
@@ -707,4 +708,14 @@ TEST(optimize_feedback, a_ratio_is_read_against_its_margin) {
             "0.800x [0.780, 0.820]: slower (the interval lies below 1 / (1 + 0.050))");
   EXPECT_EQ(lathe::search::speed_reading(1.30, 0.05, decision::undecided, 0.9, 1.9),
             "1.300x [0.900, 1.900]: undecided: the machine's noise leaves it open");
+}
+
+// The start event's `how` (issue 43: the kind an enum, the reason apart): the words stored runs hold.
+TEST(optimize_start, how_the_start_came_is_written_as_before) {
+  using lathe::search::start_how;
+  using lathe::search::start_text;
+  EXPECT_EQ(start_text(start_how::given, ""), "given");
+  EXPECT_EQ(start_text(start_how::seeded, ""), "seeded");
+  EXPECT_EQ(start_text(start_how::naive, "the proposer cannot seed (unsupported): no model"),
+            "naive (the proposer cannot seed (unsupported): no model)");
 }
