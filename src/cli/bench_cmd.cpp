@@ -11,6 +11,7 @@
 #include "cli/bench_kernelbench.h"
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
+#include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"  // make_gate_hooks
@@ -31,9 +32,23 @@ namespace fs = std::filesystem;
 namespace lathe::cli {
 namespace {
 
+// A suite named by a word instead of a directory: the shipped tasks, all or those of one role.
+enum class shipped_suite : uint8_t { all, source, heldout };
+
+const char* to_string(shipped_suite s) {
+  switch (s) {
+    case shipped_suite::all: return "all";
+    case shipped_suite::source: return "source";
+    case shipped_suite::heldout: return "heldout";
+  }
+  return "?";
+}
+
 struct bench_cli {
   std::string suite, candidates, kernel, markdown, strategy;
-  std::string budget = "steps=3", proposer = "auto", protocol = "lathe";
+  std::optional<shipped_suite> shipped;  // `suite` as a word, read once (none: a directory)
+  std::string budget = "steps=3", proposer = "auto";
+  search::bench_protocol protocol = search::bench_protocol::lathe;
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
   std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
@@ -44,8 +59,9 @@ struct bench_cli {
 
 // The suite's task directories: `all`, `source` or `heldout` (the shipped tasks of that role), or
 // a directory whose subdirectories hold task.toml files. Sorted by name.
-result<std::vector<fs::path>> suite_dirs(const std::string& suite, const paths& where) {
-  const bool shipped = suite == "all" || suite == "source" || suite == "heldout";
+result<std::vector<fs::path>> suite_dirs(const std::string& suite, std::optional<shipped_suite> word,
+                                         const paths& where) {
+  const bool shipped = word.has_value();
   const fs::path root = shipped ? where.tasks_dir : fs::path(suite);
   std::error_code ec;
   if (!fs::is_directory(root, ec))
@@ -242,8 +258,8 @@ std::optional<int> add_entry(const fs::path& d, const bench_cli& o, bool klineag
     return std::nullopt;
   }
   if (!t) return fail_with(t.error().message, 2);
-  if (o.suite == "source" && t->role != task_role::source) return std::nullopt;
-  if (o.suite == "heldout" && t->role != task_role::heldout) return std::nullopt;
+  if (o.shipped == shipped_suite::source && t->role != task_role::source) return std::nullopt;
+  if (o.shipped == shipped_suite::heldout && t->role != task_role::heldout) return std::nullopt;
   if (t->plat == platform::cuda && !ctx.gpu) {
     bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
     return std::nullopt;
@@ -313,9 +329,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
   if (sources != 1)
     return fail_with("bench needs exactly one of --candidates DIR, --kernel NAME and --strategy S", 2);
-  if (o.protocol != "lathe" && o.protocol != "klineage")
-    return fail_with("unknown protocol '" + o.protocol + "' (lathe | klineage)", 2);
-  const bool klineage = o.protocol == "klineage";
+  const bool klineage = o.protocol == search::bench_protocol::klineage;
   const int32_t runs = o.runs > 0 ? o.runs : (klineage ? 3 : 1);
   if (!klineage && runs != 1) return fail_with("--runs is for --protocol klineage (N independent runs per task)", 2);
   std::optional<search::strategy> strat;
@@ -329,7 +343,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
-  auto dirs = suite_dirs(o.suite, ctx->where);
+  auto dirs = suite_dirs(o.suite, o.shipped, ctx->where);
   if (!dirs) return fail_with(dirs.error().message, 2);
   if (!o.candidates.empty() && !fs::is_directory(o.candidates))
     return fail_with("--candidates " + o.candidates + ": not a directory", 2);
@@ -339,7 +353,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   bo.candidates = !o.strategy.empty() ? "optimize --strategy " + o.strategy + " --budget " + o.budget + " from each baseline"
                   : o.candidates.empty() ? "each task's kernels/" + o.kernel
                                          : o.candidates;
-  bo.protocol = klineage ? search::bench_protocol::klineage : search::bench_protocol::lathe;
+  bo.protocol = o.protocol;
   bo.runs = runs;
   bo.check_only = o.check_only;
   std::vector<search::bench_entry> entries;
@@ -390,11 +404,10 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
   b->add_option("--budget", o->budget, "with --strategy: each task's optimize budget (as lathe optimize)")
       ->capture_default_str();
   b->add_option("--proposer", o->proposer, "with --strategy: rules | llm | auto")->capture_default_str();
-  b->add_option("--protocol", o->protocol,
-                "lathe: one paired series per task; klineage: KLineage's Appendix D (--runs independent runs "
-                "per task, 3 correctness seeds, do_bench timing of the kernel and the baseline, the "
-                "success-only geometric mean with the failure count, source and held-out tasks apart)")
-      ->capture_default_str();
+  add_enum_option(b, "--protocol", o->protocol, search::bench_protocol::klineage,
+                  "lathe: one paired series per task; klineage: KLineage's Appendix D (--runs independent runs "
+                  "per task, 3 correctness seeds, do_bench timing of the kernel and the baseline, the "
+                  "success-only geometric mean with the failure count, source and held-out tasks apart)");
   b->add_option("--runs", o->runs, "klineage: independent runs per task (default 3)");
   b->add_option("--max-time", o->gate.max_time, "longest paired timing series per task, seconds")->capture_default_str();
   b->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,
@@ -407,7 +420,10 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "
             "geometric mean and median are over correct tasks only; tasks without a candidate are listed as such. "
             "docs/bench.md defines every aggregate.\nExit code 0: the suite ran (whatever its results); 1: it failed; 2: usage.");
-  b->callback([o, &common, &exit_code] { exit_code = run_bench_cmd(common, *o); });
+  b->callback([o, &common, &exit_code] {
+    o->shipped = parse_enum(o->suite, shipped_suite::heldout);
+    exit_code = run_bench_cmd(common, *o);
+  });
 }
 
 }  // namespace lathe::cli

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/json.h"
@@ -206,19 +207,11 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
                   "stop a timing series once the relative standard error of its log ratio is below "
                   "this (default 0.005 on CPU tasks, 0.0015 on CUDA tasks)");
   sub->add_option("--seed", o->gate.seed, "base seed of the inputs (default: random per evaluation)");
-  sub->add_option_function<std::string>(
-         "--mode",
-         [o](const std::string& m) {
-           o->gate.mode = m == "kernelbench" ? gate::timing_mode::kernelbench
-                          : m == "do_bench"  ? gate::timing_mode::do_bench
-                                             : gate::timing_mode::decision;
-         },
-         "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
-         "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
-         "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
-         "numbers next to those harnesses: no baseline, no decision")
-      ->check(CLI::IsMember({"decision", "kernelbench", "do_bench"}))
-      ->default_str("decision");
+  add_enum_option(sub, "--mode", o->gate.mode, gate::timing_mode::do_bench,
+                  "decision: lathe's paired protocol; kernelbench: KernelBench's cuda_event protocol "
+                  "on the timed shape (--seeds trials, --warmup, --trials); do_bench: Triton's "
+                  "do_bench (L2 flushed, 25 ms warm-up, 100 ms of repetitions). The last two are for "
+                  "numbers next to those harnesses: no baseline, no decision");
   sub->add_option("--warmup", o->gate.warmup, "kernelbench mode: warm-up calls")->capture_default_str();
   sub->add_option("--trials", o->gate.trials, "kernelbench mode: timed calls")->capture_default_str();
   sub->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,

@@ -10,6 +10,7 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"
@@ -38,7 +39,8 @@ struct evolve_cli {
   std::string task, start, language, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
   // The gate's cascade by default: a child's first timing is cheap, contests for elites are full
   // (on one H200 this is what reaches 600+ gated evaluations per hour: bench/results/evolve-*).
-  std::string child_timing = "quick";
+  std::string child_timing = "quick";  // as given and stored with the run
+  search::child_timing timing = search::child_timing::quick;  // child_timing, read once (settle_options)
   int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2, in_flight = 1;
   uint64_t seed = 1;
   bool library = false, json = false, quiet = false;
@@ -85,6 +87,10 @@ std::optional<int> settle_options(context& ctx, evolve_cli& o, const std::option
     if (!o.budget_given) o.budget = a->value("budget", o.budget);
   }
   if (o.task.empty()) return fail_with("evolve needs a TASK (or --resume RUN, or --gate-batch DIR)", 2);
+  // The command line's word was checked by CLI11; a stored one is read here, the one place.
+  const auto timing = parse_enum(o.child_timing, search::child_timing::quick);
+  if (!timing) return fail_with("child timing '" + o.child_timing + "' (stored with the run): not full | quick", 2);
+  o.timing = *timing;
   // A generation's prompts at once: each island's children in one batch, so that an island's
   // parents never wait on answers of its own generation (search/evolve.cpp ask).
   if (batch && o.in_flight < o.children) {
@@ -238,9 +244,9 @@ int run_evolve(const common_options& common, evolve_cli o) {
   lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick_gs));
 
   search::evolve_options eo = shape_options(o, std::move(*desc), std::move(*samp));
-  if (o.child_timing == "quick" && !o.gate.quick) {
+  if (o.timing == search::child_timing::quick && !o.gate.quick) {
     eo.screen = &quick_v;
-    eo.screen_timing = "quick";
+    eo.screen_timing = search::child_timing::quick;
   }
   const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   eo.target_text = agent::target_text(tgt);
@@ -390,7 +396,7 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
                 "quick | full: how a child is first timed against the baseline (quick: half the effort, "
                 "wider intervals; full: as --max-time says); a contest for an elite's cell is always "
                 "timed in full")
-      ->check(CLI::IsMember({"full", "quick"}))
+      ->check(CLI::IsMember(enum_words(search::child_timing::quick)))
       ->capture_default_str();
   e->add_flag("--json", o->json, "print the summary as JSON (schema lathe.evolve/1)");
   e->add_flag("--quiet", o->quiet, "no progress lines");

@@ -122,7 +122,7 @@ void print_profile(const profile& p, const task& t, const fs::path& db) {
       int shown = 0;
       for (const auto& s : k.stalls) {
         if (shown == 4 || s.cycles_per_issue <= 0) break;
-        if (s.reason == "selected") continue;  // the issue cycle itself, not a stall
+        if (issue_cycle(s)) continue;
         char b[96];
         std::snprintf(b, sizeof b, "%s%s %.1f (%.0f%%)", shown ? ", " : "", s.reason.c_str(),
                       s.cycles_per_issue, 100 * s.cycles_per_issue / *k.cycles_per_issue);

@@ -25,6 +25,9 @@ struct warp_stall {
   double cycles_per_issue = 0;
   bool operator==(const warp_stall&) const = default;
 };
+// ncu lists the cycle a warp issued in among the reasons, as `selected`: the issue itself, not a
+// stall. (The reasons are ncu's open vocabulary, kept as its names; this one is read here.)
+inline bool issue_cycle(const warp_stall& s) { return s.reason == "selected"; }
 
 // One CUDA function (with one launch configuration) as profiled: the mean over its launches.
 // A figure ncu did not report (metric missing on this device, "n/a") is nullopt, never 0.

@@ -422,6 +422,15 @@ std::optional<stop> evaluator::run() {
 
 }  // namespace detail
 
+const char* to_string(timing_mode m) {
+  switch (m) {
+    case timing_mode::decision: return "decision";
+    case timing_mode::kernelbench: return "kernelbench";
+    case timing_mode::do_bench: return "do_bench";
+  }
+  return "?";
+}
+
 using detail::clock_type;
 
 evaluation evaluate(const gate_config& cfg, const gate_request& req) {

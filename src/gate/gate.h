@@ -22,6 +22,7 @@ namespace lathe::gate {
 // controlled, all shape sets checked. The comparability modes reproduce another harness's work
 // on the timed shape only, for numbers that can stand next to that harness's (no decision).
 enum class timing_mode : uint8_t { decision, kernelbench, do_bench };
+const char* to_string(timing_mode m);  // `lathe eval --mode`'s words
 
 struct gate_config {
   std::filesystem::path cache_dir;  // workspace cache

@@ -515,7 +515,7 @@ json options_json(const evolve_options& o) {
           {"sampling", {{"exploration", o.samp.exploration}, {"exploitation", o.samp.exploitation},
                         {"elite", o.samp.elite}, {"top", o.samp.top_k}, {"inspirations", o.samp.inspirations}}},
           {"seed", o.seed}, {"in_flight", o.in_flight}, {"library", static_cast<bool>(o.cards)},
-          {"child_timing", o.screen ? o.screen_timing : "full"}};
+          {"child_timing", to_string(o.screen ? o.screen_timing : child_timing::full)}};
 }
 
 }  // namespace

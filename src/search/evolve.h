@@ -48,6 +48,13 @@ struct evolve_progress {
   double seconds = 0;
 };
 
+// How a child is first timed against the baseline (`lathe evolve --child-timing`).
+enum class child_timing : uint8_t {
+  full,   // as the main verifier times
+  quick,  // half the effort, wider intervals (the gate's quick settings)
+};
+const char* to_string(child_timing t);
+
 struct evolve_options {
   int32_t generations = 3;
   int32_t islands = 2;
@@ -66,7 +73,7 @@ struct evolve_options {
   // every contest for an elite's cell (the paired re-measure that replaces an elite) are timed
   // by the main verifier. Null: the main verifier times everything.
   lineages::verifier* screen = nullptr;
-  std::string screen_timing = "full";  // how `screen` times, for the summary ("quick")
+  child_timing screen_timing = child_timing::full;  // how `screen` times, for the summary
   // Library-guided evolution: the cards retrieved for a parent, shown in its mutate request.
   std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> cards;
   std::string reference_source;  // shown to the proposer

@@ -102,6 +102,8 @@ const char* to_string(child_kind k) {
   return "?";
 }
 
+const char* to_string(child_timing t) { return t == child_timing::quick ? "quick" : "full"; }
+
 namespace {
 
 // A closed set's word in a stored record (to_string's): an unknown one is refused, in

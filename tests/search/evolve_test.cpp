@@ -514,7 +514,7 @@ TEST_F(evolve_env, children_are_screened_and_contests_timed_by_the_main_verifier
   evolve_options o = one_cell();
   o.run_id = "evolve-screened";
   o.screen = &quick;
-  o.screen_timing = "quick";
+  o.screen_timing = child_timing::quick;
   auto res = run(*db, full, o);
   ASSERT_TRUE(res) << res.error().message;
   std::set<std::string> contested;
