@@ -10,6 +10,7 @@
 #include "cli/context.h"
 #include "cli/fail.h"
 #include "cli/verbs.h"
+#include "search/event_kinds.h"
 #include "search/export.h"
 #include "spec/task_file.h"
 
@@ -58,7 +59,7 @@ int run_export(const common_options& common, const export_cli& o) {
     if (!events) return fail_with(events.error().message, 2);
     const bool grade = search::training_grade(proposer);
     for (const auto& ev : *events) {
-      if (ev.kind != "child") continue;
+      if (ev.kind != search::event_kind::child) continue;  // the child records
       const nlohmann::json body = nlohmann::json::parse(ev.json, nullptr, false);
       if (!body.is_object()) continue;
       search::step_source s;

@@ -72,7 +72,7 @@ class runner {
         if (auto m = migrate(g); !m) return m;
       const elite* b = arch_.best();
       out_.best_per_generation.push_back(b ? b->score : 0);
-      if (auto e = emit("generation", event_key::generation(g),
+      if (auto e = emit(event_kind::generation, event_key::generation(g),
                         {{"generation", g}, {"best_score", b ? b->score : 0}, {"best", b ? b->hash : ""},
                          {"archive", arch_.size()}},
                         cat("generation ", std::to_string(g), ": best score ", std::to_string(b ? b->score : 0),
@@ -156,7 +156,7 @@ class runner {
     feedback_[start.hash] = detail::feedback_text(m);
     gated_[start.hash] = m;
     for (int32_t i = 0; i < o_.islands; ++i) arch_.put(i, start_elite_);
-    return emit("start", event_key::start(), {{"kernel", start.hash}, {"verdict", measured_json(m)}},
+    return emit(event_kind::start, event_key::start(), {{"kernel", start.hash}, {"verdict", measured_json(m)}},
                 cat("start ", start.hash.substr(0, 12), ": ", outcome_text(m.outcome), ", score ",
                     std::to_string(start_elite_.score)));
   }
@@ -388,7 +388,7 @@ class runner {
     out_.children.push_back(c);
     json body = child_json(c);
     body["feedback"] = c.kernel.empty() ? "" : feedback_[c.kernel];
-    return emit("child", key, std::move(body),
+    return emit(event_kind::child, key, std::move(body),
                 what + (c.kernel.empty() ? "proposer failed (" + c.failure + ")"
                                          : cat(c.action, " -> ", outcome_text(c.outcome), c.duplicate ? " (gated before)" : "",
                                                ", score ", std::to_string(c.score), ", ", detail::placement_text(c))));
@@ -476,7 +476,7 @@ class runner {
       out_.children.push_back(c);
       json body = child_json(c);
       body["feedback"] = feedback_[m.hash];
-      if (auto e = emit("child", key, std::move(body),
+      if (auto e = emit(event_kind::child, key, std::move(body),
                         cat("g", std::to_string(g), " migrant ", m.hash.substr(0, 12), " -> island ",
                             std::to_string(to), ": ", detail::placement_text(c)));
           !e)
@@ -544,7 +544,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   st["start"] = start.hash;
   st["baseline"] = baseline.hash;
   st["proposer"] = o.proposer_label;
-  if (auto w = j.emit("started", event_key::started(), st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
+  if (auto w = j.emit(event_kind::started, event_key::started(), st, ledger.spent().seconds); !w) return tl::unexpected(w.error());
   auto body = loop.run(start);
   if (!body) {
     (void)detail::end_run(db, r, body, false, "", "");  // the run stored as failed, with the error's message
@@ -593,7 +593,7 @@ result<evolve_result> evolve(const task& t, const kernel_bundle& start, const ke
   if (auto ended = detail::end_run(db, r, body, out.waiting, loop.stop_detail(), summary.dump()); !ended)
     return tl::unexpected(ended.error());
   if (out.waiting) return out;
-  (void)j.emit("finished", event_key::finished(), {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
+  (void)j.emit(event_kind::finished, event_key::finished(), {{"best", out.best}, {"stopped", loop.stop_detail()}}, ledger.spent().seconds);
   return out;
 }
 

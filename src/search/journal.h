@@ -35,6 +35,7 @@
 #include "core/run.h"
 #include "llm/budget.h"
 #include "search/event_key.h"
+#include "search/event_kinds.h"
 #include "store/store.h"
 
 namespace lathe::search::detail {

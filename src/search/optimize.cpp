@@ -215,7 +215,7 @@ result<void> optimize_runner::accept(int32_t n, const request& req, const agent:
   out.steps.push_back(s);
   json body{{"step", n},           {"kernel", best.hash},  {"from", from.hash},   {"ratio", *second.ratio},
             {"first_ratio", *first.ratio}, {"source", req.source}, {"cards", req.card_ids}, {"transition", s.tr}};
-  return emit("accepted", event_key::accepted(n), std::move(body), n,
+  return emit(event_kind::accepted, event_key::accepted(n), std::move(body), n,
               cat("step ", std::to_string(n), " accepted: ", cand.action, " (", req.source, ") ",
                   ratio_text(*second.ratio), " re-measured; best ", ratio_text(best_ratio), " over start"));
 }
@@ -284,11 +284,11 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
   auto body = [&]() -> result<void> {
     json st{{"task", t.name}, {"strategy", to_string(o.strat)}, {"ablation", to_string(o.abl)},
             {"limits", ledger.bounds().run}, {"options", options_json(o)}};
-    if (auto e = rn.emit("started", event_key::started(), std::move(st), 0, "optimize " + t.name + " with strategy " + to_string(o.strat));
+    if (auto e = rn.emit(event_kind::started, event_key::started(), std::move(st), 0, "optimize " + t.name + " with strategy " + to_string(o.strat));
         !e)
       return tl::unexpected(e.error());
     if (out.resumed)
-      if (auto e = rn.emit("resumed", event_key::resumed(j.last_seq()), {{"from_seq", j.last_seq()}}, 0,
+      if (auto e = rn.emit(event_kind::resumed, event_key::resumed(j.last_seq()), {{"from_seq", j.last_seq()}}, 0,
                             "resumed after event " + std::to_string(j.last_seq()));
           !e)
         return tl::unexpected(e.error());
@@ -315,7 +315,7 @@ result<optimize_result> optimize(const task& t, const optimize_kernels& kernels,
     if (auto f = rn.finals(held); !f) return f;
     out.best = rn.best;
     out.used = ledger.spent();
-    return rn.emit("finished", event_key::finished(), {{"stop", to_string(out.stop)}, {"detail", out.stop_detail}}, 0,
+    return rn.emit(event_kind::finished, event_key::finished(), {{"stop", to_string(out.stop)}, {"detail", out.stop_detail}}, 0,
                     cat("finished: ", to_string(out.stop), " (", out.stop_detail, ")"));
   };
   auto done = body();

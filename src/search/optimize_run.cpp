@@ -61,7 +61,7 @@ result<std::vector<std::string>> optimize_runner::rank(const agent::rank_request
     body["failure"] = {{"kind", agent::to_string(got.error().kind)}, {"message", got.error().message}};
   }
   body["order"] = order;
-  if (auto e = emit("ranking", key, std::move(body), current_step,
+  if (auto e = emit(event_kind::ranking, key, std::move(body), current_step,
                     cat("step ", std::to_string(current_step), ": ", std::to_string(rq.paths.size()),
                         " options ranked", got ? "" : " (the proposer failed: given order kept)"));
       !e)
@@ -134,7 +134,7 @@ result<proposed> optimize_runner::propose(const event_key& key, const std::strin
     message = cat(op, ": the proposer failed (", agent::to_string(r.error().kind), "): ", first_line(r.error().message));
     res.failed = r.error();
   }
-  if (auto e = emit("proposal", key, std::move(body), current_step, message); !e) return tl::unexpected(e.error());
+  if (auto e = emit(event_kind::proposal, key, std::move(body), current_step, message); !e) return tl::unexpected(e.error());
   return res;
 }
 
@@ -177,7 +177,7 @@ result<std::optional<verdict>> optimize_runner::evaluate(const event_key& key, c
   const std::string message =
       cat(purpose, " ", short_hash(k.hash), ": ", outcome_text(vd.outcome),
           vd.ratio ? cat(", ", ratio_text(*vd.ratio), " vs ", short_hash(against.hash)) : std::string());
-  if (auto w = emit("evaluation", key, std::move(body), current_step, message); !w) return tl::unexpected(w.error());
+  if (auto w = emit(event_kind::evaluation, key, std::move(body), current_step, message); !w) return tl::unexpected(w.error());
   return std::optional<verdict>(vd);
 }
 
@@ -264,7 +264,7 @@ result<void> optimize_runner::start_kernel() {
   if (how == start_how::naive) out.naive_because = why;
   best = start;
   const std::string how_text = start_text(out.how, out.naive_because);
-  if (auto e = emit("start", event_key::start(), {{"kernel", start.hash}, {"name", start.name}, {"how", how_text}}, 0,
+  if (auto e = emit(event_kind::start, event_key::start(), {{"kernel", start.hash}, {"name", start.name}, {"how", how_text}}, 0,
                     cat("start kernel ", start.name.empty() ? short_hash(start.hash) : start.name, ": ", how_text));
       !e)
     return tl::unexpected(e.error());

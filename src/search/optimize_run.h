@@ -116,7 +116,7 @@ struct optimize_runner {
     ++out.rejected;
     note(summary);
     json body{{"step", step}, {"attempt", attempt}, {"stage", stage}, {"kernel", kernel}, {"summary", summary}};
-    return emit("rejected", event_key::rejected(step, attempt), std::move(body), step,
+    return emit(event_kind::rejected, event_key::rejected(step, attempt), std::move(body), step,
                 cat("step ", std::to_string(step), " rejected (", stage, "): ", first_line(summary, 160)));
   }
 
