@@ -35,6 +35,9 @@ struct timing_policy {
   double block_seconds = 0.02;     // aim of one block of calls
   uint32_t min_rounds = 6;         // ABBA rounds before the noise criterion may stop
   double warmup_seconds = 0.05;
+  double settle_seconds = 0.25;    // per process, at most, before calibration: its blocks run until
+                                   // two in a row agree (gate/timing.h settle); every process of
+                                   // every side, the A/A control's copies too, alike
   double aa_unstable = 0.20;       // an A/A interval reaching further than this from 1 marks the
                                    // evaluation unstable. DRAM-bound kernels in separate
                                    // processes read 5-15% apart on the 2-core VM, so 0.10 would

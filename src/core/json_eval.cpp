@@ -35,7 +35,7 @@ void from_json(const json& j, check_record& c) {
 void to_json(json& j, const timing_policy& p) {
   j = json{{"min_seconds", p.min_seconds}, {"max_seconds", p.max_seconds},
            {"target_rse", p.target_rse},   {"block_seconds", p.block_seconds},
-           {"min_rounds", p.min_rounds},   {"warmup_seconds", p.warmup_seconds},
+           {"min_rounds", p.min_rounds},   {"warmup_seconds", p.warmup_seconds}, {"settle_seconds", p.settle_seconds},
            {"aa_unstable", p.aa_unstable}, {"roofline_slack", p.roofline_slack},
            {"processes", p.processes}};
 }
@@ -48,6 +48,8 @@ void from_json(const json& j, timing_policy& p) {
   get_double(j, "block_seconds", p.block_seconds);
   get(j, "min_rounds", p.min_rounds);
   get_double(j, "warmup_seconds", p.warmup_seconds);
+  p.settle_seconds = 0;  // a record from before settling: its processes were not settled
+  get_double(j, "settle_seconds", p.settle_seconds);
   get_double(j, "aa_unstable", p.aa_unstable);
   get_double(j, "roofline_slack", p.roofline_slack);
   get(j, "processes", p.processes);

@@ -205,8 +205,8 @@ class evaluator {
   using proc_starter =
       std::function<std::optional<stop>(const build_output&, const std::string& who, std::vector<timing_proc>&)>;
   std::optional<stop> start_timing_sides(const proc_starter& start);
-  // Calls per block for each side from its first worker, given to all its workers; the stage's
-  // expected length said. `pool_failure`: a stop the CPU's pools left during calibration, which
+  // Every worker of every side settled, then calls per block for each side from the median of
+  // its workers' settled times, given to all its workers; the stage's expected length said. `pool_failure`: a stop the CPU's pools left during calibration, which
   // outranks the failed request it caused (may be empty).
   std::optional<stop> calibrate_sides(std::vector<timed_worker>& a, std::vector<timed_worker>& b,
                                       std::vector<timed_worker>& b2, double timeout,

@@ -33,22 +33,41 @@ std::optional<stop> evaluator::start_timing_sides(const proc_starter& start) {
   return std::nullopt;
 }
 
+// Every process of every side settled (timing.h settle: the A/A control's copies too, in the
+// rotating order they were started in), then each side's calls per block from the median of its
+// processes' settled times. Calibrating a side on its first process alone, fresh, set the
+// Python path's blocks from its cold calls (bench/results/python-timing-2026-12-06.md).
 std::optional<stop> evaluator::calibrate_sides(std::vector<timed_worker>& a, std::vector<timed_worker>& b,
                                                std::vector<timed_worker>& b2, double timeout,
                                                const std::function<std::optional<stop>()>& pool_failure) {
-  auto left = [&]() -> std::optional<stop> { return pool_failure ? pool_failure() : std::nullopt; };
-  worker_result cal_fail;
-  auto na = calibrate(a.front(), cfg_.policy.block_seconds, timeout, cal_fail);
-  if (auto f = left()) return f;
-  if (!na) return from_worker(cal_fail, "timing");
-  auto nb = calibrate(b.front(), cfg_.policy.block_seconds, timeout, cal_fail);
-  if (auto f = left()) return f;
-  if (!nb) return stop{outcome::crash, "the baseline failed while timed", cal_fail.detail};
-  for (auto& tw : a) tw.calls = *na, tw.per_call = a.front().per_call;
-  for (auto& tw : b) tw.calls = *nb, tw.per_call = b.front().per_call;
-  for (auto& tw : b2) tw.calls = *nb, tw.per_call = b.front().per_call;
-  timing_eta(static_cast<double>(*na) * a.front().per_call, static_cast<double>(*nb) * b.front().per_call,
-             std::min(a.size(), b.size()));
+  std::vector<double> per_a, per_b;
+  const size_t n = std::max({a.size(), b.size(), b2.size()});
+  for (size_t j = 0; j < n; ++j)
+    for (size_t k = 0; k < 3; ++k) {
+      const size_t side = (j + k) % 3;
+      std::vector<timed_worker>& tws = side == 0 ? a : side == 1 ? b : b2;
+      if (j >= tws.size()) continue;
+      worker_result failed;
+      auto per = settle(tws[j], cfg_.policy.block_seconds, cfg_.policy.settle_seconds, timeout, failed);
+      if (pool_failure)
+        if (auto f = pool_failure()) return f;
+      if (!per) return side == 0 ? from_worker(failed, "timing")
+                                 : stop{outcome::crash, "the baseline failed while timed", failed.detail};
+      if (side != 2) (side == 0 ? per_a : per_b).push_back(*per);
+    }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double pa = median(per_a), pb = median(per_b);
+  auto calls = [&](const timed_worker& tw, double per) {
+    return block_calls(per, cfg_.policy.block_seconds, tw.rotate, tw.max_calls ? tw.max_calls : uint64_t{1} << 24);
+  };
+  const uint64_t na = calls(a.front(), pa), nb = calls(b.front(), pb);
+  for (auto& tw : a) tw.calls = na, tw.per_call = pa;
+  for (auto* side : {&b, &b2})
+    for (auto& tw : *side) tw.calls = nb, tw.per_call = pb;
+  timing_eta(static_cast<double>(na) * pa, static_cast<double>(nb) * pb, std::min(a.size(), b.size()));
   return std::nullopt;
 }
 

@@ -37,34 +37,45 @@ worker_result run_block(timed_worker& tw, double timeout_s) {
   return r;
 }
 
-result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,
-                           worker_result& failure) {
-  uint64_t calls = 1;
-  const uint64_t cap = tw.max_calls ? tw.max_calls : uint64_t{1} << 24;
-  // Grow the block until it takes a measurable time (>= 1/8 of the aim), then scale.
+bool settling::after_block(double seconds, double spent) {
+  const double per = seconds / static_cast<double>(calls);
+  // Grow the block until it takes a measurable time (>= 1/8 of the aim).
+  if (seconds < block_seconds / 8 && calls < cap_calls) {
+    calls = std::min(calls * 8, cap_calls);
+    return false;
+  }
+  // Two measurable blocks in a row that agree, or the cap: the faster of the two, so that a
+  // single hiccup (the process descheduled for a few milliseconds) does not set the block
+  // length, and for CUDA kernels the choice of graph replay, for the whole series.
+  const bool agree = last > 0 && std::abs(per / last - 1.0) <= settle_tolerance;
+  if (agree || (last > 0 && spent >= cap_seconds)) {
+    per_call = std::min(per, last);
+    return true;
+  }
+  last = per;
+  calls = block_calls(per, block_seconds, rotate, cap_calls);
+  return false;
+}
+
+result<double> settle(timed_worker& tw, double block_seconds, double cap_seconds, double timeout_s,
+                      worker_result& failure) {
+  settling st{block_seconds, cap_seconds, tw.max_calls ? tw.max_calls : uint64_t{1} << 24, tw.rotate};
+  const auto start = std::chrono::steady_clock::now();
   for (;;) {
-    tw.calls = calls;
+    tw.calls = st.calls;
     worker_result r = run_block(tw, timeout_s);
     if (!r.ok()) {
       failure = r;
       return fail(errc::internal, r.detail);
     }
-    if (r.seconds >= block_seconds / 8 || calls >= cap) {
-      // One more block of the same length, and the faster of the two: a single hiccup (the
-      // process descheduled for a few milliseconds) would otherwise set the block length, and
-      // for CUDA kernels the choice of graph replay, for the whole series.
-      worker_result again = run_block(tw, timeout_s);
-      if (!again.ok()) {
-        failure = again;
-        return fail(errc::internal, again.detail);
-      }
-      const double per_call = std::min(r.seconds, again.seconds) / static_cast<double>(calls);
-      tw.per_call = per_call;
-      uint64_t n = static_cast<uint64_t>(std::ceil(block_seconds / std::max(per_call, 1e-9)));
-      return std::min<uint64_t>(std::max<uint64_t>({n, tw.rotate, 1}), cap);
-    }
-    calls = std::min(calls * 8, cap);
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (st.after_block(r.seconds, spent)) return tw.per_call = st.per_call;
   }
+}
+
+uint64_t block_calls(double per_call, double block_seconds, uint32_t rotate, uint64_t cap) {
+  const auto n = static_cast<uint64_t>(std::ceil(block_seconds / std::max(per_call, 1e-9)));
+  return std::min<uint64_t>(std::max<uint64_t>({n, rotate, 1}), cap);
 }
 
 series_result run_paired(std::vector<timed_worker>& a, std::vector<timed_worker>& b,

@@ -75,9 +75,34 @@ struct series_result {
 // One block: `calls` calls rotating over the worker's slots, as graph replay when tw.graph.
 worker_result run_block(timed_worker& tw, double timeout_s);
 
-// Calls per block so that one block lasts about `block_seconds` (at least `rotate`).
-result<uint64_t> calibrate(timed_worker& tw, double block_seconds, double timeout_s,
-                           worker_result& failure);
+// One process brought to its steady speed, and its seconds per call then (also left in
+// tw.per_call). Blocks grow eightfold until one takes a measurable time (1/8 of
+// `block_seconds`), then run at about `block_seconds` until two in a row agree within
+// settle_tolerance, or, past `cap_seconds`, after the next block; the faster of the last two
+// counts. A fresh process is slower than a warm one: a Python worker's first calls (torch's
+// caches, the allocator, oneDNN's primitives) ran ~10x its steady time on the 2-core VM, and a
+// side calibrated on them ran 16 calls a block instead of 250, each block mostly the request's
+// own cost (bench/results/python-timing-2026-12-06.md).
+constexpr double settle_tolerance = 0.10;
+// What settle decides after each block, apart from running it: the next block's calls, and
+// when the process has settled, its seconds per call.
+struct settling {
+  double block_seconds = 0.02, cap_seconds = 0.5;
+  uint64_t cap_calls = uint64_t{1} << 24;  // the table's entries
+  uint32_t rotate = 1;
+  uint64_t calls = 1;   // the next block's
+  double last = 0;      // seconds per call of the last measurable block
+  double per_call = 0;  // when settled
+  // The block of `calls` calls took `seconds`, `spent` seconds after the first began: true when
+  // the process has settled (per_call set).
+  bool after_block(double seconds, double spent);
+};
+result<double> settle(timed_worker& tw, double block_seconds, double cap_seconds, double timeout_s,
+                      worker_result& failure);
+
+// Calls per block so that one block lasts about `block_seconds` at `per_call` seconds a call (at
+// least `rotate`, at most `cap`: a table's entries).
+uint64_t block_calls(double per_call, double block_seconds, uint32_t rotate, uint64_t cap);
 
 // `a` and `b` hold one worker per process (same count); round r runs pair r % size, in random
 // order. The interval comes from estimate_ratio_grouped (paired.h).

@@ -8,6 +8,7 @@
 #include "core/evaluation.h"
 #include "core/task.h"
 #include "gate/paired.h"
+#include "gate/timing.h"
 
 using namespace lathe::gate;
 using lathe::paired_series;
@@ -159,4 +160,75 @@ TEST(paired, decide_an_effect_beyond_the_noise_even_on_a_noisy_machine) {
   lathe::paired_series open = series(0.5, 2.0);
   open.ci_high = std::numeric_limits<double>::infinity();
   EXPECT_EQ(lathe::gate::decide(open, &quiet, policy, 0.05).decision, lathe::decision::undecided);
+}
+
+// settle (timing.h): a process is timed for the series only once its blocks agree.
+namespace {
+// Blocks of a process whose i-th call costs cost(i) seconds; the settled per-call time and the
+// blocks it took.
+template <class Cost>
+std::pair<double, int> settle_fake(Cost cost, double cap_seconds = 0.5) {
+  settling st{0.02, cap_seconds, 4096, 1};
+  uint64_t done = 0;
+  double spent = 0;
+  for (int blocks = 1; blocks < 1000; ++blocks) {
+    double seconds = 0;
+    for (uint64_t i = 0; i < st.calls; ++i, ++done) seconds += cost(done);
+    spent += seconds;
+    if (st.after_block(seconds, spent)) return {st.per_call, blocks};
+  }
+  return {0, 1000};
+}
+}  // namespace
+
+TEST(settle, a_steady_process_settles_after_two_full_blocks) {
+  auto [per, blocks] = settle_fake([](uint64_t) { return 50e-6; });
+  EXPECT_NEAR(per, 50e-6, 1e-12);
+  // 1, 8, 64 calls grow the block past 2.5 ms (64 x 50 us = 3.2 ms), then one full block agrees.
+  EXPECT_EQ(blocks, 4);
+}
+
+TEST(settle, a_cold_process_is_timed_warm) {
+  // The Python path's shape on the 2-core VM (a ModelNew of Linear + GELU, bench/results/
+  // python-timing-2026-12-06.md): the first call 7 ms, the next ones 5x the warm time until about
+  // the 16th. Calibrated on its first blocks the side ran ~60 calls a block; settled, it runs
+  // blocks of the warm time.
+  auto [per, blocks] = settle_fake([](uint64_t i) { return i == 0 ? 7e-3 : i < 16 ? 250e-6 : 50e-6; });
+  EXPECT_NEAR(per, 50e-6, 1e-9);
+  EXPECT_GT(blocks, 4);
+  EXPECT_NEAR(static_cast<double>(block_calls(per, 0.02, 1, 4096)), 400.0, 1.0);
+}
+
+TEST(settle, a_process_that_never_agrees_stops_at_the_cap) {
+  // Alternating 1x / 1.5x blocks never agree within 10%: the cap ends it, with the faster of the
+  // last two.
+  settling st{0.02, 0.1, 4096, 1};
+  double spent = 0;
+  int blocks = 0;
+  bool done = false;
+  while (!done && blocks < 1000) {
+    const double per = (blocks % 2 ? 1.5 : 1.0) * 100e-6;
+    const double seconds = per * static_cast<double>(st.calls);
+    spent += seconds;
+    ++blocks;
+    done = st.after_block(seconds, spent);
+  }
+  ASSERT_TRUE(done);
+  EXPECT_LT(blocks, 20);
+  EXPECT_NEAR(st.per_call, 100e-6, 1e-12);
+  EXPECT_GE(spent, 0.1);
+}
+
+TEST(settle, blocks_are_capped_by_the_table) {
+  settling st{0.02, 0.5, 16, 1};
+  double spent = 0;
+  bool done = false;
+  for (int i = 0; i < 10 && !done; ++i) {
+    EXPECT_LE(st.calls, 16u);
+    const double seconds = 1e-6 * static_cast<double>(st.calls);  // never measurable: 16 us
+    spent += seconds;
+    done = st.after_block(seconds, spent);
+  }
+  EXPECT_TRUE(done);  // the table's cap reached: measured at what it allows
+  EXPECT_NEAR(st.per_call, 1e-6, 1e-12);
 }
