@@ -156,6 +156,35 @@ TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   EXPECT_EQ(j["group"]["size"], 2);
 }
 
+// score on a KernelBench problem (issue 44, item 1): a group of ModelNew candidates rewarded
+// against a ModelNew parent (the Model's own ops), each through the gate as the search gates it:
+// the fused inline C++ is correct, the one whose C++ does not compile earns nothing.
+TEST_F(evolve_cli, score_rewards_a_group_of_modelnew_candidates) {
+  const std::string problem = src + "/tests/problems/kb_linear_gelu.py";
+  const std::string dir = src + "/tests/problems/modelnew/";
+  const run_result r = run_lathe(ws() + "score '" + problem + "' '" + dir + "linear_gelu_torch.py' '" + dir +
+                                 "linear_gelu_inline.py' '" + dir + "linear_gelu_broken_cpp.py' --quick --max-time 0.3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = parse_json(r);
+  EXPECT_EQ(j.value("schema", ""), "lathe.score/1");
+  ASSERT_EQ(j["candidates"].size(), 2u);
+  const json ok = j["candidates"][0], bad = j["candidates"][1];
+  EXPECT_TRUE(ok["correct"].get<bool>()) << ok.dump();
+  if (ok["decided"].get<bool>()) {
+    EXPECT_GT(ok["reward"].get<double>(), 0.3) << ok.dump();
+    EXPECT_LT(ok["reward"].get<double>(), 10.0) << ok.dump();
+  } else {
+    EXPECT_EQ(ok["reward"].get<double>(), 1.0) << ok.dump();
+    EXPECT_EQ(ok.value("reward_basis", ""), "undecided") << ok.dump();
+  }
+  EXPECT_FALSE(bad["correct"].get<bool>());
+  EXPECT_EQ(bad["outcome"], "compile_error") << bad.dump();
+  EXPECT_EQ(bad["reward"].get<double>(), 0.0);
+  EXPECT_EQ(bad.value("reward_basis", ""), "failed");
+  EXPECT_NEAR(ok["advantage"].get<double>() + bad["advantage"].get<double>(), 0.0, 1e-9);
+  EXPECT_GT(ok["advantage"].get<double>(), 0.0);
+}
+
 // Batch mode (issue 23, item 7): a generation's prompts, every island's, written at once to a
 // folder; the run stops, interrupted; the mock model (run as a command provider would run it)
 // answers the files elsewhere; --gate-batch gates them, places the children, writes the next
