@@ -13,6 +13,7 @@
 #include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/json.h"
+#include "core/text.h"
 #include "gate/gate.h"
 #include "gate/paired.h"
 #include "spec/bundle.h"
@@ -33,6 +34,9 @@ struct eval_options {
   gate_settings gate;
 };
 
+// How a side was timed; "" for a record from before lathe kept it.
+std::string method_text(const std::optional<timing_method>& m) { return m ? to_string(*m) : ""; }
+
 std::string fmt_time(double s) {
   char b[32];
   if (s >= 1) std::snprintf(b, sizeof b, "%.3f s", s);
@@ -46,7 +50,7 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   std::printf("kernel    %s  [%.12s]\n", e.kernel_name.c_str(), e.kernel_hash.c_str());
   if (!e.reference_runtime.empty())
     std::printf("reference %s problem on %s%s\n", t.problem_format.c_str(), e.reference_runtime.c_str(),
-                e.problem_path == "cuda_ipc" ? "; checks through CUDA IPC (inputs written and outputs "
+                e.problem_path == tensor_path::cuda_ipc ? "; checks through CUDA IPC (inputs written and outputs "
                                                "compared in the kernel's device memory)"
                                              : "");
   std::printf("outcome   %s: %s\n", std::string(to_string(e.result)).c_str(), e.message.c_str());
@@ -86,8 +90,9 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
     std::printf("speedup   %.3fx vs %s, 95%% CI [%.3f, %.3f], %zu paired rounds (stopped: %s)%s\n",
                 e.paired->ratio, e.baseline_name.c_str(), e.paired->ci_low, e.paired->ci_high,
                 e.paired->a_seconds.size(), e.paired->stop_reason.c_str(),
-                e.paired->a_method == "wall" ? ""
-                    : (", timed by " + e.paired->a_method + " / " + e.paired->b_method).c_str());
+                e.paired->a_method == timing_method::wall
+                    ? ""
+                    : cat(", timed by ", method_text(e.paired->a_method), " / ", method_text(e.paired->b_method)).c_str());
   }
   if (e.aa)
     std::printf("A/A       %.3f, 95%% CI [%.3f, %.3f]\n", e.aa->ratio, e.aa->ci_low, e.aa->ci_high);
@@ -103,7 +108,7 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   }
   if (e.roofline_fraction)
     std::printf("roofline  %.1f%% of the roofline floor\n", 100 * *e.roofline_fraction);
-  if (e.trials_on == "device")
+  if (e.trials_on == trial_site::device)
     std::printf("trials    inputs generated on the GPU, fp64 GPU reference (checked against the CPU "
                 "reference on the smallest set), compared on the GPU\n");
   if (!e.stage_seconds.empty()) {

@@ -54,6 +54,30 @@ struct timing_policy {
                                    // 135% of the floor (issue 22)
 };
 
+// How a side's timing blocks were timed.
+enum class timing_method : uint8_t {
+  wall,    // CPU: lathe's clock
+  events,  // CUDA launches: lathe's clock decides, the worker's events cross-check it
+  graph,   // CUDA-graph replay of the block
+};
+const char* to_string(timing_method m);
+
+// Where the inputs and references of the checks came from.
+enum class trial_site : uint8_t {
+  host,    // generated and computed by lathe on the CPU
+  device,  // generated on the GPU, fp64 GPU reference in a trusted oracle process, compared there
+           // (the GPU reference checked against the CPU one on the small set)
+};
+const char* to_string(trial_site s);
+
+// PyTorch problems: how the checks' tensors travelled between the problem's worker and the kernel's.
+enum class tensor_path : uint8_t {
+  host,      // the shared-memory region, copied to and from the device by the kernel's worker
+  cuda_ipc,  // the problem's worker wrote the inputs into the kernel's device memory and
+             // compared its outputs there, every check
+};
+const char* to_string(tensor_path p);
+
 // One series of paired timing: per round, seconds per call of A (candidate) and B (baseline).
 struct paired_series {
   std::string a_label, b_label;
@@ -64,9 +88,8 @@ struct paired_series {
   double ci_low = 0.0, ci_high = 0.0;        // 95% CI from between-round variance
   double rse = 0.0;                          // relative std error of the log ratio
   std::string stop_reason;                   // "noise" | "max_time" …
-  // How each side's blocks were timed: "wall" (CPU), "events" (CUDA launches; lathe's clock
-  // decides, the worker's events cross-check it), "graph" (CUDA-graph replay of the block).
-  std::string a_method, b_method;
+  // How each side's blocks were timed; none when no block was (stored as "").
+  std::optional<timing_method> a_method, b_method;
 };
 
 // Comparability mode: another harness's timing protocol reproduced, so that a number can stand
@@ -122,17 +145,11 @@ struct evaluation {
   // CUDA: the device's clocks, temperature, power and throttle reasons (NVML) right before and
   // right after the timing stage; absent where NVML is not.
   std::optional<gpu_snapshot> gpu_before, gpu_after;
-  // Where inputs and references of the checks came from: "host" (generated and computed by lathe
-  // on the CPU) or "device" (generated on the GPU, fp64 GPU reference in a trusted oracle
-  // process, compared there; the GPU reference checked against the CPU one on the small set).
-  std::string trials_on = "host";
+  trial_site trials_on = trial_site::host;  // where the checks' inputs and references came from
   // PyTorch problems: the oracle's runtime ("torch 2.11.0 (cuda 13.0, python 3.12.3)").
   std::string reference_runtime;
-  // PyTorch problems: how the checks' tensors travelled between the problem's worker and the
-  // kernel's: "cuda_ipc" (the problem's worker wrote the inputs into the kernel's device memory
-  // and compared its outputs there, every check) or "host" (the shared-memory region, copied
-  // to and from the device by the kernel's worker). Empty for other tasks.
-  std::string problem_path;
+  // PyTorch problems: how the checks' tensors travelled (tensor_path). None for other tasks.
+  std::optional<tensor_path> problem_path;
   std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
   std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
   std::string ptx_blob;  // content hash of the stored PTX

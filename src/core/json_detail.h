@@ -64,4 +64,21 @@ void get_enum(const json& j, const char* key, E& out, E last) {
   out = *e;
 }
 
+// Optional enums of fields that were strings before they were enums: the name, "" for none.
+template <class E>
+std::string word_or_empty(const std::optional<E>& e) {
+  return e ? std::string(to_string(*e)) : std::string();
+}
+template <class E>
+void get_word(const json& j, const char* key, std::optional<E>& out, E last) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_string()) bad_value(j, key, "expected a string");
+  const auto name = it->get<std::string>();
+  if (name.empty()) return out.reset();
+  auto e = parse_enum(name, last);
+  if (!e) bad_value(j, key, "unknown value '" + name + "'");
+  out = *e;
+}
+
 }  // namespace lathe::json_detail

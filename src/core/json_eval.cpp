@@ -61,7 +61,7 @@ void to_json(json& j, const paired_series& s) {
   j = json{{"a_label", s.a_label},        {"b_label", s.b_label},        {"a_seconds", s.a_seconds},
            {"b_seconds", s.b_seconds},    {"a_first", std::move(first)}, {"pair", s.pair}, {"ratio", s.ratio},
            {"ci_low", s.ci_low},          {"ci_high", s.ci_high},        {"rse", s.rse},
-           {"stop_reason", s.stop_reason}, {"a_method", s.a_method}, {"b_method", s.b_method}};
+           {"stop_reason", s.stop_reason}, {"a_method", word_or_empty(s.a_method)}, {"b_method", word_or_empty(s.b_method)}};
 }
 
 void to_json(json& j, const comparability_result& c) {
@@ -110,8 +110,8 @@ void from_json(const json& j, paired_series& s) {
   get_double(j, "ci_high", s.ci_high);
   get_double(j, "rse", s.rse);
   get(j, "stop_reason", s.stop_reason);
-  get(j, "a_method", s.a_method);
-  get(j, "b_method", s.b_method);
+  get_word(j, "a_method", s.a_method, timing_method::graph);
+  get_word(j, "b_method", s.b_method, timing_method::graph);
 }
 
 void to_json(json& j, const evaluation& e) {
@@ -148,9 +148,9 @@ void to_json(json& j, const evaluation& e) {
   put_opt(j, "comparability", e.comparability);
   put_opt(j, "gpu_before", e.gpu_before);
   put_opt(j, "gpu_after", e.gpu_after);
-  j["trials_on"] = e.trials_on;
+  j["trials_on"] = to_string(e.trials_on);
   if (!e.reference_runtime.empty()) j["reference_runtime"] = e.reference_runtime;
-  if (!e.problem_path.empty()) j["problem_path"] = e.problem_path;
+  if (e.problem_path) j["problem_path"] = to_string(*e.problem_path);
   json res = json::array();
   for (const auto& r : e.resources)
     res.push_back({{"function", r.function}, {"registers", r.registers},
@@ -192,9 +192,9 @@ void from_json(const json& j, evaluation& e) {
   get_opt(j, "comparability", e.comparability);
   get_opt(j, "gpu_before", e.gpu_before);
   get_opt(j, "gpu_after", e.gpu_after);
-  get(j, "trials_on", e.trials_on);
+  get_enum(j, "trials_on", e.trials_on, trial_site::device);
   get(j, "reference_runtime", e.reference_runtime);
-  get(j, "problem_path", e.problem_path);
+  get_word(j, "problem_path", e.problem_path, tensor_path::cuda_ipc);
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
   if (auto it = j.find("resources"); it != j.end() && it->is_array()) {

@@ -125,13 +125,13 @@ std::optional<stop> evaluator::open_link() {
     return std::nullopt;
   }
   link_ = std::move(*l);
-  e_.problem_path = "cuda_ipc";
+  e_.problem_path = tensor_path::cuda_ipc;
   return std::nullopt;
 }
 
 void evaluator::drop_link(const std::string& why) {
   link_.reset();
-  e_.problem_path = "host";
+  e_.problem_path = tensor_path::host;
   e_.diagnostics += "CUDA IPC with the problem's worker unavailable (" + why +
                     "): the checks from here on staged through host memory\n";
 }

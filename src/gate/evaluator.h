@@ -95,9 +95,9 @@ class evaluator {
                     req.t->compare.kind == comparison_kind::elementwise &&
                     req.t->outputs.size() <= static_cast<size_t>(wire::max_compared)),
         comparability_(cfg.mode != timing_mode::decision) {
-    if (dev_trials_) e_.trials_on = "device";
+    if (dev_trials_) e_.trials_on = trial_site::device;
     if (!t_.problem.empty()) {
-      e_.problem_path = "host";
+      e_.problem_path = tensor_path::host;
       const std::string misfit = problem_ipc_misfit(t_);
       problem_ipc_ = cfg.device_trials && misfit.empty();
       if (cuda_ && !problem_ipc_)

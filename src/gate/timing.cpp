@@ -24,7 +24,7 @@ worker_result run_block(timed_worker& tw, double timeout_s) {
   worker_result r = tw.w->request(c, timeout_s);
   if (tw.meter) tw.meter->end();
   if (r.ok()) {
-    tw.method = !tw.cuda ? "wall" : r.reply.graph_used ? "graph" : "events";
+    tw.method = !tw.cuda ? timing_method::wall : r.reply.graph_used ? timing_method::graph : timing_method::events;
     tw.last_calls = c.calls;
     tw.last_window = c.window;
     if (tw.advance_windows && !tw.graph)

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -23,7 +24,7 @@ struct timed_worker {
   double per_call = 0;   // seconds per call seen by the calibration
   bool cuda = false;     // a CUDA worker: its reply carries the event time of the block
   bool graph = false;    // replay the block from a CUDA graph (short kernels)
-  std::string method;    // how its last block was timed: "wall", "events", "graph"
+  std::optional<timing_method> method;  // how its last block was timed
   // The cross-check of lathe's clock against the worker's events (run_paired): blocks seen, and
   // blocks whose lathe-side time exceeded their event time by far, with the worst of them.
   uint32_t blocks = 0, outside_blocks = 0;

@@ -90,7 +90,7 @@ json optional_number(const std::optional<double>& x) { return x ? json(*x) : jso
 
 json series_view(const paired_series& s) {
   return {{"a_label", s.a_label}, {"b_label", s.b_label}, {"ratio", s.ratio}, {"ci_low", s.ci_low},
-          {"ci_high", s.ci_high}, {"rse", s.rse}, {"stop_reason", s.stop_reason}, {"a_method", s.a_method},
+          {"ci_high", s.ci_high}, {"rse", s.rse}, {"stop_reason", s.stop_reason}, {"a_method", s.a_method ? to_string(*s.a_method) : ""},
           {"a_seconds", s.a_seconds}, {"b_seconds", s.b_seconds}};
 }
 

@@ -356,7 +356,7 @@ TEST(json, problem_fields_round_trip) {
 
 TEST(json, gpu_evaluation_fields_round_trip) {
   evaluation e;
-  e.trials_on = "device";
+  e.trials_on = trial_site::device;
   comparability_result c;
   c.protocol = "kernelbench";
   c.warmup = 3;
@@ -376,14 +376,14 @@ TEST(json, gpu_evaluation_fields_round_trip) {
   g.throttle_reasons = 4;
   e.gpu_before = g;
   paired_series p;
-  p.a_method = "graph";
-  p.b_method = "events";
+  p.a_method = timing_method::graph;
+  p.b_method = timing_method::events;
   e.paired = p;
   json j = e;
   EXPECT_EQ(j["trials_on"], "device");
   EXPECT_TRUE(j["gpu_after"].is_null());
   evaluation back = json::parse(j.dump()).get<evaluation>();
-  EXPECT_EQ(back.trials_on, "device");
+  EXPECT_EQ(back.trials_on, trial_site::device);
   ASSERT_TRUE(back.comparability);
   EXPECT_EQ(back.comparability->protocol, "kernelbench");
   EXPECT_EQ(back.comparability->trials, 100u);
@@ -393,10 +393,30 @@ TEST(json, gpu_evaluation_fields_round_trip) {
   EXPECT_EQ(back.gpu_before->sm_clock_mhz, 1980u);
   EXPECT_EQ(back.gpu_before->throttle_reasons, 4u);
   EXPECT_FALSE(back.gpu_after);
-  EXPECT_EQ(back.paired->a_method, "graph");
-  EXPECT_EQ(back.paired->b_method, "events");
+  EXPECT_EQ(back.paired->a_method, timing_method::graph);
+  EXPECT_EQ(back.paired->b_method, timing_method::events);
   // Records from before device trials read as host trials.
-  EXPECT_EQ(json::parse(R"({"outcome": "ok"})").get<evaluation>().trials_on, "host");
+  EXPECT_EQ(json::parse(R"({"outcome": "ok"})").get<evaluation>().trials_on, trial_site::host);
+}
+
+// The words of trials_on, problem_path and the timing methods (strings before they were enums)
+// written back as they were stored: "" for a method a record lacks, no problem_path key when
+// none; a word lathe does not know refused, like an unknown outcome.
+TEST(json, evaluation_words_are_written_back_as_stored) {
+  for (const char* w : {"wall", "events", "graph", ""}) {
+    const json s{{"a_method", w}, {"b_method", w}};
+    EXPECT_EQ(json(s.get<paired_series>())["a_method"], w);
+    EXPECT_EQ(json(s.get<paired_series>())["b_method"], w);
+  }
+  for (const char* w : {"host", "device"})
+    EXPECT_EQ(json(json{{"outcome", "ok"}, {"trials_on", w}}.get<evaluation>())["trials_on"], w);
+  for (const char* w : {"host", "cuda_ipc"})
+    EXPECT_EQ(json(json{{"outcome", "ok"}, {"problem_path", w}}.get<evaluation>())["problem_path"], w);
+  EXPECT_FALSE(json(json{{"outcome", "ok"}}.get<evaluation>()).contains("problem_path"));
+  EXPECT_FALSE(json(json{{"outcome", "ok"}, {"problem_path", ""}}.get<evaluation>()).contains("problem_path"));
+  EXPECT_THROW((json{{"outcome", "ok"}, {"trials_on", "moon"}}.get<evaluation>()), json::type_error);
+  EXPECT_THROW((json{{"outcome", "ok"}, {"problem_path", "ftp"}}.get<evaluation>()), json::type_error);
+  EXPECT_THROW((json{{"a_method", "sundial"}}.get<paired_series>()), json::type_error);
 }
 
 TEST(json, missing_fields_take_defaults) {

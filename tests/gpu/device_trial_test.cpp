@@ -54,11 +54,11 @@ TEST_F(device_trials, correct_kernel_is_checked_on_the_device_and_timed_by_graph
   ASSERT_FALSE(t.gpu_reference.empty());
   evaluation e = eval(t, kernel(t.dir / "kernels/naive"), true);
   ASSERT_EQ(e.result, outcome::ok) << e.message << "\n" << e.diagnostics;
-  EXPECT_EQ(e.trials_on, "device");
+  EXPECT_EQ(e.trials_on, trial_site::device);
   ASSERT_TRUE(e.paired && e.median_seconds);
   // 1M-element axpy runs for a few microseconds: below graph_below_seconds, so graph replay.
-  EXPECT_EQ(e.paired->a_method, "graph");
-  EXPECT_EQ(e.paired->b_method, "graph");
+  EXPECT_EQ(e.paired->a_method, timing_method::graph);
+  EXPECT_EQ(e.paired->b_method, timing_method::graph);
   // Two shape sets, three seeds each, then a sample of the candidate processes' timed calls, each
   // against the reference of the window it read (time_cuda.cpp).
   ASSERT_GT(e.checks.size(), 6u);
@@ -80,8 +80,8 @@ TEST_F(device_trials, host_and_device_trials_see_the_same_errors) {
   evaluation host = eval(t, kernel(t.dir / "kernels/naive"), false);
   ASSERT_EQ(dev.result, outcome::ok) << dev.message;
   ASSERT_EQ(host.result, outcome::ok) << host.message;
-  EXPECT_EQ(dev.trials_on, "device");
-  EXPECT_EQ(host.trials_on, "host");
+  EXPECT_EQ(dev.trials_on, trial_site::device);
+  EXPECT_EQ(host.trials_on, trial_site::host);
   ASSERT_EQ(dev.checks.size(), host.checks.size());
   for (size_t i = 0; i < dev.checks.size(); ++i) {
     EXPECT_EQ(dev.checks[i].seed, host.checks[i].seed);
@@ -109,7 +109,7 @@ TEST_P(device_hostile, rejected_by_the_oracle_with_its_own_outcome) {
   task t = load(task_with("reference.cu"));
   evaluation e = eval(t, kernel(file), GetParam() == "graph_noop");
   EXPECT_EQ(std::string(to_string(e.result)), want) << e.message << "\n" << e.diagnostics;
-  EXPECT_EQ(e.trials_on, "device");
+  EXPECT_EQ(e.trials_on, trial_site::device);
 }
 
 INSTANTIATE_TEST_SUITE_P(gpu, device_hostile,
