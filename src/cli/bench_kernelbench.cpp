@@ -42,24 +42,6 @@ result<kernel_bundle> load_kernelbench_sample(const kernelbench_candidate& c) {
   return bare_bundle(c.file, std::move(*text));
 }
 
-std::optional<int> kernelbench_problem_id(const fs::path& problem_file) {
-  static const std::regex id(R"((\d+)_.*)");
-  std::smatch m;
-  const std::string f = problem_file.filename().string();
-  if (!std::regex_match(f, m, id)) return std::nullopt;
-  return std::stoi(m[1]);
-}
-
-std::optional<int> kernelbench_level(const fs::path& suite_dir) {
-  static const std::regex level(R"(level_?(\d+))");
-  std::smatch m;
-  const std::string f = fs::path(suite_dir).lexically_normal().filename().string().empty()
-                            ? fs::path(suite_dir).lexically_normal().parent_path().filename().string()
-                            : fs::path(suite_dir).lexically_normal().filename().string();
-  if (!std::regex_match(f, m, level)) return std::nullopt;
-  return std::stoi(m[1]);
-}
-
 search::bench_summary best_of_samples(const std::vector<kernelbench_sample_run>& runs,
                                       const std::vector<double>& ps) {
   std::map<std::string, search::task_result> best;

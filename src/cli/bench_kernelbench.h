@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "search/bench.h"
+#include "spec/kernelbench_layout.h"
 #include "store/store.h"
 
 namespace lathe::cli {
@@ -34,11 +35,7 @@ std::vector<kernelbench_candidate> kernelbench_candidates(const std::filesystem:
 // error that says why for a refused one.
 result<kernel_bundle> load_kernelbench_sample(const kernelbench_candidate& c);
 
-// KernelBench's problem number: the leading digits of the file's name (`19_ReLU.py` -> 19).
-std::optional<int> kernelbench_problem_id(const std::filesystem::path& problem_file);
-
-// The level a suite folder names (`.../level1` -> 1), if it names one.
-std::optional<int> kernelbench_level(const std::filesystem::path& suite_dir);
+// kernelbench_problem_id and kernelbench_level: spec/kernelbench_layout.h (solve writes the layout).
 
 // One sample's bench run.
 struct kernelbench_sample_run {

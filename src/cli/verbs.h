@@ -27,5 +27,6 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code);  /
 void add_export(CLI::App& app, const common_options& common, int& exit_code);  // export training
 void add_report(CLI::App& app, const common_options& common, int& exit_code);
 void add_task(CLI::App& app, const common_options& common, int& exit_code);  // task show
+void add_solve(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

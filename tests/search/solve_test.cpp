@@ -1,0 +1,178 @@
+// lathe solve's pieces without the gate (search/solve.h; docs/solve.md): the aggregates on
+// hand-computed records (fast_p counts only decided gains, the geomean counts a speedup the gate
+// did not decide as 1.0), the record and state files read back as written, the problems of a
+// folder, and the loop with a scripted runner: each finished problem written with its ModelNew,
+// finished problems skipped by the next call, another suite's state refused.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "search/solve.h"
+
+namespace fs = std::filesystem;
+
+namespace lathe::search {
+namespace {
+
+solve_record solved(int32_t problem, std::optional<decision> d, std::optional<double> x, double lo = 0,
+                    double hi = 0) {
+  solve_record r;
+  r.level = 1;
+  r.problem = problem;
+  r.file = std::to_string(problem) + "_P.py";
+  r.status = solve_status::solved;
+  r.steps = x ? 1 : 0;
+  r.decided = d;
+  r.speedup = x;
+  if (x) {
+    r.ci_low = lo;
+    r.ci_high = hi;
+  }
+  r.calls = 2;
+  r.tokens = 100;
+  r.usd = 0.01;
+  return r;
+}
+
+TEST(solve_stats, fast_p_counts_decided_gains_and_the_geomean_counts_undecided_as_one) {
+  solve_record failed;
+  failed.problem = 6;
+  failed.status = solve_status::failed;
+  failed.calls = 1;
+  const std::vector<solve_record> rs = {
+      solved(1, decision::faster, 2.5, 2.2, 2.8),         // decided: fast at 1.0, 1.5, 2.0
+      solved(2, decision::faster, 1.6, 1.45, 1.75),       // decided faster; its interval reaches below 1.5
+      solved(3, decision::undecided, 3.0, 0.9, 9.0),      // read 3x, undecided: no gain, 1.0 in the geomean
+      solved(4, std::nullopt, std::nullopt),              // no step accepted: the eager start, 1.0
+      solved(5, decision::slower, 0.8, 0.75, 0.85),       // decided slower: counted as measured
+      failed,
+  };
+  const solve_summary s = summarize_solve(rs);
+  EXPECT_EQ(s.problems, 6);
+  EXPECT_EQ(s.correct, 5);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.decided_faster, 2);
+  ASSERT_EQ(s.fast.size(), 3u);
+  EXPECT_EQ(s.fast[0].count, 2);  // 1 and 2
+  EXPECT_DOUBLE_EQ(s.fast[0].fraction, 2.0 / 6);
+  EXPECT_EQ(s.fast[1].count, 1);  // 1 only: 2's low end 1.45 is not above 1.5
+  EXPECT_EQ(s.fast[2].count, 1);
+  EXPECT_EQ(s.fast[0].count_point, 3);  // the point estimates alone: 1, 2, 3
+  EXPECT_EQ(s.fast[2].count_point, 2);  // 1 and 3
+  ASSERT_TRUE(s.geomean);
+  EXPECT_NEAR(*s.geomean, std::pow(2.5 * 1.6 * 1.0 * 1.0 * 0.8, 1.0 / 5), 1e-12);
+  EXPECT_EQ(s.calls, 11);
+  EXPECT_EQ(s.tokens, 500);
+  EXPECT_NEAR(s.usd, 0.05, 1e-12);
+  EXPECT_DOUBLE_EQ(counted_speedup(rs[2]), 1.0);
+  EXPECT_FALSE(decided_gain(rs[2], 1.0));
+  EXPECT_FALSE(summarize_solve({failed}).geomean);  // no correct problem: no figure made up
+}
+
+TEST(solve_stats, a_record_reads_back_as_written) {
+  solve_record r = solved(7, decision::faster, 1.3, 1.2, 1.4);
+  r.run = "optimize-1";
+  r.kernel = "level_1_problem_7_sample_0_kernel.py";
+  r.runtime_ms = 0.5;
+  r.ref_runtime_ms = 0.65;
+  r.evaluation = 12;
+  r.outcome = "ok";
+  const nlohmann::json j = r;
+  EXPECT_DOUBLE_EQ(j["counted_speedup"].get<double>(), 1.3);
+  const solve_record back = j.get<solve_record>();
+  EXPECT_EQ(nlohmann::json(back), j);
+  nlohmann::json bad = j;
+  bad["status"] = "maybe";
+  EXPECT_THROW(bad.get<solve_record>(), nlohmann::json::exception);
+}
+
+class solve_loop : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/lathe-solve-test-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    fs::create_directories(dir_ / "level2");
+    for (const char* f : {"3_C.py", "1_A.py", "12_B.py", "notes.txt", "x_not.py"}) std::ofstream(dir_ / "level2" / f) << "#\n";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    return {std::istreambuf_iterator<char>(in), {}};
+  }
+  fs::path dir_;
+};
+
+TEST_F(solve_loop, the_problems_of_a_folder_and_its_refusals) {
+  auto ps = solve_problems(dir_ / "level2", std::nullopt);
+  ASSERT_TRUE(ps) << ps.error().message;
+  ASSERT_EQ(ps->size(), 3u);
+  EXPECT_EQ((*ps)[0].problem, 1);
+  EXPECT_EQ((*ps)[1].problem, 3);
+  EXPECT_EQ((*ps)[2].problem, 12);
+  EXPECT_EQ((*ps)[2].level, 2);
+  EXPECT_EQ(solve_problems(dir_ / "level2", 5)->front().level, 5);
+  EXPECT_NE(solve_problems(dir_ / "level2" / "1_A.py", 1).error().message.find("not a folder"), std::string::npos);
+  fs::create_directories(dir_ / "level3");
+  EXPECT_NE(solve_problems(dir_ / "level3", std::nullopt).error().message.find("no KernelBench problem"),
+            std::string::npos);
+  EXPECT_NE(solve_problems(dir_, std::nullopt).error().message.find("--level"), std::string::npos);
+  std::ofstream(dir_ / "level2" / "3_D.py") << "#\n";
+  EXPECT_NE(solve_problems(dir_ / "level2", std::nullopt).error().message.find("two problem files"), std::string::npos);
+}
+
+TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_is_refused) {
+  const auto ps = *solve_problems(dir_ / "level2", std::nullopt);
+  int runs = 0;
+  const solve_runner runner = [&](const solve_problem& p) {
+    ++runs;
+    if (p.problem == 3) return solve_failure(p, 0, "the problem does not import");
+    solve_record r = solved(p.problem, std::nullopt, std::nullopt);
+    r.level = p.level;
+    r.kernel = "level_2_problem_" + std::to_string(p.problem) + "_sample_0_kernel.py";
+    return solve_attempt{r, "class ModelNew: pass  # " + std::to_string(p.problem) + "\n"};
+  };
+  solve_options o;
+  o.out = dir_ / "out";
+  o.suite = (dir_ / "level2").string();
+  std::vector<solve_event> seen;
+  o.progress = [&](const solve_progress& pr) { seen.push_back(pr.what); };
+  auto first = solve(ps, runner, o);
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(first->skipped, 0);
+  EXPECT_EQ(read(o.out / "level_2_problem_12_sample_0_kernel.py"), "class ModelNew: pass  # 12\n");
+  EXPECT_FALSE(fs::exists(o.out / "level_2_problem_3_sample_0_kernel.py"));
+  auto state = read_solve_state(o.out);
+  ASSERT_TRUE(state && *state);
+  EXPECT_EQ((*state)->finished.size(), 3u);
+  // The next call runs nothing (the failure is finished too) and says each one was skipped; a
+  // solved problem whose file went missing is run again.
+  fs::remove(o.out / "level_2_problem_1_sample_0_kernel.py");
+  seen.clear();
+  auto again = solve(ps, runner, o);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(runs, 4);
+  EXPECT_EQ(again->skipped, 2);
+  EXPECT_EQ(seen, (std::vector<solve_event>{solve_event::started, solve_event::finished, solve_event::skipped,
+                                            solve_event::skipped}));
+  ASSERT_EQ(again->records.size(), 3u);
+  EXPECT_EQ(again->records[1].status, solve_status::failed);
+  EXPECT_TRUE(fs::exists(o.out / "level_2_problem_1_sample_0_kernel.py"));
+  for (const auto& e : fs::directory_iterator(o.out))  // written under fresh names, renamed: none left
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  solve_options other = o;
+  other.suite = "/elsewhere/level2";
+  EXPECT_NE(solve(ps, runner, other).error().message.find("holds the solve of"), std::string::npos);
+  std::ofstream(o.out / solve_state_name) << "{\"schema\": \"other\"}";
+  EXPECT_NE(solve(ps, runner, o).error().message.find("not a state lathe solve wrote"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lathe::search
