@@ -69,7 +69,7 @@ std::string last_line(const std::string& s) {
 }
 
 // One problem: imported as a task, its Model as a ModelNew the start, one optimize run.
-search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p) {
+search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p, const search::solve_run& id) {
   const auto failure = [&](const std::string& why, const std::string& run = "") {
     return search::solve_failure(p, w.o.sample, why, run);
   };
@@ -79,8 +79,18 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p)
   if (!sl) return failure(sl.error().message);
   if (!sl->eager) return failure("the problem's Model could not be written as a ModelNew");
   if (t->plat == platform::cuda && !w.ctx.gpu) return failure("the problem runs on CUDA and there is no usable GPU here");
-  const std::string run_id = search::new_run_id();
-  auto session = open_proposer(w.ctx, *t, w.o.proposer, run_id, w.limits, {}, false);
+  const std::string& run_id = id.id;
+  // A run a kill interrupted goes on where the store has it (its recorded evaluations and model
+  // calls answered from the store); one that never reached the store starts under its id.
+  auto stored = w.ctx.db->get_run(run_id);
+  const bool resume = id.interrupted && stored && stored->has_value();
+  llm::amounts spent;
+  if (resume) {
+    auto secs = search::resume_seconds(*w.ctx.db, run_id);
+    if (!secs) return failure("run " + run_id + " cannot be resumed: " + secs.error().message, run_id);
+    spent.seconds = *secs;
+  }
+  auto session = open_proposer(w.ctx, *t, w.o.proposer, run_id, w.limits, spent, resume);
   if (!session) return failure("no proposer: " + session.error().message);
   search::optimize_kernels ks;
   ks.start = *sl->eager;
@@ -92,7 +102,8 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p)
   so.tgt = t->plat == platform::cuda ? *w.ctx.gpu : w.ctx.tgt;
   so.target_text = agent::target_text(so.tgt);
   so.proposer_label = (*session)->label();
-  so.run_id = run_id;
+  if (resume) so.resume_run = run_id;
+  else so.run_id = run_id;
   so.args_json = run_args(w.o, p.file, *ks.start, **session);
   if (!w.o.quiet)
     so.progress = [](const search::optimize_progress& pr) {
@@ -128,7 +139,8 @@ void print_progress(const search::solve_progress& pr) {
   const std::string head = cat("… [", std::to_string(pr.index), "/", std::to_string(pr.total), "] problem ",
                                std::to_string(p.problem), " (", p.file.filename().string(), ")");
   if (pr.what == search::solve_event::started) {
-    std::fprintf(stderr, "%s: optimizing\n", head.c_str());
+    std::fprintf(stderr, "%s: %s run %s\n", head.c_str(),
+                 pr.run->interrupted ? "interrupted before: resuming" : "optimizing in", pr.run->id.c_str());
     return;
   }
   const search::solve_record& r = *pr.record;
@@ -235,7 +247,7 @@ int run_solve(const common_options& common, solve_cli o) {
   so.progress = print_progress;
   std::fprintf(stderr, "… solve %s: %zu problems, each optimized in modelnew (strategy %s, budget %s per problem)\n",
                o.suite.c_str(), problems->size(), o.strategy.c_str(), llm::budget_text(*limits).c_str());
-  auto res = search::solve(*problems, [&w](const search::solve_problem& p) { return solve_one(w, p); }, so);
+  auto res = search::solve(*problems, [&w](const search::solve_problem& p, const search::solve_run& id) { return solve_one(w, p, id); }, so);
   if (!res) return fail_with(res.error().message, 1);
 
   const search::solve_summary s = search::summarize_solve(res->records);
@@ -297,7 +309,7 @@ void add_solve(CLI::App& app, const common_options& common, int& exit_code) {
       "PyTorch), paired against it; a problem where no step is accepted gets that start, so every file is a valid\n"
       "submission. fast_p counts decided gains only; the geomean counts a speedup the gate did not decide as 1.0.\n"
       "Kill it at any time: the same command again skips the problems finished (each written the moment it\n"
-      "finished) and runs the others from their start.\n"
+      "finished) and resumes the interrupted problem's optimize run (no finished evaluation or model call repeated).\n"
       "Exit code 0: every problem was run (a problem that fails is its own row); 1: the loop failed; 2: usage.");
   cmd->callback([o, &common, &exit_code] { exit_code = run_solve(common, *o); });
 }

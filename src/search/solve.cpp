@@ -178,6 +178,9 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
     s.suite = j.at("suite").get<std::string>();
     s.sample = j.at("sample").get<int32_t>();
     for (const auto& r : j.at("finished")) s.finished.push_back(r.get<solve_record>());
+    if (j.contains("running") && j["running"].is_object())
+      s.running = solve_running{j["running"].at("level").get<int32_t>(), j["running"].at("problem").get<int32_t>(),
+                                j["running"].at("run").get<std::string>()};
   } catch (const json::exception& e) {
     return bad(e.what());
   }
@@ -185,7 +188,8 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
 }
 
 result<void> write_solve_state(const fs::path& out, const solve_state& s) {
-  const json j = {{"schema", "lathe.solve-state/1"}, {"suite", s.suite}, {"sample", s.sample}, {"finished", s.finished}};
+  json j = {{"schema", "lathe.solve-state/1"}, {"suite", s.suite}, {"sample", s.sample}, {"finished", s.finished}};
+  if (s.running) j["running"] = {{"level", s.running->level}, {"problem", s.running->problem}, {"run", s.running->run}};
   return gate::write_beneath(out, solve_state_name, j.dump(2) + "\n", gate::write_mode::replace);
 }
 
@@ -293,11 +297,18 @@ result<solve_result> solve(const std::vector<solve_problem>& problems, const sol
     if (const solve_record* done = finished_before(state, p, o.out)) {
       out.records.push_back(*done);
       ++out.skipped;
-      if (o.progress) o.progress({solve_event::skipped, i + 1, total, &p, &out.records.back()});
+      if (o.progress) o.progress({solve_event::skipped, i + 1, total, &p, nullptr, &out.records.back()});
       continue;
     }
-    if (o.progress) o.progress({solve_event::started, i + 1, total, &p, nullptr});
-    solve_attempt a = run(p);
+    const bool interrupted = state.running && state.running->level == p.level && state.running->problem == p.problem &&
+                             !state.running->run.empty();
+    const solve_run id{interrupted ? state.running->run : o.new_run_id ? o.new_run_id() : new_run_id(), interrupted};
+    state.running = solve_running{p.level, p.problem, id.id};
+    if (auto w = write_solve_state(o.out, state); !w)
+      return fail(errc::io_error, "cannot write the state " + (o.out / solve_state_name).string() + ": " + w.error().message);
+    if (o.progress) o.progress({solve_event::started, i + 1, total, &p, &id, nullptr});
+    solve_attempt a = run(p, id);
+    state.running.reset();
     if (a.rec.status == solve_status::solved && a.modelnew) {
       if (auto w = gate::write_beneath(o.out, a.rec.kernel, *a.modelnew, gate::write_mode::replace); !w)
         return fail(errc::io_error, "cannot write " + (o.out / a.rec.kernel).string() + ": " + w.error().message);
@@ -308,7 +319,7 @@ result<solve_result> solve(const std::vector<solve_problem>& problems, const sol
     if (auto w = write_solve_state(o.out, state); !w)
       return fail(errc::io_error, "cannot write the state " + (o.out / solve_state_name).string() + ": " + w.error().message);
     out.records.push_back(a.rec);
-    if (o.progress) o.progress({solve_event::finished, i + 1, total, &p, &out.records.back()});
+    if (o.progress) o.progress({solve_event::finished, i + 1, total, &p, nullptr, &out.records.back()});
   }
   return out;
 }

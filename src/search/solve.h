@@ -93,10 +93,17 @@ solve_summary summarize_solve(const std::vector<solve_record>& records,
 
 // The out folder's state: the finished problems, each written the moment it finished.
 inline constexpr const char* solve_state_name = "lathe-solve-state.json";
+// The problem being run when the state was written last, and its optimize run's id: what a
+// kill interrupted, resumed by the next call.
+struct solve_running {
+  int32_t level = 0, problem = 0;
+  std::string run;
+};
 struct solve_state {
   std::string suite;  // the solved folder, absolute
   int32_t sample = 0;
   std::vector<solve_record> finished;
+  std::optional<solve_running> running;
 };
 // None when the folder has no state file yet.
 result<std::optional<solve_state>> read_solve_state(const std::filesystem::path& out);
@@ -108,7 +115,14 @@ struct solve_attempt {
   solve_record rec;
   std::optional<std::string> modelnew;
 };
-using solve_runner = std::function<solve_attempt(const solve_problem&)>;
+// The optimize run a problem gets: a new id, or the one an earlier call was running when it was
+// killed (`interrupted`: resume it where the store holds it, `lathe optimize --resume`, so that no
+// finished evaluation or model call is repeated; start it under that id where it holds nothing).
+struct solve_run {
+  std::string id;
+  bool interrupted = false;
+};
+using solve_runner = std::function<solve_attempt(const solve_problem&, const solve_run&)>;
 
 // The record of a finished optimize run (its final series read from the store), and its best
 // ModelNew's source.
@@ -121,6 +135,7 @@ struct solve_progress {
   solve_event what = solve_event::started;
   int32_t index = 0, total = 0;  // 1-based position among the problems
   const solve_problem* problem = nullptr;
+  const solve_run* run = nullptr;        // started
   const solve_record* record = nullptr;  // skipped, finished
 };
 
@@ -129,6 +144,7 @@ struct solve_options {
   std::string suite;           // the folder, absolute
   int32_t sample = 0;
   std::function<void(const solve_progress&)> progress;
+  std::function<std::string()> new_run_id;  // none: optimize's (new_run_id())
 };
 
 struct solve_result {
@@ -137,8 +153,8 @@ struct solve_result {
 };
 
 // The loop: each problem already finished in the out folder's state is skipped (and said so);
-// each other one is run, its ModelNew written, then the state. A problem interrupted by a kill is
-// run again from its start. Errors: the out folder cannot be made or written, or its state is
+// each other one is named in the state as running with its run's id, run, its ModelNew written,
+// then the state. A problem interrupted by a kill gets its run again, `interrupted`. Errors: the out folder cannot be made or written, or its state is
 // another suite's or sample's.
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,
                            const solve_options& o);

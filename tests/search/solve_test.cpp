@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "search/solve.h"
@@ -130,7 +131,9 @@ TEST_F(solve_loop, the_problems_of_a_folder_and_its_refusals) {
 TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_is_refused) {
   const auto ps = *solve_problems(dir_ / "level2", std::nullopt);
   int runs = 0;
-  const solve_runner runner = [&](const solve_problem& p) {
+  const solve_runner runner = [&](const solve_problem& p, const solve_run& id) {
+    EXPECT_FALSE(id.interrupted);
+    EXPECT_FALSE(id.id.empty());
     ++runs;
     if (p.problem == 3) return solve_failure(p, 0, "the problem does not import");
     solve_record r = solved(p.problem, std::nullopt, std::nullopt);
@@ -141,6 +144,7 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   solve_options o;
   o.out = dir_ / "out";
   o.suite = (dir_ / "level2").string();
+  o.new_run_id = [n = 0]() mutable { return "run-" + std::to_string(++n); };
   std::vector<solve_event> seen;
   o.progress = [&](const solve_progress& pr) { seen.push_back(pr.what); };
   auto first = solve(ps, runner, o);
@@ -152,6 +156,7 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   auto state = read_solve_state(o.out);
   ASSERT_TRUE(state && *state);
   EXPECT_EQ((*state)->finished.size(), 3u);
+  EXPECT_FALSE((*state)->running);
   // The next call runs nothing (the failure is finished too) and says each one was skipped; a
   // solved problem whose file went missing is run again.
   fs::remove(o.out / "level_2_problem_1_sample_0_kernel.py");
@@ -172,6 +177,39 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   EXPECT_NE(solve(ps, runner, other).error().message.find("holds the solve of"), std::string::npos);
   std::ofstream(o.out / solve_state_name) << "{\"schema\": \"other\"}";
   EXPECT_NE(solve(ps, runner, o).error().message.find("not a state lathe solve wrote"), std::string::npos);
+}
+
+// A kill while a problem runs leaves it named in the state with its run's id: the next call hands
+// that id back, marked interrupted (the cli resumes the run), and the problems finished before
+// are not run again. The kill is a runner that throws out of the loop.
+TEST_F(solve_loop, an_interrupted_problem_gets_its_run_again) {
+  const auto ps = *solve_problems(dir_ / "level2", std::nullopt);
+  solve_options o;
+  o.out = dir_ / "out";
+  o.suite = (dir_ / "level2").string();
+  o.new_run_id = [n = 0]() mutable { return "run-" + std::to_string(++n); };
+  std::vector<std::string> asked;
+  bool kill = true;
+  const solve_runner runner = [&](const solve_problem& p, const solve_run& id) {
+    asked.push_back(std::to_string(p.problem) + ":" + id.id + (id.interrupted ? ":resumed" : ""));
+    if (p.problem == 3 && kill) throw std::runtime_error("killed");
+    solve_record r = solved(p.problem, std::nullopt, std::nullopt);
+    r.level = p.level;
+    r.run = id.id;
+    r.kernel = "level_2_problem_" + std::to_string(p.problem) + "_sample_0_kernel.py";
+    return solve_attempt{r, std::string("class ModelNew: pass\n")};
+  };
+  EXPECT_THROW((void)solve(ps, runner, o), std::runtime_error);
+  auto state = read_solve_state(o.out);
+  ASSERT_TRUE(state && *state && (*state)->running);
+  EXPECT_EQ((*state)->running->problem, 3);
+  EXPECT_EQ((*state)->running->run, "run-2");
+  kill = false;
+  auto again = solve(ps, runner, o);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(asked, (std::vector<std::string>{"1:run-1", "3:run-2", "3:run-2:resumed", "12:run-3"}));
+  EXPECT_EQ(again->records[1].run, "run-2");
+  EXPECT_FALSE((*read_solve_state(o.out))->running);
 }
 
 }  // namespace
