@@ -49,7 +49,7 @@ void print_human(const evaluation& e, const task& t, int64_t id, const fs::path&
   std::printf("task      %s (%s, %s)\n", t.name.c_str(), to_string(t.plat), to_string(t.role));
   std::printf("kernel    %s  [%.12s]\n", e.kernel_name.c_str(), e.kernel_hash.c_str());
   if (!e.reference_runtime.empty())
-    std::printf("reference %s problem on %s%s\n", t.problem_format.c_str(), e.reference_runtime.c_str(),
+    std::printf("reference %s problem on %s%s\n", t.problem_format ? to_string(*t.problem_format) : "?", e.reference_runtime.c_str(),
                 e.problem_path == tensor_path::cuda_ipc ? "; checks through CUDA IPC (inputs written and outputs "
                                                "compared in the kernel's device memory)"
                                              : "");

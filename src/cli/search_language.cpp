@@ -8,7 +8,7 @@ result<search_language> pick_search_language(const task& t, const std::string& a
   const bool bare_problem = !t.problem.empty() && t.baseline.empty();
   search_language sl;
   if (asked.empty()) {
-    sl.lang = bare_problem && t.problem_format == "kernelbench" ? candidate_language::modelnew : candidate_language::c_abi;
+    sl.lang = bare_problem && t.problem_format == problem_format::kernelbench ? candidate_language::modelnew : candidate_language::c_abi;
   } else {
     auto l = parse_candidate_language(asked);
     if (!l) return fail(errc::invalid_argument, "--language '" + asked + "': expected c-abi or modelnew");
@@ -18,7 +18,7 @@ result<search_language> pick_search_language(const task& t, const std::string& a
     sl.lang = *l;
   }
   if (sl.lang != candidate_language::modelnew) return sl;
-  if (t.problem.empty() || t.problem_format != "kernelbench" || t.problem_model.empty())
+  if (t.problem.empty() || t.problem_format != problem_format::kernelbench || t.problem_model.empty())
     return fail(errc::invalid_argument, "--language modelnew: task " + t.name +
                                             " is not a KernelBench problem (a file with Model, get_inputs and "
                                             "get_init_inputs): a ModelNew has no Model to start from");

@@ -114,7 +114,7 @@ void to_json(json& j, const task& t) {
            {"allow_fast_math", t.allow_fast_math}};
   if (!t.problem.empty())
     j["problem"] = json{{"file", t.problem.generic_string()},
-                        {"format", t.problem_format},
+                        {"format", word_or_empty(t.problem_format)},
                         {"runtime", t.problem_runtime}};
   if (!t.problem_model.empty()) j["problem"]["model"] = json::parse(t.problem_model, nullptr, false);
 }
@@ -137,7 +137,7 @@ void from_json(const json& j, task& t) {
     path.clear();
     get(*it, "file", path);
     t.problem = path;
-    get(*it, "format", t.problem_format);
+    get_word(*it, "format", t.problem_format, problem_format::klineage_definition);
     get(*it, "runtime", t.problem_runtime);
     if (auto m = it->find("model"); m != it->end() && m->is_object()) t.problem_model = m->dump();
   }

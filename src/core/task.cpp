@@ -12,6 +12,18 @@ const char* to_string(platform p) {
   return "?";
 }
 
+const char* to_string(problem_format f) {
+  switch (f) {
+    case problem_format::kernelbench:
+      return "kernelbench";
+    case problem_format::klineage:
+      return "klineage";
+    case problem_format::klineage_definition:
+      return "klineage-definition";
+  }
+  return "?";
+}
+
 const char* to_string(task_role r) {
   switch (r) {
     case task_role::source:

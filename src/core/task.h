@@ -16,6 +16,11 @@ namespace lathe {
 enum class platform : uint8_t { cpu, cuda };
 enum class task_role : uint8_t { source, heldout };
 
+// The layout of a PyTorch problem file (docs/problems.md), as its worker reports it: a
+// KernelBench module (Model, get_inputs, get_init_inputs), a KernelLineage module, or a
+// KernelLineage JSON definition. Stored and printed as to_string's word.
+enum class problem_format : uint8_t { kernelbench, klineage, klineage_definition };
+
 // How input values are drawn. `uniform` in [low, high); `normal` with mean, stddev; `integers` in
 // [low, high] as whole numbers; `constant` (value). Every draw comes from the counter-based RNG,
 // keyed by (seed, tensor index, element index), so host and device agree bit for bit.
@@ -117,7 +122,7 @@ struct task {
   // A PyTorch problem file (docs/problems.md): when set, its Python worker draws the inputs and
   // computes the reference instead of `reference` and the distributions above.
   std::filesystem::path problem;
-  std::string problem_format;   // kernelbench | klineage | klineage-definition
+  std::optional<lathe::problem_format> problem_format;  // set with `problem`
   std::string problem_runtime;  // "torch 1.13.1 (cpu, python 3.11.2)"
   // A KernelBench problem's Model as a candidate's ModelNew must mirror it (JSON: init, forward,
   // state, outputs; python/lathe_problem.py model_spec). Empty for other tasks.
@@ -133,6 +138,7 @@ struct resolved_tensor {
 
 const char* to_string(platform p);
 const char* to_string(task_role r);
+const char* to_string(problem_format f);  // kernelbench, klineage, klineage-definition
 const char* to_string(distribution_kind k);
 const char* to_string(comparison_kind k);
 

@@ -139,7 +139,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
                            t_.allow_libraries.end();
       const torch_compute policy =
           !torch_allowed ? torch_compute::forbid
-          : model_new && t_.problem_format == "kernelbench" && cfg_.refuse_torch_fallback
+          : model_new && t_.problem_format == problem_format::kernelbench && cfg_.refuse_torch_fallback
               ? torch_compute::fallback
               : torch_compute::allowed;
       auto judged = with_torch_policy(std::move(opt), policy, **staged);

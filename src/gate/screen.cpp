@@ -477,7 +477,7 @@ std::vector<finding> screen_python_binding(const std::string& name, const std::s
       std::find(t.allow_libraries.begin(), t.allow_libraries.end(), "torch") != t.allow_libraries.end();
   if (torch_allowed) argv.push_back("--allow-torch-ops");
   // A ModelNew's calls of the reference's own ops (KernelBench's torch fallback).
-  if (t.problem_format == "kernelbench" && model_new_candidate(text, t.problem_model) &&
+  if (t.problem_format == problem_format::kernelbench && model_new_candidate(text, t.problem_model) &&
       role == screen_role::candidate) {
     argv.push_back("--reference");
     argv.push_back(t.problem.string());

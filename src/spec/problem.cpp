@@ -1,5 +1,6 @@
 #include "spec/problem.h"
 #include "core/build_paths.h"
+#include "core/enum_parse.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -302,10 +303,15 @@ result<task> import_problem(const fs::path& file, platform p) {
   t.dir = abs.parent_path();
   t.baseline.clear();  // eager PyTorch: no ABI kernel to pair with
   t.problem = abs;
-  t.problem_format = d.value("format", std::string());
+  const std::string format = d.value("format", std::string());
+  const auto f = parse_enum(format, problem_format::klineage_definition);
+  if (!f)
+    return fail(errc::unsupported, file.string() + ": problem format '" + format +
+                                       "' is not one lathe reads (kernelbench, klineage, klineage-definition)");
+  t.problem_format = *f;
   t.problem_runtime = (*o)->runtime();
   if (d.contains("model")) t.problem_model = d["model"].dump();
-  t.description = t.problem_format + " problem " + abs.filename().string() + " (" + t.problem_runtime + ")";
+  t.description = std::string(to_string(*f)) + " problem " + abs.filename().string() + " (" + t.problem_runtime + ")";
   shape_set s;
   s.name = "problem";
   s.time = true;
@@ -377,7 +383,7 @@ result<task> import_problem(const fs::path& file, platform p) {
 
 std::optional<kernel_bundle> eager_baseline(const task& t) {
   // CPU tasks only: the Python worker does not run on CUDA tasks yet (docs/python-kernels.md).
-  if (t.problem_format != "kernelbench" || t.problem_model.empty() || t.plat != platform::cpu) return std::nullopt;
+  if (t.problem_format != problem_format::kernelbench || t.problem_model.empty() || t.plat != platform::cpu) return std::nullopt;
   // A bundle file's cap (bundle.cpp): the problem becomes the baseline's source.
   auto text = read_named(t.problem, uint64_t{16} << 20);
   if (!text) return std::nullopt;

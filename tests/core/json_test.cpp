@@ -344,14 +344,23 @@ TEST(json, problem_fields_round_trip) {
   task t;
   t.name = "kb";
   t.problem = "/x/kb.py";
-  t.problem_format = "kernelbench";
+  t.problem_format = problem_format::kernelbench;
   t.problem_runtime = "torch 1.13.1 (cpu, python 3.11.2)";
   const json tj = t;
   EXPECT_EQ(tj["problem"]["format"], "kernelbench");
   task tb = json::parse(tj.dump()).get<task>();
   EXPECT_EQ(tb.problem, t.problem);
   EXPECT_EQ(tb.problem_runtime, t.problem_runtime);
+  EXPECT_EQ(tb.problem_format, problem_format::kernelbench);
   EXPECT_FALSE(json(task{}).contains("problem"));
+  // A problem's format (a string before it was an enum) written back as stored; an unknown word
+  // refused, like an unknown outcome.
+  for (const char* w : {"kernelbench", "klineage", "klineage-definition", ""}) {
+    const json s{{"name", "kb"}, {"problem", {{"file", "/x/kb.py"}, {"format", w}}}};
+    EXPECT_EQ(json(s.get<task>())["problem"]["format"], w);
+  }
+  EXPECT_THROW((json{{"name", "kb"}, {"problem", {{"file", "/x/kb.py"}, {"format", "triton"}}}}.get<task>()),
+               json::type_error);
 }
 
 TEST(json, gpu_evaluation_fields_round_trip) {

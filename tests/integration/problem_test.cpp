@@ -60,7 +60,7 @@ class problem_test : public gate_env {
 TEST_F(problem_test, kernelbench_inputs_then_parameters_in_state_dict_order_init_numbers_as_scalars) {
   task t = import("kb_linear_gelu.py");
   EXPECT_EQ(t.name, "kb_linear_gelu");
-  EXPECT_EQ(t.problem_format, "kernelbench");
+  EXPECT_EQ(t.problem_format, problem_format::kernelbench);
   ASSERT_EQ(t.inputs.size(), 3u);
   EXPECT_EQ(t.inputs[0].name, "x");
   EXPECT_EQ(t.inputs[1].name, "fc_weight");
@@ -101,7 +101,7 @@ TEST_F(problem_test, trials_come_through_shared_memory_seeded_and_the_reference_
 
 TEST_F(problem_test, perturbations_apply_only_where_declared) {
   task t = import("kl_rmsnorm.py");
-  EXPECT_EQ(t.problem_format, "klineage");
+  EXPECT_EQ(t.problem_format, problem_format::klineage);
   EXPECT_EQ(t.perturb.scale, (std::vector<double>{0.01, 100.0}));
   const auto plain = trial(t, {3, 1.0, 0.0});
   const auto scaled = trial(t, {3, 100.0, 0.0});
@@ -126,7 +126,7 @@ TEST_F(problem_test, perturbations_apply_only_where_declared) {
 
 TEST_F(problem_test, klineage_definition_names_its_outputs) {
   task t = import("kl_softmax.json");
-  EXPECT_EQ(t.problem_format, "klineage-definition");
+  EXPECT_EQ(t.problem_format, problem_format::klineage_definition);
   ASSERT_EQ(t.inputs.size(), 1u);
   EXPECT_EQ(t.inputs[0].shape[0].value, 8);
   EXPECT_EQ(t.inputs[0].shape[1].value, 100);
