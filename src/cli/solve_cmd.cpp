@@ -223,6 +223,17 @@ void print_table(const solve_cli& o, const search::solve_result& res, const sear
               results_name, search::solve_state_name);
 }
 
+// The options that shape every problem's run, in words (the state keeps them: a resume gives
+// the same, so that one folder's problems were solved alike and the interrupted run goes on as it
+// started).
+std::string settings_text(const solve_cli& o, const budget& limits) {
+  char t[32];
+  std::snprintf(t, sizeof t, "%g", o.gate.max_time);
+  return cat("strategy ", o.strategy, ", budget ", llm::budget_text(limits), ", proposer ", o.proposer,
+             ", max-repairs ", std::to_string(o.max_repairs), ", max-stall ", std::to_string(o.max_stall),
+             ", max-time ", t, o.gate.quick ? ", quick" : "");
+}
+
 int run_solve(const common_options& common, solve_cli o) {
   if (o.out.empty()) return fail_with("solve needs --out DIR (where the ModelNew files and the results go)", 2);
   if (o.sample < 0) return fail_with("--sample must be 0 or more", 2);
@@ -244,11 +255,13 @@ int run_solve(const common_options& common, solve_cli o) {
   so.out = fs::absolute(o.out, ec);
   so.suite = fs::weakly_canonical(fs::absolute(o.suite, ec), ec).string();
   so.sample = o.sample;
+  so.settings = settings_text(o, *limits);
   so.progress = print_progress;
   std::fprintf(stderr, "… solve %s: %zu problems, each optimized in modelnew (strategy %s, budget %s per problem)\n",
                o.suite.c_str(), problems->size(), o.strategy.c_str(), llm::budget_text(*limits).c_str());
   auto res = search::solve(*problems, [&w](const search::solve_problem& p, const search::solve_run& id) { return solve_one(w, p, id); }, so);
-  if (!res) return fail_with(res.error().message, 1);
+  // An out folder of another suite, sample or options is the command line's mistake (2).
+  if (!res) return fail_with(res.error().message, res.error().code == errc::invalid_argument ? 2 : 1);
 
   const search::solve_summary s = search::summarize_solve(res->records);
   const json results = results_json(res->records, o.sample, *ctx->db);
@@ -310,7 +323,8 @@ void add_solve(CLI::App& app, const common_options& common, int& exit_code) {
       "submission. fast_p counts decided gains only; the geomean counts a speedup the gate did not decide as 1.0.\n"
       "Kill it at any time: the same command again skips the problems finished (each written the moment it\n"
       "finished) and resumes the interrupted problem's optimize run (no finished evaluation or model call repeated).\n"
-      "Exit code 0: every problem was run (a problem that fails is its own row); 1: the loop failed; 2: usage.");
+      "Exit code 0: every problem was run (a problem that fails is its own row); 1: the loop failed; 2: usage, or\n"
+      "an out folder holding another suite's, sample's or options' solve.");
   cmd->callback([o, &common, &exit_code] { exit_code = run_solve(common, *o); });
 }
 

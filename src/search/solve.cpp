@@ -177,6 +177,7 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
   try {
     s.suite = j.at("suite").get<std::string>();
     s.sample = j.at("sample").get<int32_t>();
+    s.settings = j.value("settings", std::string());
     for (const auto& r : j.at("finished")) s.finished.push_back(r.get<solve_record>());
     if (j.contains("running") && j["running"].is_object())
       s.running = solve_running{j["running"].at("level").get<int32_t>(), j["running"].at("problem").get<int32_t>(),
@@ -188,7 +189,8 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
 }
 
 result<void> write_solve_state(const fs::path& out, const solve_state& s) {
-  json j = {{"schema", "lathe.solve-state/1"}, {"suite", s.suite}, {"sample", s.sample}, {"finished", s.finished}};
+  json j = {{"schema", "lathe.solve-state/1"}, {"suite", s.suite},          {"sample", s.sample},
+            {"settings", s.settings},          {"finished", s.finished}};
   if (s.running) j["running"] = {{"level", s.running->level}, {"problem", s.running->problem}, {"run", s.running->run}};
   return gate::write_beneath(out, solve_state_name, j.dump(2) + "\n", gate::write_mode::replace);
 }
@@ -235,7 +237,8 @@ solve_attempt solve_attempt_of(const optimize_result& res, const solve_problem& 
   r.usd = res.used.usd;
   r.seconds = res.used.seconds;
   if (res.steps.empty()) {
-    r.message = cat("no step accepted (", to_string(res.stop), "): the submission is the eager Model as a ModelNew");
+    r.message = cat("no step accepted (the run stopped: ", to_string(res.stop),
+                    "): the submission is the eager Model as a ModelNew");
     return a;
   }
   // The final series (best vs the eager start) is the first final evaluation (optimize_run.cpp).
@@ -281,8 +284,11 @@ result<solve_result> solve(const std::vector<solve_problem>& problems, const sol
   if (!fs::is_directory(o.out, ec)) return fail(errc::io_error, "cannot make the out folder " + o.out.string());
   auto prior = read_solve_state(o.out);
   if (!prior) return tl::unexpected(prior.error());
-  solve_state state{o.suite, o.sample, {}};
+  solve_state state{o.suite, o.sample, o.settings, {}, {}};
   if (*prior) {
+    if (!(*prior)->settings.empty() && (*prior)->suite == o.suite && (*prior)->settings != o.settings)
+      return fail(errc::invalid_argument, cat(o.out.string(), " was solved with ", (*prior)->settings, ", not ",
+                                              o.settings, ": give the same options to resume it, or another --out"));
     if ((*prior)->suite != o.suite || (*prior)->sample != o.sample)
       return fail(errc::invalid_argument,
                   cat(o.out.string(), " holds the solve of ", (*prior)->suite, " (sample ",

@@ -102,6 +102,9 @@ struct solve_running {
 struct solve_state {
   std::string suite;  // the solved folder, absolute
   int32_t sample = 0;
+  // The options every problem's run was made with, in words ("strategy none, budget steps=1, …"):
+  // a call that resumes the folder must give the same (empty in a state that did not keep them).
+  std::string settings;
   std::vector<solve_record> finished;
   std::optional<solve_running> running;
 };
@@ -143,6 +146,7 @@ struct solve_options {
   std::filesystem::path out;   // created when missing
   std::string suite;           // the folder, absolute
   int32_t sample = 0;
+  std::string settings;        // solve_state::settings
   std::function<void(const solve_progress&)> progress;
   std::function<std::string()> new_run_id;  // none: optimize's (new_run_id())
 };
@@ -154,8 +158,9 @@ struct solve_result {
 
 // The loop: each problem already finished in the out folder's state is skipped (and said so);
 // each other one is named in the state as running with its run's id, run, its ModelNew written,
-// then the state. A problem interrupted by a kill gets its run again, `interrupted`. Errors: the out folder cannot be made or written, or its state is
-// another suite's or sample's.
+// then the state. A problem interrupted by a kill gets its run again, `interrupted`. Errors: the
+// out folder cannot be made or written, or its state is another suite's or sample's, or was made
+// with other settings.
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,
                            const solve_options& o);
 

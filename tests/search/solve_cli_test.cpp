@@ -218,6 +218,11 @@ TEST_F(solve_cli, a_suite_killed_mid_run_resumes_and_writes_the_layout_and_its_a
   EXPECT_NE(done.out.find("4 finished before"), std::string::npos) << done.out;
   EXPECT_NE(done.out.find("torch.compile as a baseline: not measured"), std::string::npos) << done.out;
   EXPECT_EQ(done.err.find("optimizing"), std::string::npos) << done.err;
+  // The folder was solved with steps=1: another budget does not resume it.
+  const run_result other = run_lathe(ws() + "solve '" + suite + "' --out '" + out.string() +
+                                     "' --proposer llm --strategy none --budget steps=3 --quick --max-time 0.3");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("give the same options to resume it"), std::string::npos) << other.err;
 }
 
 TEST_F(solve_cli, help_and_bad_input) {

@@ -145,6 +145,7 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   o.out = dir_ / "out";
   o.suite = (dir_ / "level2").string();
   o.new_run_id = [n = 0]() mutable { return "run-" + std::to_string(++n); };
+  o.settings = "strategy none";
   std::vector<solve_event> seen;
   o.progress = [&](const solve_progress& pr) { seen.push_back(pr.what); };
   auto first = solve(ps, runner, o);
@@ -172,6 +173,9 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   EXPECT_TRUE(fs::exists(o.out / "level_2_problem_1_sample_0_kernel.py"));
   for (const auto& e : fs::directory_iterator(o.out))  // written under fresh names, renamed: none left
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  solve_options changed = o;
+  changed.settings = "strategy skills";
+  EXPECT_NE(solve(ps, runner, changed).error().message.find("give the same options"), std::string::npos);
   solve_options other = o;
   other.suite = "/elsewhere/level2";
   EXPECT_NE(solve(ps, runner, other).error().message.find("holds the solve of"), std::string::npos);
