@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/dtype.h"
@@ -38,10 +39,35 @@ std::string distribution_text(const distribution& d) {
   return "?";
 }
 
-std::string tensor_text(const tensor_spec& t, bool input) {
+std::string tensor_text(const tensor_spec& t, bool input, const std::string& values = {}) {
   std::string s = "- " + t.name + ": " + std::string(to_string(t.type)) + " " + shape_text(t.shape);
-  if (input) s += ", values " + distribution_text(t.dist);
+  if (input) s += ", values " + (values.empty() ? distribution_text(t.dist) : values);
   return s;
+}
+
+// A PyTorch problem's inputs are drawn by its own code, not by the task's distributions (which
+// stay at their defaults): forward's tensors by get_inputs, the Model's parameters and buffers
+// by its constructor under torch.manual_seed(0) (docs/problems.md). What each input's values are,
+// in the task's input order; empty for a task without a problem.
+std::vector<std::string> problem_values(const task& t) {
+  if (t.problem.empty()) return {};
+  size_t forward = t.inputs.size();
+  std::vector<std::string> state;
+  const nlohmann::json m = nlohmann::json::parse(t.problem_model, nullptr, false);
+  if (m.is_object()) {
+    forward = 0;
+    for (const auto& f : m.value("forward", nlohmann::json::array())) forward += f.contains("input") ? 1 : 0;
+    state = m.value("state", std::vector<std::string>{});
+  }
+  std::vector<std::string> v;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    if (i < forward) v.push_back("drawn by the problem file's own code (a KernelBench problem's get_inputs())");
+    else if (i - forward < state.size())
+      v.push_back("the Model's state_dict tensor `" + state[i - forward] +
+                  "` as its constructor initializes it (torch.manual_seed(0))");
+    else v.push_back("the Model's state, as its constructor initializes it");
+  }
+  return v;
 }
 
 }  // namespace
@@ -51,7 +77,9 @@ std::string task_text(const task& t) {
                   "\ndescription: " + (t.description.empty() ? none_text : t.description) +
                   "\ninputs (in this order; ABI inputs[i]):\n";
   if (t.inputs.empty()) s += std::string(none_text) + "\n";
-  for (const auto& in : t.inputs) s += tensor_text(in, true) + "\n";
+  const auto values = problem_values(t);
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    s += tensor_text(t.inputs[i], true, i < values.size() ? values[i] : std::string()) + "\n";
   s += "outputs (ABI outputs[i]; write every element):\n";
   if (t.outputs.empty()) s += std::string(none_text) + "\n";
   for (const auto& out : t.outputs) s += tensor_text(out, false) + "\n";

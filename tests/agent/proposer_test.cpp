@@ -375,6 +375,25 @@ TEST(llm_proposer, a_modelnew_parent_is_asked_for_in_its_language_from_v3_on) {
   }
 }
 
+// A PyTorch problem's inputs are drawn by its own code (issue 44, item 2): the task field says so,
+// per input, instead of the task's unused default distribution ("constant 0", which a model read as
+// the inputs' values); parameters are named by their state_dict entry.
+TEST(kernel_text, a_problems_inputs_say_where_their_values_come_from) {
+  task t = softmax();
+  ASSERT_GE(t.inputs.size(), 1u);
+  const std::string plain = task_text(t);
+  EXPECT_TRUE(has(plain, "values uniform") || has(plain, "values normal")) << plain;
+  t.problem = "/p/kb.py";
+  t.inputs.push_back(t.inputs[0]);
+  t.inputs.back().name = "fc_weight";
+  t.inputs.back().dist = {};
+  t.problem_model = R"({"forward": [{"input": 0}], "state": ["fc.weight"]})";
+  const std::string text = task_text(t);
+  EXPECT_FALSE(has(text, "values constant")) << text;
+  EXPECT_TRUE(has(text, ", values drawn by the problem file's own code")) << text;
+  EXPECT_TRUE(has(text, "fc_weight: float32 [") && has(text, "state_dict tensor `fc.weight`")) << text;
+}
+
 TEST(llm_proposer, sampling_per_operation_from_lathe_toml_reaches_the_request) {
   // The llm layer's table names are the proposer's operations, and "default".
   for (operation op : all_operations)
