@@ -211,7 +211,8 @@ namespace {
 
 // The bundle's Python entry: a ModelNew search's kernels are one file.
 std::optional<std::string> entry_source(const kernel_bundle& k) {
-  if (auto it = k.sources.find(k.manifest.entry); it != k.sources.end()) return it->second;
+  if (auto it = k.sources.find(k.manifest.entry); it != k.sources.end() && fs::path(it->first).extension() == ".py")
+    return it->second;
   for (const auto& [name, text] : k.sources)
     if (fs::path(name).extension() == ".py") return text;
   return std::nullopt;

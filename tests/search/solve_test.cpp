@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 
+#include "core/test_util.h"
 #include "search/solve.h"
 
 namespace fs = std::filesystem;
@@ -89,6 +90,72 @@ TEST(solve_stats, a_record_reads_back_as_written) {
   nlohmann::json bad = j;
   bad["status"] = "maybe";
   EXPECT_THROW(bad.get<solve_record>(), nlohmann::json::exception);
+}
+
+// A run that accepted a step: its record takes the final series best vs eager from the store
+// (ratio, interval, decision, both medians in ms) and its best ModelNew's file; one that accepted
+// none submits the start, speedup left unmeasured (counted 1.0); a best without a Python file is
+// no submission.
+TEST(solve_stats, the_record_of_an_optimize_run_reads_its_final_series) {
+  test::temp_dir dir;
+  auto db = store::open(dir.path() / "s.db");
+  ASSERT_TRUE(db) << db.error().message;
+  evaluation e;
+  e.task = "2_Scale_ReLU";
+  e.kernel_hash = "best";
+  e.baseline_hash = "eager";
+  e.result = outcome::ok;
+  e.median_seconds = 2e-4;
+  e.baseline_median_seconds = 5e-4;
+  e.paired = paired_series{};
+  e.paired->ratio = 2.5;
+  e.paired->ci_low = 2.3;
+  e.paired->ci_high = 2.7;
+  e.decision = decision::faster;
+  auto id = db->add_evaluation(e);
+  ASSERT_TRUE(id) << id.error().message;
+
+  optimize_result res;
+  res.r.id = "optimize-x";
+  res.best.hash = "best";
+  res.best.manifest.entry = "eager.py";
+  res.best.sources["eager.py"] = "class ModelNew(nn.Module): ...\n";
+  res.steps.resize(1);
+  res.stop = stop_reason::steps;
+  res.final_evaluations = {*id};
+  res.used.calls = 3;
+  res.used.usd = 0.02;
+  const solve_problem p{1, 2, "/s/level1/2_Scale_ReLU.py"};
+  const solve_attempt a = solve_attempt_of(res, p, 4, *db);
+  EXPECT_EQ(a.rec.status, solve_status::solved);
+  EXPECT_EQ(a.modelnew.value_or(""), "class ModelNew(nn.Module): ...\n");
+  EXPECT_EQ(a.rec.kernel, "level_1_problem_2_sample_4_kernel.py");
+  EXPECT_EQ(a.rec.file, "2_Scale_ReLU.py");
+  EXPECT_EQ(a.rec.run, "optimize-x");
+  EXPECT_EQ(a.rec.steps, 1);
+  EXPECT_EQ(a.rec.evaluation, *id);
+  EXPECT_EQ(a.rec.outcome, "ok");
+  EXPECT_EQ(a.rec.decided, decision::faster);
+  EXPECT_DOUBLE_EQ(a.rec.speedup.value_or(0), 2.5);
+  EXPECT_DOUBLE_EQ(a.rec.ci_low.value_or(0), 2.3);
+  EXPECT_NEAR(a.rec.runtime_ms.value_or(0), 0.2, 1e-12);
+  EXPECT_NEAR(a.rec.ref_runtime_ms.value_or(0), 0.5, 1e-12);
+  EXPECT_EQ(a.rec.calls, 3);
+  EXPECT_TRUE(decided_gain(a.rec, 2.0));
+
+  res.steps.clear();
+  res.final_evaluations.clear();
+  const solve_attempt none = solve_attempt_of(res, p, 0, *db);
+  EXPECT_EQ(none.rec.status, solve_status::solved);
+  EXPECT_FALSE(none.rec.speedup);
+  EXPECT_DOUBLE_EQ(counted_speedup(none.rec), 1.0);
+  EXPECT_NE(none.rec.message.find("the eager Model as a ModelNew"), std::string::npos);
+
+  res.best.sources = {{"kernel.cpp", "int x;"}};
+  res.best.manifest.entry = "kernel.cpp";
+  const solve_attempt cabi = solve_attempt_of(res, p, 0, *db);
+  EXPECT_EQ(cabi.rec.status, solve_status::failed);
+  EXPECT_FALSE(cabi.modelnew);
 }
 
 class solve_loop : public ::testing::Test {
