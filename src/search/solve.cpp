@@ -7,6 +7,13 @@
 #include <regex>
 #include <set>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "core/text.h"
 #include "spec/kernelbench_layout.h"
 #include "spec/safe_file.h"
@@ -278,11 +285,32 @@ const solve_record* finished_before(const solve_state& s, const solve_problem& p
 
 }  // namespace
 
+result<solve_folder_lock> solve_folder_lock::take(const fs::path& out) {
+  const fs::path file = out / "lathe-solve.lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return fail(errc::io_error, "cannot open " + file.string() + ": " + std::strerror(errno));
+  solve_folder_lock held(fd);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK)
+      return fail(errc::invalid_argument, "another lathe solve is writing " + out.string() +
+                                              " (it holds lathe-solve.lock): wait for it, or end it first");
+    return fail(errc::io_error, "flock " + file.string() + ": " + std::strerror(errno));
+  }
+  return held;
+}
+
+solve_folder_lock::~solve_folder_lock() {
+  if (fd_ >= 0) ::close(fd_);  // closing it releases the flock
+}
+
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,
                            const solve_options& o) {
   std::error_code ec;
   fs::create_directories(o.out, ec);
   if (!fs::is_directory(o.out, ec)) return fail(errc::io_error, "cannot make the out folder " + o.out.string());
+  auto lock = solve_folder_lock::take(o.out);
+  if (!lock) return tl::unexpected(lock.error());
   auto prior = read_solve_state(o.out);
   if (!prior) return tl::unexpected(prior.error());
   solve_state state{o.suite, o.sample, o.settings, {}, {}};

@@ -156,11 +156,27 @@ struct solve_result {
   int32_t skipped = 0;                // finished by an earlier call (read from the state)
 };
 
+// The out folder held for one `lathe solve` at a time (an flock on lathe-solve.lock, released
+// when the process ends, kill -9 included): a second call on the same folder while the first
+// runs would write the state over it. An error that says so when another process holds it.
+class solve_folder_lock {
+ public:
+  static result<solve_folder_lock> take(const std::filesystem::path& out);
+  solve_folder_lock(solve_folder_lock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  solve_folder_lock(const solve_folder_lock&) = delete;
+  solve_folder_lock& operator=(const solve_folder_lock&) = delete;
+  ~solve_folder_lock();
+
+ private:
+  explicit solve_folder_lock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 // The loop: each problem already finished in the out folder's state is skipped (and said so);
 // each other one is named in the state as running with its run's id, run, its ModelNew written,
 // then the state. A problem interrupted by a kill gets its run again, `interrupted`. Errors: the
-// out folder cannot be made or written, or its state is another suite's or sample's, or was made
-// with other settings.
+// out folder cannot be made, locked (another call is solving into it) or written, or its state is
+// another suite's or sample's, or was made with other settings.
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,
                            const solve_options& o);
 

@@ -240,6 +240,12 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   EXPECT_TRUE(fs::exists(o.out / "level_2_problem_1_sample_0_kernel.py"));
   for (const auto& e : fs::directory_iterator(o.out))  // written under fresh names, renamed: none left
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  {  // Another call solving into the folder holds it: refused, and free again once it ends.
+    auto held = solve_folder_lock::take(o.out);
+    ASSERT_TRUE(held) << held.error().message;
+    EXPECT_NE(solve(ps, runner, o).error().message.find("another lathe solve is writing"), std::string::npos);
+  }
+  EXPECT_TRUE(solve(ps, runner, o));
   solve_options changed = o;
   changed.settings = "strategy skills";
   EXPECT_NE(solve(ps, runner, changed).error().message.find("give the same options"), std::string::npos);
