@@ -4,6 +4,7 @@
 // lathe's table. The verb wires one optimize run per problem (the proposer session, the gate) and
 // prints; search/solve.h keeps the loop, its state (resumable after kill -9) and the aggregates.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -180,6 +181,15 @@ json results_json(const std::vector<search::solve_record>& records, int32_t samp
   return kernelbench_results_json({run}, problem_of, db);
 }
 
+// eval_results.json in the out folder, under a fresh name renamed over the old one.
+result<void> write_results(const fs::path& out, const std::vector<search::solve_record>& records, int32_t sample,
+                           const store& db) {
+  const json results = results_json(records, sample, db);
+  if (auto wr = gate::write_beneath(out, results_name, results.dump(2) + "\n", gate::write_mode::replace); !wr)
+    return fail(errc::io_error, "cannot write " + (out / results_name).string() + ": " + wr.error().message);
+  return {};
+}
+
 json summary_json(const search::solve_summary& s) {
   json fast = json::array();
   for (const auto& f : s.fast)
@@ -257,6 +267,12 @@ int run_solve(const common_options& common, solve_cli o) {
   so.sample = o.sample;
   so.settings = settings_text(o, *limits);
   so.progress = print_progress;
+  so.finished = [&](const std::vector<search::solve_record>& done) {
+    std::vector<search::solve_record> sorted = done;
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.problem < b.problem; });
+    if (auto wr = write_results(so.out, sorted, o.sample, *ctx->db); !wr)
+      std::fprintf(stderr, "lathe: %s\n", wr.error().message.c_str());
+  };
   std::fprintf(stderr, "… solve %s: %zu problems, each optimized in modelnew (strategy %s, budget %s per problem)\n",
                o.suite.c_str(), problems->size(), o.strategy.c_str(), llm::budget_text(*limits).c_str());
   auto res = search::solve(*problems, [&w](const search::solve_problem& p, const search::solve_run& id) { return solve_one(w, p, id); }, so);
@@ -264,9 +280,7 @@ int run_solve(const common_options& common, solve_cli o) {
   if (!res) return fail_with(res.error().message, res.error().code == errc::invalid_argument ? 2 : 1);
 
   const search::solve_summary s = search::summarize_solve(res->records);
-  const json results = results_json(res->records, o.sample, *ctx->db);
-  if (auto wr = gate::write_beneath(so.out, results_name, results.dump(2) + "\n", gate::write_mode::replace); !wr)
-    return fail_with("cannot write " + (so.out / results_name).string() + ": " + wr.error().message, 1);
+  if (auto wr = write_results(so.out, res->records, o.sample, *ctx->db); !wr) return fail_with(wr.error().message, 1);
   if (o.json) {
     json j = {{"schema", "lathe.solve/1"},
               {"suite", so.suite},

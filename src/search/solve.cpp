@@ -353,6 +353,7 @@ result<solve_result> solve(const std::vector<solve_problem>& problems, const sol
     state.finished.push_back(a.rec);
     if (auto w = write_solve_state(o.out, state); !w)
       return fail(errc::io_error, "cannot write the state " + (o.out / solve_state_name).string() + ": " + w.error().message);
+    if (o.finished) o.finished(state.finished);
     out.records.push_back(a.rec);
     if (o.progress) o.progress({solve_event::finished, i + 1, total, &p, nullptr, &out.records.back()});
   }

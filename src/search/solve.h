@@ -148,6 +148,9 @@ struct solve_options {
   int32_t sample = 0;
   std::string settings;        // solve_state::settings
   std::function<void(const solve_progress&)> progress;
+  // After each problem's state is written: every record finished so far, in the state's order
+  // (the cli rewrites KernelBench's results file, so that a kill leaves it up to date).
+  std::function<void(const std::vector<solve_record>&)> finished;
   std::function<std::string()> new_run_id;  // none: optimize's (new_run_id())
 };
 

@@ -129,6 +129,10 @@ TEST_F(solve_cli, a_suite_killed_mid_run_resumes_and_writes_the_layout_and_its_a
   kill(-pid, SIGKILL);  // what it had started
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_TRUE(fs::exists(out / "level_1_problem_1_sample_0_kernel.py"));
+  // KernelBench's results file is rewritten after each problem: the killed call left problem 1's.
+  const std::string partial = read(out / "eval_results.json");
+  ASSERT_TRUE(json::accept(partial)) << partial;
+  EXPECT_EQ(json::parse(partial).size(), 1u) << partial;
 
   // Again: problem 1 is skipped and said so; the others run.
   const run_result r = run_lathe(ws() + "solve '" + suite + "' --out '" + out.string() + "'" + options + " --json");

@@ -215,10 +215,13 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   o.settings = "strategy none";
   std::vector<solve_event> seen;
   o.progress = [&](const solve_progress& pr) { seen.push_back(pr.what); };
+  std::vector<size_t> told;
+  o.finished = [&](const std::vector<solve_record>& done) { told.push_back(done.size()); };
   auto first = solve(ps, runner, o);
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_EQ(runs, 3);
   EXPECT_EQ(first->skipped, 0);
+  EXPECT_EQ(told, (std::vector<size_t>{1, 2, 3}));  // after each problem, every record so far
   EXPECT_EQ(read(o.out / "level_2_problem_12_sample_0_kernel.py"), "class ModelNew: pass  # 12\n");
   EXPECT_FALSE(fs::exists(o.out / "level_2_problem_3_sample_0_kernel.py"));
   auto state = read_solve_state(o.out);
