@@ -34,7 +34,7 @@ inline constexpr const char* results_name = "eval_results.json";  // KernelBench
 
 struct solve_cli {
   std::string suite, out, strategy = "skills", budget = "steps=2", proposer = "auto";
-  int32_t sample = 0, level = 0, max_repairs = 1, max_stall = 0;
+  int32_t sample = 0, level = 0, max_repairs = 1, max_stall = 0, jobs = 1;
   bool json = false, quiet = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
@@ -46,6 +46,7 @@ struct solve_wiring {
   search::strategy strat;
   budget limits;
   lineages::verifier& v;
+  std::optional<fs::path> workspace;  // --workspace, for a problem's own context (--jobs)
 };
 
 // The arguments the run stores (optimize's keys, so that `lathe runs show` reads them alike).
@@ -74,24 +75,38 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p,
   const auto failure = [&](const std::string& why, const std::string& run = "") {
     return search::solve_failure(p, w.o.sample, why, run);
   };
-  auto t = find_task(p.file.string(), w.ctx.where);
+  // --jobs: a context of its own per problem (its own store connection, gate configuration and
+  // verifier), so that the problems' threads share nothing but the workspace's files.
+  std::optional<context> own;
+  std::optional<lineages::gate_verifier> own_v;
+  context* ctx = &w.ctx;
+  lineages::verifier* v = &w.v;
+  if (w.o.jobs > 1) {
+    auto c = open_context(w.workspace, true);
+    if (!c) return failure("no context: " + c.error().message);
+    own.emplace(std::move(*c));
+    own_v.emplace(make_gate_hooks(*own, w.o.gate));
+    ctx = &*own;
+    v = &*own_v;
+  }
+  auto t = find_task(p.file.string(), ctx->where);
   if (!t) return failure("the problem does not import: " + last_line(t.error().message));
   auto sl = pick_search_language(*t, "modelnew");
   if (!sl) return failure(sl.error().message);
   if (!sl->eager) return failure("the problem's Model could not be written as a ModelNew");
-  if (t->plat == platform::cuda && !w.ctx.gpu) return failure("the problem runs on CUDA and there is no usable GPU here");
+  if (t->plat == platform::cuda && !ctx->gpu) return failure("the problem runs on CUDA and there is no usable GPU here");
   const std::string& run_id = id.id;
   // A run a kill interrupted goes on where the store has it (its recorded evaluations and model
   // calls answered from the store); one that never reached the store starts under its id.
-  auto stored = w.ctx.db->get_run(run_id);
+  auto stored = ctx->db->get_run(run_id);
   const bool resume = id.interrupted && stored && stored->has_value();
   llm::amounts spent;
   if (resume) {
-    auto secs = search::resume_seconds(*w.ctx.db, run_id);
+    auto secs = search::resume_seconds(*ctx->db, run_id);
     if (!secs) return failure("run " + run_id + " cannot be resumed: " + secs.error().message, run_id);
     spent.seconds = *secs;
   }
-  auto session = open_proposer(w.ctx, *t, w.o.proposer, run_id, w.limits, spent, resume);
+  auto session = open_proposer(*ctx, *t, w.o.proposer, run_id, w.limits, spent, resume);
   if (!session) return failure("no proposer: " + session.error().message);
   search::optimize_kernels ks;
   ks.start = *sl->eager;
@@ -100,19 +115,19 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p,
   so.max_repairs = w.o.max_repairs;
   so.max_stall = w.o.max_stall;
   so.measure_expert = false;
-  so.tgt = t->plat == platform::cuda ? *w.ctx.gpu : w.ctx.tgt;
+  so.tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   so.target_text = agent::target_text(so.tgt);
   so.proposer_label = (*session)->label();
   if (resume) so.resume_run = run_id;
   else so.run_id = run_id;
   so.args_json = run_args(w.o, p.file, *ks.start, **session);
   if (!w.o.quiet)
-    so.progress = [](const search::optimize_progress& pr) {
-      std::fprintf(stderr, "      … [step %d] %s\n", pr.step, pr.message.c_str());
+    so.progress = [n = p.problem](const search::optimize_progress& pr) {
+      std::fprintf(stderr, "      … [problem %d, step %d] %s\n", n, pr.step, pr.message.c_str());
     };
-  auto res = search::optimize(*t, ks, w.v, *(*session)->proposer, *w.ctx.db, *(*session)->budget, so);
+  auto res = search::optimize(*t, ks, *v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
   if (!res) return failure("the optimize run failed: " + res.error().message, run_id);
-  return search::solve_attempt_of(*res, p, w.o.sample, *w.ctx.db);
+  return search::solve_attempt_of(*res, p, w.o.sample, *ctx->db);
 }
 
 std::string ratio_or_dash(const std::optional<double>& r) {
@@ -247,6 +262,7 @@ std::string settings_text(const solve_cli& o, const budget& limits) {
 int run_solve(const common_options& common, solve_cli o) {
   if (o.out.empty()) return fail_with("solve needs --out DIR (where the ModelNew files and the results go)", 2);
   if (o.sample < 0) return fail_with("--sample must be 0 or more", 2);
+  if (o.jobs < 1) return fail_with("--jobs must be 1 or more", 2);
   auto problems = search::solve_problems(o.suite, o.level > 0 ? std::optional<int32_t>(o.level) : std::nullopt);
   if (!problems) return fail_with(problems.error().message, 2);
   auto strat = search::parse_strategy(o.strategy);
@@ -258,7 +274,7 @@ int run_solve(const common_options& common, solve_cli o) {
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
   lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
-  solve_wiring w{*ctx, o, *strat, *limits, v};
+  solve_wiring w{*ctx, o, *strat, *limits, v, ws};
 
   std::error_code ec;
   search::solve_options so;
@@ -266,6 +282,7 @@ int run_solve(const common_options& common, solve_cli o) {
   so.suite = fs::weakly_canonical(fs::absolute(o.suite, ec), ec).string();
   so.sample = o.sample;
   so.settings = settings_text(o, *limits);
+  so.jobs = o.jobs;
   so.progress = print_progress;
   so.finished = [&](const std::vector<search::solve_record>& done) {
     std::vector<search::solve_record> sorted = done;
@@ -329,6 +346,10 @@ void add_solve(CLI::App& app, const common_options& common, int& exit_code) {
   cmd->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")
       ->capture_default_str();
   cmd->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
+  cmd->add_option("--jobs", o->jobs,
+                  "problems run at once, each on a thread with its own model calls and builds (timings still take "
+                  "turns: one per device at a time)")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "print the result as JSON (schema lathe.solve/1)");
   cmd->add_flag("--quiet", o->quiet, "only one progress line per problem on stderr, not each run's own");
   cmd->footer(

@@ -5,7 +5,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -186,9 +188,9 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
     s.sample = j.at("sample").get<int32_t>();
     s.settings = j.value("settings", std::string());
     for (const auto& r : j.at("finished")) s.finished.push_back(r.get<solve_record>());
-    if (j.contains("running") && j["running"].is_object())
-      s.running = solve_running{j["running"].at("level").get<int32_t>(), j["running"].at("problem").get<int32_t>(),
-                                j["running"].at("run").get<std::string>()};
+    const json running = j.value("running", json::array());
+    for (const auto& r : running.is_object() ? json::array({running}) : running)
+      s.running.push_back({r.at("level").get<int32_t>(), r.at("problem").get<int32_t>(), r.at("run").get<std::string>()});
   } catch (const json::exception& e) {
     return bad(e.what());
   }
@@ -198,7 +200,9 @@ result<std::optional<solve_state>> read_solve_state(const fs::path& out) {
 result<void> write_solve_state(const fs::path& out, const solve_state& s) {
   json j = {{"schema", "lathe.solve-state/1"}, {"suite", s.suite},          {"sample", s.sample},
             {"settings", s.settings},          {"finished", s.finished}};
-  if (s.running) j["running"] = {{"level", s.running->level}, {"problem", s.running->problem}, {"run", s.running->run}};
+  json running = json::array();
+  for (const auto& r : s.running) running.push_back({{"level", r.level}, {"problem", r.problem}, {"run", r.run}});
+  if (!running.empty()) j["running"] = std::move(running);
   return gate::write_beneath(out, solve_state_name, j.dump(2) + "\n", gate::write_mode::replace);
 }
 
@@ -304,6 +308,135 @@ solve_folder_lock::~solve_folder_lock() {
   if (fd_ >= 0) ::close(fd_);  // closing it releases the flock
 }
 
+namespace {
+
+// The out folder's state as this call starts: the one found (when it is this suite's, sample's and
+// settings'), else a new one.
+result<solve_state> starting_state(const solve_options& o) {
+  auto prior = read_solve_state(o.out);
+  if (!prior) return tl::unexpected(prior.error());
+  if (!*prior) return solve_state{o.suite, o.sample, o.settings, {}, {}};
+  if (!(*prior)->settings.empty() && (*prior)->suite == o.suite && (*prior)->settings != o.settings)
+    return fail(errc::invalid_argument, cat(o.out.string(), " was solved with ", (*prior)->settings, ", not ",
+                                            o.settings, ": give the same options to resume it, or another --out"));
+  if ((*prior)->suite != o.suite || (*prior)->sample != o.sample)
+    return fail(errc::invalid_argument,
+                cat(o.out.string(), " holds the solve of ", (*prior)->suite, " (sample ",
+                    std::to_string((*prior)->sample), "): give another --out, or the same suite and sample to "
+                                                      "resume it"));
+  return std::move(**prior);
+}
+
+// One call's loop: the state and the records behind one mutex, the runs outside it.
+class solve_loop {
+ public:
+  solve_loop(const std::vector<solve_problem>& ps, const solve_runner& run, const solve_options& o, solve_state s)
+      : ps_(ps), run_(run), o_(o), state_(std::move(s)), records_(ps.size()) {}
+
+  result<solve_result> go() {
+    solve_result out;
+    for (size_t i = 0; i < ps_.size(); ++i) {
+      if (const solve_record* done = finished_before(state_, ps_[i], o_.out)) {
+        records_[i] = *done;
+        ++out.skipped;
+        if (o_.progress) o_.progress({solve_event::skipped, position(i), total(), &ps_[i], nullptr, &*records_[i]});
+      } else {
+        queue_.push_back(i);
+      }
+    }
+    const size_t threads = std::min(queue_.size(), static_cast<size_t>(std::max(1, o_.jobs)));
+    if (threads <= 1) {
+      work();  // on this thread: a runner's exception goes straight up, as a kill would end the call
+    } else {
+      std::vector<std::thread> pool;
+      for (size_t t = 0; t < threads; ++t) pool.emplace_back([this] { work(); });
+      for (auto& t : pool) t.join();
+      if (thrown_) std::rethrow_exception(thrown_);
+    }
+    if (failed_) return tl::unexpected(*failed_);
+    for (auto& r : records_) out.records.push_back(std::move(*r));
+    return out;
+  }
+
+ private:
+  int32_t total() const { return static_cast<int32_t>(ps_.size()); }
+  static int32_t position(size_t i) { return static_cast<int32_t>(i) + 1; }
+
+  void work() {
+    for (;;) {
+      size_t i = 0;
+      solve_run id;
+      {
+        std::lock_guard<std::mutex> hold(m_);
+        if (next_ >= queue_.size() || failed_ || thrown_) return;
+        i = queue_[next_++];
+        if (auto e = begin(i, id); !e) {
+          failed_ = e.error();
+          return;
+        }
+      }
+      solve_attempt a;
+      try {
+        a = run_(ps_[i], id);
+      } catch (...) {
+        if (o_.jobs <= 1) throw;
+        std::lock_guard<std::mutex> hold(m_);
+        thrown_ = std::current_exception();
+        return;
+      }
+      std::lock_guard<std::mutex> hold(m_);
+      if (auto e = finish(i, id, std::move(a)); !e) failed_ = e.error();
+    }
+  }
+
+  // Under the mutex: the problem named in the state as running, with its run's id.
+  result<void> begin(size_t i, solve_run& id) {
+    const solve_problem& p = ps_[i];
+    const auto was = std::find_if(state_.running.begin(), state_.running.end(), [&](const solve_running& r) {
+      return r.level == p.level && r.problem == p.problem && !r.run.empty();
+    });
+    id = was != state_.running.end() ? solve_run{was->run, true}
+                                     : solve_run{o_.new_run_id ? o_.new_run_id() : new_run_id(), false};
+    if (was == state_.running.end()) state_.running.push_back({p.level, p.problem, id.id});
+    if (auto w = write_solve_state(o_.out, state_); !w)
+      return fail(errc::io_error, "cannot write the state " + (o_.out / solve_state_name).string() + ": " +
+                                      w.error().message);
+    if (o_.progress) o_.progress({solve_event::started, position(i), total(), &p, &id, nullptr});
+    return {};
+  }
+
+  // Under the mutex: its ModelNew written, then the state.
+  result<void> finish(size_t i, const solve_run& id, solve_attempt a) {
+    const solve_problem& p = ps_[i];
+    if (a.rec.status == solve_status::solved && a.modelnew)
+      if (auto w = gate::write_beneath(o_.out, a.rec.kernel, *a.modelnew, gate::write_mode::replace); !w)
+        return fail(errc::io_error, "cannot write " + (o_.out / a.rec.kernel).string() + ": " + w.error().message);
+    std::erase_if(state_.running, [&](const solve_running& r) { return r.run == id.id; });
+    std::erase_if(state_.finished, [&](const solve_record& r) { return r.level == p.level && r.problem == p.problem; });
+    state_.finished.push_back(a.rec);
+    if (auto w = write_solve_state(o_.out, state_); !w)
+      return fail(errc::io_error, "cannot write the state " + (o_.out / solve_state_name).string() + ": " +
+                                      w.error().message);
+    if (o_.finished) o_.finished(state_.finished);
+    records_[i] = std::move(a.rec);
+    if (o_.progress) o_.progress({solve_event::finished, position(i), total(), &p, nullptr, &*records_[i]});
+    return {};
+  }
+
+  const std::vector<solve_problem>& ps_;
+  const solve_runner& run_;
+  const solve_options& o_;
+  solve_state state_;
+  std::vector<std::optional<solve_record>> records_;
+  std::vector<size_t> queue_;  // the problems to run, in order
+  std::mutex m_;
+  size_t next_ = 0;
+  std::optional<error> failed_;
+  std::exception_ptr thrown_;
+};
+
+}  // namespace
+
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,
                            const solve_options& o) {
   std::error_code ec;
@@ -311,53 +444,9 @@ result<solve_result> solve(const std::vector<solve_problem>& problems, const sol
   if (!fs::is_directory(o.out, ec)) return fail(errc::io_error, "cannot make the out folder " + o.out.string());
   auto lock = solve_folder_lock::take(o.out);
   if (!lock) return tl::unexpected(lock.error());
-  auto prior = read_solve_state(o.out);
-  if (!prior) return tl::unexpected(prior.error());
-  solve_state state{o.suite, o.sample, o.settings, {}, {}};
-  if (*prior) {
-    if (!(*prior)->settings.empty() && (*prior)->suite == o.suite && (*prior)->settings != o.settings)
-      return fail(errc::invalid_argument, cat(o.out.string(), " was solved with ", (*prior)->settings, ", not ",
-                                              o.settings, ": give the same options to resume it, or another --out"));
-    if ((*prior)->suite != o.suite || (*prior)->sample != o.sample)
-      return fail(errc::invalid_argument,
-                  cat(o.out.string(), " holds the solve of ", (*prior)->suite, " (sample ",
-                      std::to_string((*prior)->sample), "): give another --out, or the same suite and sample to "
-                                                        "resume it"));
-    state = std::move(**prior);
-  }
-  solve_result out;
-  const int32_t total = static_cast<int32_t>(problems.size());
-  for (int32_t i = 0; i < total; ++i) {
-    const solve_problem& p = problems[static_cast<size_t>(i)];
-    if (const solve_record* done = finished_before(state, p, o.out)) {
-      out.records.push_back(*done);
-      ++out.skipped;
-      if (o.progress) o.progress({solve_event::skipped, i + 1, total, &p, nullptr, &out.records.back()});
-      continue;
-    }
-    const bool interrupted = state.running && state.running->level == p.level && state.running->problem == p.problem &&
-                             !state.running->run.empty();
-    const solve_run id{interrupted ? state.running->run : o.new_run_id ? o.new_run_id() : new_run_id(), interrupted};
-    state.running = solve_running{p.level, p.problem, id.id};
-    if (auto w = write_solve_state(o.out, state); !w)
-      return fail(errc::io_error, "cannot write the state " + (o.out / solve_state_name).string() + ": " + w.error().message);
-    if (o.progress) o.progress({solve_event::started, i + 1, total, &p, &id, nullptr});
-    solve_attempt a = run(p, id);
-    state.running.reset();
-    if (a.rec.status == solve_status::solved && a.modelnew) {
-      if (auto w = gate::write_beneath(o.out, a.rec.kernel, *a.modelnew, gate::write_mode::replace); !w)
-        return fail(errc::io_error, "cannot write " + (o.out / a.rec.kernel).string() + ": " + w.error().message);
-    }
-    std::erase_if(state.finished,
-                  [&](const solve_record& r) { return r.level == p.level && r.problem == p.problem; });
-    state.finished.push_back(a.rec);
-    if (auto w = write_solve_state(o.out, state); !w)
-      return fail(errc::io_error, "cannot write the state " + (o.out / solve_state_name).string() + ": " + w.error().message);
-    if (o.finished) o.finished(state.finished);
-    out.records.push_back(a.rec);
-    if (o.progress) o.progress({solve_event::finished, i + 1, total, &p, nullptr, &out.records.back()});
-  }
-  return out;
+  auto state = starting_state(o);
+  if (!state) return tl::unexpected(state.error());
+  return solve_loop(problems, run, o, std::move(*state)).go();
 }
 
 }  // namespace lathe::search

@@ -93,8 +93,8 @@ solve_summary summarize_solve(const std::vector<solve_record>& records,
 
 // The out folder's state: the finished problems, each written the moment it finished.
 inline constexpr const char* solve_state_name = "lathe-solve-state.json";
-// The problem being run when the state was written last, and its optimize run's id: what a
-// kill interrupted, resumed by the next call.
+// A problem being run when the state was written last, and its optimize run's id: what a kill
+// interrupted, resumed by the next call.
 struct solve_running {
   int32_t level = 0, problem = 0;
   std::string run;
@@ -106,7 +106,7 @@ struct solve_state {
   // a call that resumes the folder must give the same (empty in a state that did not keep them).
   std::string settings;
   std::vector<solve_record> finished;
-  std::optional<solve_running> running;
+  std::vector<solve_running> running;  // several with --jobs
 };
 // None when the folder has no state file yet.
 result<std::optional<solve_state>> read_solve_state(const std::filesystem::path& out);
@@ -147,6 +147,10 @@ struct solve_options {
   std::string suite;           // the folder, absolute
   int32_t sample = 0;
   std::string settings;        // solve_state::settings
+  // Problems run at once, each on a thread of its own (the runner must allow it: the cli gives
+  // each its own context, store connection and proposer session; timings still take turns on
+  // the device lock). 1: one after the other, on the calling thread.
+  int32_t jobs = 1;
   std::function<void(const solve_progress&)> progress;
   // After each problem's state is written: every record finished so far, in the state's order
   // (the cli rewrites KernelBench's results file, so that a kill leaves it up to date).
@@ -177,7 +181,9 @@ class solve_folder_lock {
 
 // The loop: each problem already finished in the out folder's state is skipped (and said so);
 // each other one is named in the state as running with its run's id, run, its ModelNew written,
-// then the state. A problem interrupted by a kill gets its run again, `interrupted`. Errors: the
+// then the state (one problem's writes at a time, whatever `jobs`). A problem interrupted by a
+// kill gets its run again, `interrupted`. An exception out of the runner ends the loop, as a
+// kill would (with jobs, once the problems in flight are done), and is thrown again. Errors: the
 // out folder cannot be made, locked (another call is solving into it) or written, or its state is
 // another suite's or sample's, or was made with other settings.
 result<solve_result> solve(const std::vector<solve_problem>& problems, const solve_runner& run,

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "core/test_util.h"
@@ -227,7 +230,7 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   auto state = read_solve_state(o.out);
   ASSERT_TRUE(state && *state);
   EXPECT_EQ((*state)->finished.size(), 3u);
-  EXPECT_FALSE((*state)->running);
+  EXPECT_TRUE((*state)->running.empty());
   // The next call runs nothing (the failure is finished too) and says each one was skipped; a
   // solved problem whose file went missing is run again.
   fs::remove(o.out / "level_2_problem_1_sample_0_kernel.py");
@@ -236,8 +239,9 @@ TEST_F(solve_loop, finished_problems_are_written_then_skipped_and_another_suite_
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(runs, 4);
   EXPECT_EQ(again->skipped, 2);
-  EXPECT_EQ(seen, (std::vector<solve_event>{solve_event::started, solve_event::finished, solve_event::skipped,
-                                            solve_event::skipped}));
+  // The skipped ones are said first, then the one run.
+  EXPECT_EQ(seen, (std::vector<solve_event>{solve_event::skipped, solve_event::skipped, solve_event::started,
+                                            solve_event::finished}));
   ASSERT_EQ(again->records.size(), 3u);
   EXPECT_EQ(again->records[1].status, solve_status::failed);
   EXPECT_TRUE(fs::exists(o.out / "level_2_problem_1_sample_0_kernel.py"));
@@ -281,15 +285,63 @@ TEST_F(solve_loop, an_interrupted_problem_gets_its_run_again) {
   };
   EXPECT_THROW((void)solve(ps, runner, o), std::runtime_error);
   auto state = read_solve_state(o.out);
-  ASSERT_TRUE(state && *state && (*state)->running);
-  EXPECT_EQ((*state)->running->problem, 3);
-  EXPECT_EQ((*state)->running->run, "run-2");
+  ASSERT_TRUE(state && *state);
+  ASSERT_EQ((*state)->running.size(), 1u);
+  EXPECT_EQ((*state)->running[0].problem, 3);
+  EXPECT_EQ((*state)->running[0].run, "run-2");
   kill = false;
   auto again = solve(ps, runner, o);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_EQ(asked, (std::vector<std::string>{"1:run-1", "3:run-2", "3:run-2:resumed", "12:run-3"}));
   EXPECT_EQ(again->records[1].run, "run-2");
-  EXPECT_FALSE((*read_solve_state(o.out))->running);
+  EXPECT_TRUE((*read_solve_state(o.out))->running.empty());
+}
+
+// --jobs: problems on threads of their own, at most `jobs` at once; the records in problem order,
+// the state complete; a runner's exception ends the loop once the problems in flight are done,
+// the interrupted one left running in the state.
+TEST_F(solve_loop, problems_run_at_once_with_jobs) {
+  for (const char* f : {"4_D.py", "5_E.py"}) std::ofstream(dir_ / "level2" / f) << "#\n";
+  const auto ps = *solve_problems(dir_ / "level2", std::nullopt);
+  ASSERT_EQ(ps.size(), 5u);
+  std::atomic<int> now{0}, most{0}, runs{0};
+  bool kill = true;
+  const solve_runner runner = [&](const solve_problem& p, const solve_run& id) {
+    const int in = ++now;
+    for (int m = most.load(); in > m && !most.compare_exchange_weak(m, in);) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    --now;
+    ++runs;
+    if (p.problem == 4 && kill) throw std::runtime_error("killed");
+    solve_record r = solved(p.problem, std::nullopt, std::nullopt);
+    r.level = p.level;
+    r.run = id.id;
+    r.kernel = "level_2_problem_" + std::to_string(p.problem) + "_sample_0_kernel.py";
+    return solve_attempt{r, std::string("class ModelNew: pass\n")};
+  };
+  solve_options o;
+  o.out = dir_ / "out";
+  o.suite = (dir_ / "level2").string();
+  o.jobs = 2;
+  EXPECT_THROW((void)solve(ps, runner, o), std::runtime_error);
+  auto state = read_solve_state(o.out);
+  ASSERT_TRUE(state && *state);
+  ASSERT_FALSE((*state)->running.empty());
+  EXPECT_EQ((*state)->running[0].problem, 4);
+  kill = false;
+  runs = 0;
+  most = 0;
+  auto again = solve(ps, runner, o);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(most.load(), 2);
+  ASSERT_EQ(again->records.size(), 5u);
+  for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(again->records[i].problem, ps[i].problem);
+  EXPECT_EQ(again->skipped + runs.load(), 5);
+  EXPECT_EQ((*read_solve_state(o.out))->finished.size(), 5u);
+  EXPECT_TRUE((*read_solve_state(o.out))->running.empty());
+  for (const auto& p : ps)
+    EXPECT_TRUE(fs::exists(o.out / ("level_2_problem_" + std::to_string(p.problem) + "_sample_0_kernel.py")));
 }
 
 }  // namespace
