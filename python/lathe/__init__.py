@@ -13,6 +13,7 @@
 
     lathe.bench("heldout", kernel="naive", check_only=True)        # lathe.bench/1
     lathe.optimize("softmax", budget={"steps": 3}, progress=True)  # lathe.optimize/1
+    lathe.solve("level1", out="solved", budget={"steps": 2})      # lathe.solve/1
     lathe.doctor(no_measure=True)                                 # lathe.doctor/1
 
 Keyword options are the verb's flags with dashes as underscores (``no_time=True`` is
@@ -23,8 +24,8 @@ stderr progress lines. Every failure lathe reports is a :class:`LatheError` (``o
 ``message``, ``exit_code``, ``document``). The guide: docs/python-api.md in lathe's source tree.
 """
 
-from ._api import bench, doctor, eval, optimize
+from ._api import bench, doctor, eval, optimize, solve
 from ._errors import LatheError
 
 __version__ = "0.1.0"
-__all__ = ["eval", "bench", "optimize", "doctor", "LatheError", "__version__"]
+__all__ = ["eval", "bench", "optimize", "solve", "doctor", "LatheError", "__version__"]

@@ -167,6 +167,25 @@ def optimize(task: Any = None, kernel: Any = None, /, **options: Any) -> Documen
     return _verb_succeeded("optimize", done, doc, argv)
 
 
+def solve(suite: Any, /, **options: Any) -> Document:
+    """Solve a folder of KernelBench problems (`lathe solve SUITE --out DIR --json`); returns the
+    lathe.solve/1 document (``doc["problems"]``: per problem its record; ``doc["aggregates"]``:
+    correct, fast_p, geomean over eager, model calls and cost).
+
+    suite: a folder of KernelBench problem files (``<P>_<Name>.py``) named ``level<L>``. Options
+    are `lathe solve`'s flags (`lathe solve --help`): ``out="dir"`` (required: the ModelNew files
+    in KernelBench's layout, ``eval_results.json`` and the state; the same folder again resumes),
+    ``budget={"steps": 2}`` per problem, ``strategy="none"``, ``proposer="llm"``, ``jobs=2``,
+    ``sample=0``, ``max_time=1``, ``quick=True``; the API's keywords as in lathe.eval.
+
+    The document is returned whatever each problem's result (a problem that fails is its row);
+    LatheError is raised only when the loop fails (exit code 1, outcome "failed") or the call is
+    bad (exit code 2, outcome "usage": not a folder, no problem, an out folder of another solve).
+    """
+    done, doc, argv = _run(("solve",), "lathe.solve", "lathe.solve/1", [suite], options)
+    return _verb_succeeded("solve", done, doc, argv)
+
+
 def doctor(**options: Any) -> Document:
     """What lathe can use on this machine (`lathe doctor --json`); returns the lathe.doctor/1
     document: ``compiler``, ``target`` (ISA, cores, measured ceilings), ``openmp``, ``gpu``,

@@ -54,9 +54,11 @@ class Flag(NamedTuple):
 
 
 # An option line of CLI11's help: two spaces, an optional short form, the long name, an optional
-# "{false}" default of a flag, an optional value type (TEXT, UINT=3, TEXT:{a,b}=a) and "..." for
-# a vector option, then the description after two or more spaces (or on the next line).
-_OPTION_LINE = re.compile(r"^  (?:-\w,)?--([A-Za-z0-9][\w-]*)(?:\{[^}]*\})?( [A-Z]+\S*)?( \.\.\.)?(?:\s{2,}|\s*$)")
+# "{false}" default of a flag, an optional value type (TEXT, UINT=3, TEXT:{a,b}=a), "..." for
+# a vector option and "REQUIRED" for a required one (`lathe solve --out DIR`), then the
+# description after two or more spaces (or on the next line).
+_OPTION_LINE = re.compile(
+    r"^  (?:-\w,)?--([A-Za-z0-9][\w-]*)(?:\{[^}]*\})?( [A-Z]+\S*)?( \.\.\.)?(?: REQUIRED)?(?:\s{2,}|\s*$)")
 
 # Flags the API always passes itself (or that would only print help instead of the document).
 _NOT_OPTIONS = {"help", "json"}

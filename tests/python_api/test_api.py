@@ -189,6 +189,20 @@ class python_api(unittest.TestCase):
         self.assertEqual(doc["aggregates"]["correct"], 1)
         self.assertEqual([t["status"] for t in doc["tasks"]], ["correct"])
 
+    def test_solve_returns_its_document_with_a_failed_problem_as_its_row(self):
+        # A problem that does not import: that problem's failure, not the call's (nothing timed).
+        suite = self.tmp / "level1"
+        suite.mkdir()
+        shutil.copy(REPO / "tests" / "problems" / "kb_bad_init.py", suite / "1_Bad_Init.py")
+        doc = self.lathe.solve(suite, out=self.tmp / "solved", proposer="rules", workspace=self.ws)
+        self.assertEqual(doc["schema"], "lathe.solve/1")
+        self.assertEqual([p["status"] for p in doc["problems"]], ["failed"])
+        self.assertEqual(doc["aggregates"]["correct"], 0)
+        self.assertTrue((self.tmp / "solved" / "eval_results.json").is_file())
+        with self.assertRaises(self.lathe.LatheError) as e:
+            self.lathe.solve(self.tmp / "nowhere", out=self.tmp / "solved", workspace=self.ws)
+        self.assertEqual(e.exception.outcome, "usage")
+
     def test_stderr_lines_reach_progress_and_the_document_survives(self):
         kernel = self.tmp / "omp_axpy.cpp"
         kernel.write_text(OMP_KERNEL)
