@@ -69,9 +69,15 @@ std::string seconds_text(double s) {
 namespace {
 
 // The correctness part of a contract: the comparison and every output's tolerance, on fresh inputs.
-std::string correctness_text(const task& t) {
-  std::string s = "Correctness (checked on fresh random inputs drawn from the task's distributions, on every "
-                  "shape set";
+// `drawn_by_problem`: a ModelNew's, whose inputs the problem file's own code draws (kernel_text.cpp
+// problem_values); the C ABI's text stays as recorded runs saw it.
+std::string correctness_text(const task& t, bool drawn_by_problem = false) {
+  std::string s = drawn_by_problem
+                      ? "Correctness (checked on fresh inputs drawn by the problem file's own code, a KernelBench "
+                        "problem's get_inputs() and Model constructor, under a new seed each time, on every shape "
+                        "set"
+                      : "Correctness (checked on fresh random inputs drawn from the task's distributions, on every "
+                        "shape set";
   if (!t.perturb.scale.empty() || !t.perturb.shift.empty()) {
     std::vector<std::string> ps;
     for (double v : t.perturb.scale) ps.push_back(fmt("scaled by %g", v));
@@ -85,32 +91,82 @@ std::string correctness_text(const task& t) {
 }
 
 // A ModelNew's contract (docs/python-kernels.md): how lathe constructs and calls it, what it is
-// compared with, how its extensions are built and what the screen reports or refuses.
+// compared with, how its extensions are built and what the screen reports or refuses. Each fact is
+// the worker's (python/lathe_kernel.py, lathe_modelnew.py) or the gate's; issue 44 item 2 lists
+// what a real model could not tell from an earlier text (threads, output memory, parameter values,
+// FLAGS/ISA, the fast-math boundary).
 std::string modelnew_contract_text(const task& t, const target& host) {
+  const std::string n = std::to_string(host.cores);
   std::string s = "ModelNew (one Python file, run by lathe's Python worker in its own confined process):\n";
   s += "- constructed once, before any call: torch.manual_seed(0), then ModelNew(*get_init_inputs()), "
        "then eval(); no file, network, process or environment access, at import or later\n";
+  // lathe_modelnew.py bind: `held.data = t`, the region's own tensor; timing_arena.h: pools drawn
+  // again before every block (a problem's by its worker under a new seed, the Model constructed
+  // again), each call a random 256-byte rotation of them.
   s += "- parameters by name: before every call each state_dict tensor of the task (its inputs after "
        "forward's tensors, named in the task's table) is bound to the ModelNew's parameter or buffer of "
-       "the same name; a name it lacks is a load_error, a parameter of another shape or dtype a "
-       "wrong_result\n";
+       "the same name, without a copy; a name it lacks is a load_error, a parameter of another shape or "
+       "dtype a wrong_result\n";
+  s += "- parameter values change between calls, as the inputs' do: each check and each block of timed "
+       "calls draws the problem again under a seed of its own (the Model constructed anew: its parameters "
+       "are a fresh draw of its constructor's initialization; the seed the task section names is one "
+       "draw's), and each timed call reads a rotation of the drawn tensors. So whatever is derived from a "
+       "parameter's values (a repacked or transposed weight, a folded scale) must be computed in forward, "
+       "on every call: made once at construction, or cached by tensor identity or address, it is stale "
+       "and the checks fail\n";
   s += "- forward takes the Model's forward arguments and returns what Model.forward returns (a tensor, "
-       "a tuple or list, a dict in order): the same count, shapes and dtypes, copied into lathe's outputs "
-       "(a view of lathe's own buffers or a tensor subclass is forbidden)\n";
-  s += "- inputs must not be written; outputs of a call must not be cached across calls (inputs change)\n";
-  s += std::string("- threads: torch's intra-op threads and OpenMP, up to ") + std::to_string(host.cores) +
-       "; no processes, no I/O, no timers\n";
-  s += "\n" + correctness_text(t);
+       "a tuple or list, a dict in order): the same count, shapes and dtypes\n";
+  // lathe_modelnew.py own(): plain tensors only, nothing inside the shared region; the copy is
+  // torch.Tensor.copy_ right after forward, and no reference is kept.
+  s += "- outputs: lathe copies each returned tensor into its own output buffer (torch.Tensor.copy_) as "
+       "soon as forward returns, and keeps no reference to it. Reusing an output's memory across calls is "
+       "allowed (a buffer allocated once, overwritten on every call), as long as its values are computed "
+       "from this call's inputs and parameters: a result kept from an earlier call is checked against this "
+       "call's reference and fails. Forbidden: a tensor subclass (return plain tensors), and anything in "
+       "lathe's shared buffers, that is an input, a bound parameter or buffer, or a view of one (return "
+       "x.clone() where a result is an input's values)\n";
+  s += "- inputs must not be written\n";
+  if (t.plat == platform::cpu)
+    // sandbox.cpp worker_environment; lathe_kernel.py calls no torch.set_num_threads. The cost of
+    // a region: bench/results/python-timing-2026-12-06.md.
+    s += "- threads: the worker runs with OMP_NUM_THREADS=" + n +
+         " (the CPUs lathe may run on) and lathe calls no torch.set_num_threads, so torch runs " + n +
+         " intra-op threads (torch.get_num_threads() outside lathe's worker may read otherwise), and an "
+         "OpenMP region of a load_inline extension built with -fopenmp gets the same " + n +
+         " unless it asks for fewer (num_threads); the eager baseline runs with the same. Pool threads "
+         "sleep as soon as a region ends (OMP_WAIT_POLICY=PASSIVE, GOMP_SPINCOUNT=0), so every parallel "
+         "region, torch's or yours, pays a wake-up and a join: tens of microseconds on a small shared VM "
+         "(on a 2-core one a Linear + GELU of 16-19 us at one thread took 55-72 us at two), which a short "
+         "call does not win back. No processes, no I/O, no timers\n";
+  else
+    s += "- threads: torch's intra-op threads and OpenMP, up to " + n + "; no processes, no I/O, no timers\n";
+  s += "\n" + correctness_text(t, !t.problem.empty());
   s += "\nBuild: C++ through torch.utils.cpp_extension.load_inline at import (cpp_sources, functions, "
        "extra_cflags such as -O3 or -fopenmp, extra_ldflags) is compiled by lathe before the candidate "
        "runs, in a sandbox, against this interpreter's torch";
   if (!t.problem_runtime.empty()) s += " (" + t.problem_runtime + ")";
-  s += "; a load_inline call with arguments the build did not see fails. ";
+  s += "; a load_inline call at run time with arguments the build did not record fails (each candidate "
+       "is built anew: module names and flags may differ from the parent's). ";
   s += t.plat == platform::cuda ? "CUDA sources (cuda_sources) and Triton run on CUDA problems. "
                                 : "A CPU problem: C++ only (no cuda_sources). ";
+  // build.cpp: a Python bundle's build compiles nothing from its manifest (flags, isa); its
+  // extensions are built with the arguments load_inline was called with (lathe_ext.py).
+  s += "An extension's compiler flags are load_inline's extra_cflags alone, the instruction set "
+       "included (-mavx2, -mfma, -mavx512f…, within the target's capabilities): the kernel's manifest "
+       "flags and isa are not used for a ModelNew, so the edit format's @@@ FLAGS and @@@ ISA lines change "
+       "nothing in how it is built; leave them out. ";
   s += "Calls in forward of an op the Model's forward calls (torch.relu, F.gelu, a layer of the same "
-       "kind) are reported as torch fallback, and refused when the run asks it. Fast math: " +
-       std::string(t.allow_fast_math ? "allowed by this task." : "not allowed by this task.");
+       "kind) are reported as torch fallback, and refused when the run asks it. ";
+  // What lathe counts as fast math: gate/screen.cpp flag_ok (the flags refused where the task
+  // does not allow it) and the fast_math feature's detectors (features/detect_source.cpp).
+  s += std::string("Fast math, as lathe counts it: the compiler flags -ffast-math, -Ofast, "
+                   "-funsafe-math-optimizations, -ffinite-math-only") +
+       (t.plat == platform::cuda ? ", --use_fast_math" : "") +
+       " and the fast intrinsics (__expf, __logf, __powf, __fdividef, rsqrtf and the like). " +
+       (t.allow_fast_math ? std::string("Allowed by this task.")
+                          : std::string("Not allowed by this task: none of them in extra_cflags or in the sources.")) +
+       " Code of your own that approximates a function (a polynomial exp, a reciprocal refined by Newton "
+       "steps) is not fast math by this count: it is held to the tolerances above, like any code.";
   return s;
 }
 

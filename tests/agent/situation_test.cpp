@@ -64,6 +64,47 @@ TEST(contract_text, says_each_comparison_kind_and_the_cuda_stream_rules) {
   EXPECT_TRUE(has(contract_text(t, gpu), "sorted multiset"));
 }
 
+// What a real model found unclear in a ModelNew's contract (issue 44, item 2; /tmp/relay-mn of
+// 2026-12-06): the worker's threads and what a parallel region costs, whether an output's memory
+// may be reused, whether parameter values change between calls, whether FLAGS / ISA apply, and
+// where fast math begins. Each sentence is checked against what the worker and the gate do.
+TEST(contract_text, a_modelnew_says_threads_output_memory_parameter_draws_flags_and_fast_math) {
+  task t = softmax();
+  t.problem = "/p/kb.py";
+  target host = cpu_host();
+  host.cores = 2;
+  const std::string c = contract_text(t, host, candidate_language::modelnew);
+  for (const char* part :
+       {// 1. threads: sandbox.cpp sets OMP_NUM_THREADS, lathe_kernel.py no set_num_threads.
+        "OMP_NUM_THREADS=2 (the CPUs lathe may run on)", "lathe calls no torch.set_num_threads",
+        "torch runs 2 intra-op threads", "built with -fopenmp gets the same 2", "the eager baseline runs with the same",
+        "OMP_WAIT_POLICY=PASSIVE", "pays a wake-up and a join",
+        // 2. output memory: lathe_modelnew.py own() and the copy.
+        "Reusing an output's memory across calls is allowed", "computed from this call's inputs and parameters",
+        "keeps no reference to it", "a tensor subclass", "an input, a bound parameter or buffer, or a view of one",
+        // 3. parameter values: drawn again per check and per timed block, rotated per call.
+        "parameter values change between calls", "a fresh draw of its constructor's initialization",
+        "must be computed in forward, on every call", "cached by tensor identity or address",
+        // 7. FLAGS / ISA and fast math.
+        "@@@ FLAGS and @@@ ISA lines change nothing in how it is built", "load_inline's extra_cflags alone",
+        "-ffast-math, -Ofast, -funsafe-math-optimizations, -ffinite-math-only", "__expf",
+        "Not allowed by this task: none of them in extra_cflags",
+        "(a polynomial exp, a reciprocal refined by Newton steps) is not fast math",
+        // A problem's inputs are drawn by its own code, not by the task's distributions.
+        "drawn by the problem file's own code"})
+    EXPECT_TRUE(has(c, part)) << part << "\n" << c;
+  EXPECT_FALSE(has(c, "must not be cached across calls")) << c;  // read as "no buffer reuse"
+  EXPECT_FALSE(has(c, "--use_fast_math")) << c;                  // nvcc's, not on a CPU problem
+  EXPECT_FALSE(has(c, "drawn from the task's distributions")) << c;
+  t.allow_fast_math = true;
+  EXPECT_TRUE(has(contract_text(t, host, candidate_language::modelnew), "Allowed by this task."));
+  // The C ABI's contract is the one recorded runs saw.
+  const std::string abi = contract_text(t, host, candidate_language::c_abi);
+  EXPECT_EQ(abi, contract_text(t, host));
+  EXPECT_TRUE(has(abi, "drawn from the task's distributions")) << abi;
+  EXPECT_FALSE(has(abi, "set_num_threads")) << abi;
+}
+
 TEST(progress_text, gives_times_the_paired_ratio_the_roofline_with_its_ceilings_and_the_budget) {
   // Softmax's timed shape set moves `bytes`: at 20 GB/s of DRAM its floor is memory-bound.
   const shape_set& ts = timing_shape(softmax());
