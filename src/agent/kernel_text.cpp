@@ -251,6 +251,39 @@ std::string clipped(const std::string& text, size_t max_bytes) {
          " bytes cut …]\n" + text.substr(text.size() - tail);
 }
 
+std::string summary_text(const std::string& text, size_t max_bytes) {
+  std::string s;
+  s.reserve(text.size());
+  for (char c : text) {
+    const bool space = c == '\n' || c == '\r' || c == '\t' || c == ' ';
+    if (space) {
+      if (!s.empty() && s.back() != ' ') s += ' ';
+    } else {
+      s += c;
+    }
+  }
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  if (s.size() <= max_bytes) return s;
+  // The last sentence end in the second half of the allowance, else the last space, else a UTF-8
+  // character boundary: never a word or a character cut in two.
+  size_t cut = std::string::npos;
+  for (size_t i = max_bytes; i > max_bytes / 2; --i)
+    if (s[i] == ' ' && (s[i - 1] == '.' || s[i - 1] == ';' || s[i - 1] == ':' || s[i - 1] == '!' || s[i - 1] == '?')) {
+      cut = i;
+      break;
+    }
+  if (cut == std::string::npos) {
+    const size_t space = s.rfind(' ', max_bytes);
+    cut = space != std::string::npos && space > 0 ? space : max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  }
+  std::string head = s.substr(0, cut);
+  while (!head.empty() && head.back() == ' ') head.pop_back();
+  size_t rest = 0;  // characters, not bytes: UTF-8 continuation bytes are not counted
+  for (size_t i = cut; i < s.size(); ++i) rest += (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+  return head + " [… " + std::to_string(rest) + " more characters cut]";
+}
+
 std::string carrier_key(language lang, platform plat) {
   return std::string(to_string(lang)) + "/" + to_string(plat);
 }

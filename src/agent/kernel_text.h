@@ -57,6 +57,12 @@ std::string step_text(const transition& s);
 // compile log of thousands of lines must not crowd the kernel out of a prompt).
 std::string clipped(const std::string& text, size_t max_bytes);
 
+// A proposer's rationale as a rejected note shows it: its lines joined, whole when it has at most
+// `max_bytes`, else cut at the last sentence end (else word boundary) before that and marked
+// "[… N more characters cut]". A note cut mid-word ("masked tai…") left a real model unable to
+// tell what had been tried (issue 44, item 2).
+std::string summary_text(const std::string& text, size_t max_bytes = 600);
+
 // The carrier key of a language on a platform: "cpp/cpu", "cuda/cuda" (core/card.h:
 // skill_card::carriers is keyed by language/platform).
 std::string carrier_key(language lang, platform plat);

@@ -76,10 +76,16 @@ struct progress_facts {
   int32_t accepted = 0;                 // steps accepted so far
   std::optional<double> floor_seconds;  // the roofline floor of the timed shape set
   std::string roofline;                 // the floor's terms and the ceilings it is taken against
+  bool floor_memory_only = false;       // the task counts no flops: the floor is bytes / bandwidth alone
   int32_t step = 0;                     // this step (1-based); 0: not a stepped search
   std::optional<int64_t> steps;         // the run's step bound
   std::string budget_left;              // "4 steps, 30 evaluations, 1620 s" ("" = unbounded)
   std::string library;                  // skills: the library's state for this kernel ("" = none)
+  // The noise rule of the last timed decision (gate/paired.h decide): its margin epsilon (faster
+  // means the ratio's interval clears 1 + epsilon), the floor epsilon never goes below, the A/A
+  // control's interval epsilon came from (three times its reach from 1) and the reach past which
+  // the machine counts as too noisy to decide. Absent: no timed decision yet (or an old record).
+  std::optional<double> margin, margin_floor, aa_low, aa_high, aa_unstable;
   // How the text names things: optimize's "step", "start kernel", "best kernel"; evolve's
   // "generation", "baseline", "parent kernel".
   std::string step_name = "step", start_name = "start kernel", best_name = "best kernel";

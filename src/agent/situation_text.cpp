@@ -247,9 +247,22 @@ std::string roofline_text(const task& t, const target& host, std::optional<doubl
   auto flops = eval_cost(t.cost.flops, ts);
   auto bytes = eval_cost(t.cost.bytes, ts);
   if (!flops || !bytes) return "";
-  std::string s = "timed shape set " + ts.name + ": " + fmt("%.4g", *flops) + " flops, " + fmt("%.4g", *bytes) +
-                  " bytes moved at least. floor = max(flops / compute ceiling, bytes / the bandwidth of the "
-                  "memory level the data lives in). Ceilings measured on this machine: ";
+  // An empty flop expression is no count (spec/problem.cpp gives a PyTorch problem its bytes only),
+  // not zero work: "0 flops" beside a GEMM's problem misled a real model (issue 44, item 2).
+  const bool counted = !t.cost.flops.empty();
+  std::string s = "timed shape set " + ts.name + ": ";
+  if (counted)
+    s += fmt("%.4g", *flops) + " flops, " + fmt("%.4g", *bytes) +
+         " bytes moved at least. floor = max(flops / compute ceiling, bytes / the bandwidth of the "
+         "memory level the data lives in). Ceilings measured on this machine: ";
+  else
+    s += std::string("flops not counted (") +
+         (t.problem.empty() ? "the task declares none" : "lathe does not count a PyTorch problem's") + "), " +
+         fmt("%.4g", *bytes) +
+         " bytes moved at least. floor = bytes / the bandwidth of the memory level the data lives in: a "
+         "memory-only bound that leaves the arithmetic out, so a kernel with real compute (a GEMM, a "
+         "convolution) may sit far above it; its compute term would be its flops (count them from the code) / "
+         "the compute ceiling. Ceilings measured on this machine: ";
   const bool cuda = t.plat == platform::cuda;
   std::vector<std::string> cs{"compute " + rate_text(host.flops_per_s, "GFLOP/s") + (cuda ? " (fp32 SGEMM)" : " (fp32 FMA, all cores)")};
   if (cuda && host.tensor_flops_per_s > 0) cs.push_back("tensor cores " + rate_text(host.tensor_flops_per_s, "GFLOP/s"));
@@ -260,8 +273,9 @@ std::string roofline_text(const task& t, const target& host, std::optional<doubl
   if (floor_seconds && *floor_seconds > 0) {
     const double compute = host.flops_per_s > 0 ? *flops / host.flops_per_s : 0;
     s += ". The floor here is " + seconds_text(*floor_seconds) +
-         (compute >= *floor_seconds * 0.999 ? " (compute-bound)"
-                                            : ", memory-bound at " + rate_text(*bytes / *floor_seconds, "GB/s"));
+         (!counted                           ? ", memory only, at " + rate_text(*bytes / *floor_seconds, "GB/s")
+          : compute >= *floor_seconds * 0.999 ? " (compute-bound)"
+                                              : ", memory-bound at " + rate_text(*bytes / *floor_seconds, "GB/s"));
   }
   return s;
 }
@@ -281,13 +295,44 @@ std::string progress_text(const progress_facts& p) {
   s += "roofline: ";
   if (p.floor_seconds && p.best_seconds && *p.best_seconds > 0)
     s += "the " + p.best_name + " runs at " + fmt("%.1f%%", 100 * *p.floor_seconds / *p.best_seconds) +
-         " of the floor's speed (floor " + seconds_text(*p.floor_seconds) + " / its time); ";
+         " of the " + (p.floor_memory_only ? "memory-only floor's" : "floor's") + " speed (floor " +
+         seconds_text(*p.floor_seconds) + " / its time); ";
   else
     s += "position not measured yet; ";
   s += p.roofline.empty() ? std::string("the task has no cost model") : p.roofline;
-  s += "\nacceptance: a candidate is timed against the best kernel; it is kept when its paired ratio clears "
-       "1 + the noise margin of that measurement and holds on a fresh re-measure";
+  if (!p.margin_floor && !p.margin) {
+    s += "\nacceptance: a candidate is timed against the best kernel; it is kept when its paired ratio clears "
+         "1 + the noise margin of that measurement and holds on a fresh re-measure";
+  } else {
+    // gate/paired.h decide: epsilon = max(floor, exp(3 * reach of the A/A interval) - 1).
+    s += "\nacceptance: a candidate is timed against the best kernel, the two alternated in one run; it is kept "
+         "when the 95% interval of its paired ratio clears 1 + the noise margin of that measurement (its low "
+         "end above it) and holds on a fresh re-measure. The noise margin is three times the reach from 1 of "
+         "the measurement's A/A control (the baseline timed against a copy of itself)";
+    if (p.margin_floor) s += fmt(", never below %.3f", *p.margin_floor);
+    if (p.aa_unstable)
+      s += "; where the A/A interval reaches further than " + fmt("%g%%", 100 * *p.aa_unstable) +
+           " from 1, a candidate whose interval does not clear the margin is left undecided: the machine was too "
+           "noisy to tell, not a verdict on the kernel";
+    if (p.margin) s += "\nlast timed decision: " + margin_text(*p.margin, p.aa_low, p.aa_high, p.aa_unstable);
+  }
   if (!p.library.empty()) s += "\nlibrary: " + p.library;
+  return s;
+}
+
+std::string margin_text(double margin, std::optional<double> aa_low, std::optional<double> aa_high,
+                        std::optional<double> aa_unstable) {
+  if (!std::isfinite(margin))
+    return "no finite noise margin (the A/A control had too few rounds to give an interval): nothing could be "
+           "decided in that measurement";
+  std::string s = fmt("noise margin 1 + %.3f", margin);
+  if (aa_low && aa_high && *aa_low > 0 && std::isfinite(*aa_high)) {
+    s += fmt(", from the A/A interval [%.3f, ", *aa_low) + fmt("%.3f]", *aa_high);
+    const double reach = std::max(std::fabs(*aa_high - 1), std::fabs(1 - *aa_low));
+    if (aa_unstable && reach > *aa_unstable)
+      s += " (past " + fmt("%g%%", 100 * *aa_unstable) + " from 1: too wide to decide anything within the margin)";
+  }
+  s += ": a ratio counted as faster only where its interval's low end was above " + fmt("%.3f", 1 + margin);
   return s;
 }
 

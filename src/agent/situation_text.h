@@ -5,6 +5,7 @@
 // text of one prompt field; v1 templates never see them, so v1 recordings replay unchanged.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "agent/proposer.h"
@@ -27,6 +28,12 @@ std::string language_text(candidate_language l);
 
 // The `progress` field.
 std::string progress_text(const progress_facts& p);
+
+// A timed decision's noise rule in words (gate/paired.h decide): "noise margin 1 + 0.050, from the
+// A/A interval [0.970, 1.020]: a ratio counted as faster only where its interval's low end was above
+// 1.050"; an A/A interval reaching past `aa_unstable` is said to be too wide to decide.
+std::string margin_text(double margin, std::optional<double> aa_low, std::optional<double> aa_high,
+                        std::optional<double> aa_unstable);
 
 // A card's measured effect on its source task(s) and on every held-out task it was tried on,
 // and its admission status; appended to a card in v2's `cards` field and to a rank option.

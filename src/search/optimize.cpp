@@ -15,6 +15,8 @@
 #include "core/json.h"
 #include "core/json_lineage.h"
 #include "core/json_run.h"
+#include "agent/kernel_text.h"
+#include "agent/situation_text.h"
 #include "core/text.h"
 #include "features/feature_audit.h"
 #include "search/journal.h"
@@ -75,6 +77,35 @@ std::string speed_reading(double ratio, double margin, decision d, double ci_low
 }
 
 namespace detail {
+namespace {
+
+// The noise rule a timed verdict was decided by, in words (agent/situation_text.h margin_text).
+std::string noise_of(const verdict& v) { return agent::margin_text(v.margin, v.aa_low, v.aa_high, v.aa_unstable); }
+
+// A first series the machine's noise left open: correct, its speed unknown, and why (issue 22).
+std::string undecided_text(const verdict& v) {
+  return cat("undecided: correct, but the machine was too noisy to tell its speed (", first_line(v.message),
+             v.ratio ? cat("; ", noise_of(v)) : std::string(),
+             "); not a verdict on the kernel: the same idea may be tried again, in a stronger form");
+}
+
+// Why a candidate that read faster at first was not kept, in words a proposer can act on: a real
+// model could not tell what "faster at first (13.858x) but not on the fresh re-measure (6.487x
+// [4.311, 9.763])" meant (issue 44, item 2): the re-measure's reading, the margin it had to clear
+// and the A/A interval that margin came from, and whether that was a verdict on the kernel.
+std::string remeasure_text(const verdict& first, const verdict& second) {
+  std::string s = cat("correct, and faster at first (", first.reading(), ") but not on the fresh re-measure: ");
+  if (!second.ratio)
+    return s + cat("its gate said ", outcome_text(second.outcome), ": ", first_line(second.message));
+  s += second.reading();
+  if (second.outcome == outcome::unstable || second.decision == decision::undecided)
+    return s + cat("; ", noise_of(second),
+                   ". Undecided is not a verdict on the kernel: the same idea may be tried again, in a stronger form");
+  if (second.decision == decision::slower) return s + "; the first reading did not hold";
+  return s + cat("; ", noise_of(second), ": the first reading's gain did not hold");
+}
+
+}  // namespace
 
 // One step: a proposal, its gate, repairs, the re-measure, the verdict.
 result<void> optimize_runner::step(int32_t n) {
@@ -110,12 +141,12 @@ result<void> optimize_runner::step(int32_t n) {
   planner.proposed(req, best);
   if (cand.kernel.hash == best.hash) {
     ++stall;
-    return reject(n, 0, "duplicate", cand.kernel.hash, cat(first_line(cand.rationale), ": no change to the kernel"));
+    return reject(n, 0, "duplicate", cand.kernel.hash, cat(agent::summary_text(cand.rationale), ": no change to the kernel"));
   }
   if (auto it = gated.find(cand.kernel.hash); it != gated.end()) {
     ++stall;
     return reject(n, 0, "duplicate", cand.kernel.hash,
-                  cat(first_line(cand.rationale), ": the same kernel was gated before (", it->second, ")"));
+                  cat(agent::summary_text(cand.rationale), ": the same kernel was gated before (", it->second, ")"));
   }
   // The gate against the best; repair rounds on a failure.
   std::optional<verdict> first;
@@ -123,7 +154,7 @@ result<void> optimize_runner::step(int32_t n) {
     auto vd = compare(event_key::candidate(n, round), "candidate",
                       cand.kernel, best, cand.prov);
     if (!vd) return tl::unexpected(vd.error());
-    if (!*vd) return reject(n, 0, "budget", cand.kernel.hash, cat(first_line(cand.rationale), ": not gated: ", loop.detail()));
+    if (!*vd) return reject(n, 0, "budget", cand.kernel.hash, cat(agent::summary_text(cand.rationale), ": not gated: ", loop.detail()));
     first = **vd;
     gated[cand.kernel.hash] = cat(outcome_text(first->outcome), first->ratio ? cat(" ", ratio_text(*first->ratio)) : std::string());
     if (first->passed || first->outcome == outcome::unstable || round >= o.max_repairs) break;
@@ -146,25 +177,23 @@ result<void> optimize_runner::step(int32_t n) {
     // Correct, and its speed left open by the machine's noise: said as such, so that a proposer
     // does not take a possibly faster kernel for a refused one (issue 22).
     ++stall;
-    return reject(n, 0, "undecided", cand.kernel.hash,
-                  cat(first_line(cand.rationale), ": undecided: correct, but the machine was too noisy "
-                      "to tell its speed (", first_line(first->message), "); not a verdict on the kernel"));
+    return reject(n, 0, "undecided", cand.kernel.hash, cat(agent::summary_text(cand.rationale), ": ", undecided_text(*first)));
   }
   if (!first->passed) {
     ++stall;
     return reject(n, 0, "gate", cand.kernel.hash,
-                  cat(first_line(cand.rationale), ": gate ", outcome_text(first->outcome), ": ", first_line(first->message)));
+                  cat(agent::summary_text(cand.rationale), ": gate ", outcome_text(first->outcome), ": ", first_line(first->message)));
   }
   if (!first->faster()) {
     ++stall;
     return reject(n, 0, "not_faster", cand.kernel.hash,
-                  cat(first_line(cand.rationale), ": not faster: paired ",
+                  cat(agent::summary_text(cand.rationale), ": not faster: paired ",
                       first->ratio ? first->reading() : std::string("(untimed)")));
   }
   auto again = compare(event_key::remeasure(n), "remeasure", cand.kernel, best, cand.prov);
   if (!again) return tl::unexpected(again.error());
   if (!*again)
-    return reject(n, 0, "budget", cand.kernel.hash, cat(first_line(cand.rationale), ": not re-measured: ", loop.detail()));
+    return reject(n, 0, "budget", cand.kernel.hash, cat(agent::summary_text(cand.rationale), ": not re-measured: ", loop.detail()));
   const verdict second = **again;
   if (!second.faster()) {
     ++stall;
@@ -172,8 +201,7 @@ result<void> optimize_runner::step(int32_t n) {
                                              : std::string(outcome_text(second.outcome));
     gated[cand.kernel.hash] = cat("did not hold on re-measure: ", reread);
     return reject(n, 0, "remeasure", cand.kernel.hash,
-                  cat(first_line(cand.rationale), ": faster at first (", ratio_text(*first->ratio),
-                      ") but not on the fresh re-measure (", reread, ")"));
+                  cat(agent::summary_text(cand.rationale), ": ", remeasure_text(*first, second)));
   }
   return accept(n, req, cand, *first, second);
 }

@@ -168,6 +168,11 @@ result<std::optional<verdict>> optimize_runner::evaluate(const event_key& key, c
     vd.ci_low = e.paired->ci_low;
     vd.ci_high = e.paired->ci_high;
   }
+  if (e.aa && e.aa->ci_low > 0 && e.aa->ci_high > 0) {
+    vd.aa_low = e.aa->ci_low;
+    vd.aa_high = e.aa->ci_high;
+  }
+  if (vd.ratio) vd.aa_unstable = e.policy.aa_unstable;
   vd.inspection = detail::inspection_of(e);
   json body = verdict_json(vd);
   body["purpose"] = purpose;
@@ -190,6 +195,7 @@ result<std::optional<verdict>> optimize_runner::compare(const event_key& key, co
     if (!vd || !*vd || (*vd)->outcome != outcome::unstable) break;
     vd = evaluate(key.retry(again), purpose, k, against, true, prov);
   }
+  if (vd && *vd && (*vd)->ratio) tracker.decided((*vd)->margin, (*vd)->aa_low, (*vd)->aa_high, (*vd)->aa_unstable);
   if (vd && *vd && (*vd)->passed)
     tracker.timed(against.hash == out.start.hash, against.hash == best.hash, (*vd)->against_seconds, (*vd)->floor);
   return vd;

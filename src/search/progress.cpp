@@ -7,6 +7,7 @@
 
 #include "agent/situation_text.h"
 #include "core/text.h"
+#include "verify/verifier.h"
 
 namespace lathe::search {
 
@@ -37,6 +38,14 @@ void progress_tracker::timed(bool against_start, bool against_best, std::optiona
   if (against_best) best_ = against_seconds;
 }
 
+void progress_tracker::decided(double margin, std::optional<double> aa_low, std::optional<double> aa_high,
+                               std::optional<double> aa_unstable) {
+  margin_ = margin;
+  aa_low_ = aa_low;
+  aa_high_ = aa_high;
+  aa_unstable_ = aa_unstable;
+}
+
 void progress_tracker::accepted(std::optional<double> seconds, double best_ratio) {
   ++accepted_;
   best_is_start_ = false;
@@ -53,9 +62,15 @@ agent::progress_facts progress_tracker::facts(int32_t step, std::optional<int64_
   p.accepted = accepted_;
   p.floor_seconds = floor_;
   p.roofline = agent::roofline_text(t_, host_, floor_);
+  p.floor_memory_only = t_.cost.flops.empty();
   p.step = step;
   p.steps = steps;
   p.budget_left = budget_left_text(bounds, used);
+  p.margin_floor = lineages::margin_floor(t_.plat);
+  p.margin = margin_;
+  p.aa_low = aa_low_;
+  p.aa_high = aa_high_;
+  p.aa_unstable = aa_unstable_;
   return p;
 }
 

@@ -25,6 +25,10 @@ class progress_tracker {
   // with (the start or the best), `floor` the roofline floor (absent without a ceiling).
   void timed(bool against_start, bool against_best, std::optional<double> against_seconds,
              std::optional<double> floor);
+  // A timed decision's noise rule (the last one is what the proposer is told): its margin, the
+  // A/A interval it came from and the reach past which the machine is too noisy to decide.
+  void decided(double margin, std::optional<double> aa_low, std::optional<double> aa_high,
+               std::optional<double> aa_unstable);
   // The candidate was accepted, re-measured at `seconds`; best_ratio is the search's product.
   void accepted(std::optional<double> seconds, double best_ratio);
   agent::progress_facts facts(int32_t step, std::optional<int64_t> steps, const llm::limits& bounds,
@@ -37,6 +41,7 @@ class progress_tracker {
   double ratio_ = 1.0;
   int32_t accepted_ = 0;
   bool best_is_start_ = true;
+  std::optional<double> margin_, aa_low_, aa_high_, aa_unstable_;
 };
 
 }  // namespace lathe::search

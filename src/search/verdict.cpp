@@ -20,6 +20,8 @@ json verdict_json(const verdict& v) {
   if (v.floor) j["floor"] = *v.floor;
   if (v.decision) j["decision"] = to_string(*v.decision);
   if (v.ci_low && v.ci_high) j["interval"] = {*v.ci_low, *v.ci_high};
+  if (v.aa_low && v.aa_high) j["aa_interval"] = {*v.aa_low, *v.aa_high};
+  if (v.aa_unstable) j["aa_unstable"] = *v.aa_unstable;
   return j;
 }
 
@@ -41,6 +43,12 @@ verdict verdict_from(const json& j) {
     v.ci_low = j.at("interval")[0].get<double>();
     v.ci_high = j.at("interval")[1].get<double>();
   }
+  if (j.contains("aa_interval") && j.at("aa_interval").is_array() && j.at("aa_interval").size() == 2 &&
+      j.at("aa_interval")[0].is_number() && j.at("aa_interval")[1].is_number()) {
+    v.aa_low = j.at("aa_interval")[0].get<double>();
+    v.aa_high = j.at("aa_interval")[1].get<double>();
+  }
+  if (j.contains("aa_unstable") && j.at("aa_unstable").is_number()) v.aa_unstable = j.at("aa_unstable").get<double>();
   return v;
 }
 

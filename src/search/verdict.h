@@ -25,6 +25,10 @@ struct verdict {
   // (those runs decided by the point ratio, and replay as they decided).
   std::optional<lathe::decision> decision;
   std::optional<double> ci_low, ci_high;
+  // The A/A control's interval (the baseline against a copy of itself), which `margin` is three
+  // times the reach of, and the reach past which the gate calls the machine too noisy to decide
+  // (timing_policy::aa_unstable); absent in records from before they were kept.
+  std::optional<double> aa_low, aa_high, aa_unstable;
   // Faster by the gate's rule (verify/verifier.h faster): the interval's low end clears 1 + margin.
   bool faster() const;
   // The ratio as a proposer reads it (optimize.h speed_reading), "" when none was measured.

@@ -14,6 +14,8 @@ double margin(const evaluation& e, platform p) {
   return e.aa ? gate::decision_epsilon(*e.aa, floor) : floor;
 }
 
+double margin_floor(platform p) { return gate::decision_floor(p); }
+
 bool passed(const evaluation& e) { return e.result == outcome::ok; }
 
 bool faster(const evaluation& e) { return passed(e) && e.decision == decision::faster; }

@@ -45,6 +45,8 @@ class verifier {
 // control": ε at least three times the A/A spread), floored per platform: 5% on CPU (the 2-core
 // VM's paired A/A reads 0.978–1.023), 1% on CUDA. An evaluation without an A/A series gets the floor.
 double margin(const evaluation& e, platform p);
+// That floor alone (gate/paired.h decision_floor): what a proposer is told the margin never goes below.
+double margin_floor(platform p);
 // Whether `e` passed the gate (outcome ok) and, when timed, its paired ratio.
 bool passed(const evaluation& e);
 // Whether the gate decided `e`'s candidate faster: it passed and the paired ratio's interval lies

@@ -394,6 +394,45 @@ TEST(kernel_text, a_problems_inputs_say_where_their_values_come_from) {
   EXPECT_TRUE(has(text, "fc_weight: float32 [") && has(text, "state_dict tensor `fc.weight`")) << text;
 }
 
+// A rejected note's rationale (issue 44, item 2): cut mid-word at 240 bytes ("masked tai…"), a real
+// model could not tell what had been tried. Whole up to 600 characters, else cut at a sentence end
+// (else a word boundary) and said to be cut.
+TEST(kernel_text, a_rationale_is_summarized_whole_or_cut_at_a_sentence_and_said_so) {
+  const std::string short_one = "Fuse the five ops into one pass.\nRepack W per call.";
+  EXPECT_EQ(summary_text(short_one), "Fuse the five ops into one pass. Repack W per call.");
+  std::string sentences;
+  for (int i = 0; sentences.size() < 700; ++i)
+    sentences += "Sentence " + std::to_string(i) + " says what the masked tail loop does per row. ";
+  const std::string cut = summary_text(sentences);
+  EXPECT_LE(cut.size(), 600u + 40u) << cut;
+  const size_t mark = cut.find(" [… ");
+  ASSERT_NE(mark, std::string::npos) << cut;
+  EXPECT_EQ(cut[mark - 1], '.') << cut;  // a whole sentence, then the mark
+  EXPECT_TRUE(cut.ends_with(" more characters cut]")) << cut;
+  EXPECT_EQ(sentences.substr(0, mark), cut.substr(0, mark));
+  // No sentence end in reach: a word boundary, never half a word or half a UTF-8 character.
+  std::string words;
+  while (words.size() < 800) words += "masked_tail×loop ";
+  const std::string by_word = summary_text(words, 100);
+  const size_t at = by_word.find(" [… ");
+  ASSERT_NE(at, std::string::npos) << by_word;
+  EXPECT_TRUE(by_word.substr(0, at).ends_with("masked_tail×loop")) << by_word;
+  // In the prompt: the rejected field lists each note whole.
+  scripted model;
+  model.say("not an answer");
+  llm_options o;
+  o.max_repairs = 0;
+  llm_proposer p(model, prompts(), o);
+  mutate_request r;
+  r.t = &softmax();
+  r.parent = softmax_expert();
+  r.rejected = {{summary_text(short_one) + ": gate wrong_result: max err 3.1"}};
+  (void)p.mutate(r);
+  ASSERT_FALSE(model.seen.empty());
+  EXPECT_TRUE(has(model.seen[0].messages[0].content,
+                  "## rejected\n- Fuse the five ops into one pass. Repack W per call.: gate wrong_result"));
+}
+
 TEST(llm_proposer, sampling_per_operation_from_lathe_toml_reaches_the_request) {
   // The llm layer's table names are the proposer's operations, and "default".
   for (operation op : all_operations)

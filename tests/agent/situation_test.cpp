@@ -141,6 +141,61 @@ TEST(progress_text, gives_times_the_paired_ratio_the_roofline_with_its_ceilings_
   EXPECT_TRUE(has(blank, "position not measured yet")) << blank;
 }
 
+// The noise rule of the last decision (issue 44, item 2): a real model read "faster at first
+// (13.858x) but not on the fresh re-measure (6.487x [4.311, 9.763])" and could not tell what margin
+// the gate had applied. progress says the rule, with the last margin and its A/A interval.
+TEST(progress_text, gives_the_last_decisions_noise_margin_and_its_a_a_interval) {
+  progress_facts p;
+  p.step = 2;
+  p.steps = 2;
+  p.margin_floor = 0.05;
+  p.aa_unstable = 0.2;
+  p.margin = std::expm1(3 * std::log(1.64));  // the gate's epsilon of an A/A [0.61, 1.64]
+  p.aa_low = 0.61;
+  p.aa_high = 1.64;
+  const std::string s = progress_text(p);
+  for (const char* part : {"clears 1 + the noise margin", "holds on a fresh re-measure",
+                           "three times the reach from 1 of the measurement's A/A control", "never below 0.050",
+                           "reaches further than 20% from 1", "left undecided: the machine was too noisy to tell",
+                           "last timed decision: noise margin 1 + 3.411, from the A/A interval [0.610, 1.640] (past 20% "
+                           "from 1: too wide to decide anything within the margin): a ratio counted as faster only where "
+                           "its interval's low end was above 4.411"})
+    EXPECT_TRUE(has(s, part)) << part << "\n" << s;
+  // A quiet machine: the floor is the margin, the A/A not called too wide.
+  const std::string quiet = margin_text(0.05, 0.98, 1.015, 0.2);
+  EXPECT_EQ(quiet, "noise margin 1 + 0.050, from the A/A interval [0.980, 1.015]: a ratio counted as faster only "
+                   "where its interval's low end was above 1.050");
+  EXPECT_TRUE(has(margin_text(INFINITY, std::nullopt, std::nullopt, 0.2), "no finite noise margin"));
+  // Without a decision's facts (evolve), the line is the one it always was.
+  EXPECT_TRUE(has(progress_text(progress_facts{}),
+                  "acceptance: a candidate is timed against the best kernel; it is kept when its paired ratio "
+                  "clears 1 + the noise margin of that measurement and holds on a fresh re-measure"));
+}
+
+// A PyTorch problem's cost model has its bytes only (spec/problem.cpp): "0 flops" beside a GEMM
+// read as no work (issue 44, item 2). The flops are said to be uncounted and the floor memory-only.
+TEST(roofline_text, a_task_without_a_flop_count_says_so_and_calls_its_floor_memory_only) {
+  task t = softmax();
+  t.problem = "/p/kb.py";
+  t.cost.flops.clear();
+  const std::string s = roofline_text(t, cpu_host(), 1e-5);
+  for (const char* part : {"flops not counted (lathe does not count a PyTorch problem's)", "a memory-only bound",
+                           "(a GEMM, a convolution) may sit far above it", "The floor here is 10.0 us, memory only"})
+    EXPECT_TRUE(has(s, part)) << part << "\n" << s;
+  EXPECT_FALSE(has(s, " 0 flops")) << s;
+  EXPECT_FALSE(has(s, "max(flops / compute ceiling")) << s;
+  progress_facts p;
+  p.best_seconds = 1e-4;
+  p.floor_seconds = 1e-5;
+  p.floor_memory_only = true;
+  p.roofline = s;
+  EXPECT_TRUE(has(progress_text(p), "10.0% of the memory-only floor's speed")) << progress_text(p);
+  // A task that counts its flops reads as before.
+  const std::string counted = roofline_text(softmax(), cpu_host(), 1e-5);
+  EXPECT_TRUE(has(counted, " flops, ") && has(counted, "floor = max(flops / compute ceiling")) << counted;
+  EXPECT_FALSE(has(counted, "not counted")) << counted;
+}
+
 TEST(card_evidence_text, gives_the_source_effect_each_held_out_trial_and_the_status) {
   skill_card c;
   c.source_tasks = {"softmax"};

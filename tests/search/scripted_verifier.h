@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -39,6 +40,11 @@ class scripted_verifier final : public lineages::verifier {
   // When it says so for (candidate, baseline, nth comparison of the pair), the gate answers
   // `unstable` (too noisy to decide).
   std::function<bool(const std::string&, const std::string&, int)> unstable;
+  // When it gives one for (candidate, baseline, nth comparison of the pair), the A/A control's
+  // interval: the margin is then the gate's epsilon of it (three times its reach from 1 in log
+  // space, at least 0.05), and an A/A reaching past 20% from 1 leaves an interval that does not
+  // clear the margin undecided (`unstable`), as gate/paired.h decide does.
+  std::function<std::optional<std::pair<double, double>>(const std::string&, const std::string&, int)> aa;
   struct call {
     std::string candidate, baseline;
     bool timed = false;
@@ -116,9 +122,22 @@ class scripted_verifier final : public lineages::verifier {
       // the rule optimize and evolve accept by.
       e.paired->ci_low = e.paired->ratio * (1 - spread);
       e.paired->ci_high = e.paired->ratio * (1 + spread);
-      e.decision = e.paired->ci_low > 1.05 ? decision::faster
-                   : e.paired->ci_high < 1 / 1.05 ? decision::slower
-                                                  : decision::same;
+      double eps = 0.05;
+      bool noisy = false;
+      if (const auto ab = aa ? aa(k.hash, b.hash, nth) : std::nullopt) {
+        e.aa = paired_series{};
+        e.aa->ratio = 1;
+        e.aa->ci_low = ab->first;
+        e.aa->ci_high = ab->second;
+        eps = std::max(0.05, std::expm1(3 * std::max(std::fabs(std::log(ab->first)), std::fabs(std::log(ab->second)))));
+        e.epsilon = eps;
+        noisy = std::max(ab->second - 1, 1 - ab->first) > e.policy.aa_unstable;
+      }
+      e.decision = e.paired->ci_low > 1 + eps      ? decision::faster
+                   : e.paired->ci_high < 1 / (1 + eps) ? decision::slower
+                   : noisy                            ? decision::undecided
+                                                      : decision::same;
+      if (e.decision == decision::undecided) e.result = outcome::unstable;
       if (unstable && unstable(k.hash, b.hash, nth)) {
         e.result = outcome::unstable;
         e.decision = decision::undecided;
