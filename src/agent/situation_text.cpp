@@ -110,7 +110,7 @@ std::string modelnew_contract_text(const task& t, const target& host) {
   s += "- parameter values change between calls, as the inputs' do: each check and each block of timed "
        "calls draws the problem again under a seed of its own (the Model constructed anew: its parameters "
        "are a fresh draw of its constructor's initialization; the seed the task section names is one "
-       "draw's), and each timed call reads a rotation of the drawn tensors. So whatever is derived from a "
+       "draw's), and within a block each timed call may read them rotated (shifted along their memory). So whatever is derived from a "
        "parameter's values (a repacked or transposed weight, a folded scale) must be computed in forward, "
        "on every call: made once at construction, or cached by tensor identity or address, it is stale "
        "and the checks fail\n";
