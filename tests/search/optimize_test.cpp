@@ -536,6 +536,30 @@ TEST_F(optimize_env, a_re_measure_left_open_by_a_wide_a_a_control_is_said_with_i
   EXPECT_TRUE(kept);
 }
 
+// A ModelNew best (issue 44, item 2): "verified features none" beside AVX-512 intrinsics read as
+// a verdict on the model's claims; the target says lathe detects no features in a Python kernel.
+TEST_F(optimize_env, a_python_best_is_said_to_have_no_features_detected) {
+  store db = open_store("py.db");
+  scripted_verifier v;
+  recording rec(rules_);
+  kernel_bundle py;
+  py.name = "eager";
+  py.manifest.lang = language::python;
+  py.manifest.entry = "eager.py";
+  py.manifest.files = {"eager.py"};
+  py.sources["eager.py"] = "import torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n";
+  py.hash = "py-eager";
+  search::optimize_kernels ks;
+  ks.start = py;
+  llm::ledger ledger(llm::limits{steps(1), std::nullopt}, llm::amounts{});
+  auto r = optimize(t_, ks, v, rec, db, ledger, options(strategy::none));
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_FALSE(rec.mutated.empty());
+  EXPECT_NE(rec.mutated.front().target.find("verified features none (lathe detects no features in a Python kernel"),
+            std::string::npos)
+      << rec.mutated.front().target;
+}
+
 TEST_F(optimize_env, each_ablation_switch_changes_what_the_proposer_is_given) {
   skill_card omp = card("b-omp", "omp_parallel", 1.6);
   skill_card simd = card("a-simd", "simd", 3.0);  // scores higher, but needs OpenMP first
