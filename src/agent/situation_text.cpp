@@ -126,6 +126,14 @@ std::string modelnew_contract_text(const task& t, const target& host) {
        "lathe's shared buffers, that is an input, a bound parameter or buffer, or a view of one (return "
        "x.clone() where a result is an input's values)\n";
   s += "- inputs must not be written\n";
+  // lathe_problem.py model_spec: init and forward's non-tensor values as the problem gives them.
+  s += "- scalars: the task's scalars are the problem's own numbers, the Model's constructor arguments "
+       "(get_init_inputs()) and forward's non-tensor arguments (from get_inputs()): lathe passes exactly "
+       "those, the constructor's once and forward's on every call, never other values\n";
+  // lathe_kernel.py run_table; the pools are drawn again outside lathe's clock (time_cpu.cpp).
+  s += "- timed: blocks of calls in one Python loop, each call lathe's binding of the parameters, forward, "
+       "and the check and copy of its outputs; the eager baseline is timed the same way, and drawing the "
+       "inputs is outside the clock\n";
   if (t.plat == platform::cpu)
     // sandbox.cpp worker_environment; lathe_kernel.py calls no torch.set_num_threads. The cost of
     // a region: bench/results/python-timing-2026-12-06.md.

@@ -91,7 +91,11 @@ TEST(contract_text, a_modelnew_says_threads_output_memory_parameter_draws_flags_
         "Not allowed by this task: none of them in extra_cflags",
         "(a polynomial exp, a reciprocal refined by Newton steps) is not fast math",
         // A problem's inputs are drawn by its own code, not by the task's distributions.
-        "drawn by the problem file's own code"})
+        "drawn by the problem file's own code",
+        // The constructor's numbers (listed as scalars) and what the clock holds.
+        "the Model's constructor arguments (get_init_inputs())", "never other values",
+        "each call lathe's binding of the parameters, forward, and the check and copy of its outputs",
+        "drawing the inputs is outside the clock"})
     EXPECT_TRUE(has(c, part)) << part << "\n" << c;
   EXPECT_FALSE(has(c, "must not be cached across calls")) << c;  // read as "no buffer reuse"
   EXPECT_FALSE(has(c, "--use_fast_math")) << c;                  // nvcc's, not on a CPU problem
