@@ -117,6 +117,17 @@ TEST_F(evolve_cli, a_bare_kernelbench_problem_evolves_in_modelnew_from_its_own_m
   EXPECT_NE(shipped.err.find("not a KernelBench problem"), std::string::npos) << shipped.err;
 }
 
+// A group of two scored candidates, one correct and one failed with `outcome`: the failed one
+// earns nothing (basis failed), and the advantages are standardized within the group.
+void expect_failed_and_standardized(const json& ok, const json& bad, const char* outcome) {
+  EXPECT_FALSE(bad["correct"].get<bool>()) << bad.dump();
+  EXPECT_EQ(bad["outcome"], outcome) << bad.dump();
+  EXPECT_EQ(bad["reward"].get<double>(), 0.0);
+  EXPECT_EQ(bad.value("reward_basis", ""), "failed");
+  EXPECT_NEAR(ok["advantage"].get<double>() + bad["advantage"].get<double>(), 0.0, 1e-9);
+  EXPECT_GT(ok["advantage"].get<double>(), 0.0);
+}
+
 TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   const std::string task = src + "/tests/problems/scale_relu";
   const fs::path wrong = dir_ / "wrong.cpp";
@@ -146,13 +157,7 @@ TEST_F(evolve_cli, score_rewards_a_group_against_one_parent) {
   if (ok.value("reward_basis", "") != "decided") EXPECT_EQ(ok["reward"].get<double>(), 1.0) << ok.dump();
   EXPECT_FALSE(ok["ratio_decided"].get<bool>() && ok["reward"].get<double>() > 1.0 && !ok["faster"].get<bool>())
       << ok.dump();
-  EXPECT_FALSE(bad["correct"].get<bool>());
-  EXPECT_EQ(bad["outcome"], "wrong_result");
-  EXPECT_EQ(bad["reward"].get<double>(), 0.0);
-  EXPECT_EQ(bad.value("reward_basis", ""), "failed");
-  // Advantages: standardized within the group.
-  EXPECT_NEAR(ok["advantage"].get<double>() + bad["advantage"].get<double>(), 0.0, 1e-9);
-  EXPECT_GT(ok["advantage"].get<double>(), 0.0);
+  expect_failed_and_standardized(ok, bad, "wrong_result");
   EXPECT_EQ(j["group"]["size"], 2);
 }
 
@@ -177,12 +182,7 @@ TEST_F(evolve_cli, score_rewards_a_group_of_modelnew_candidates) {
     EXPECT_EQ(ok["reward"].get<double>(), 1.0) << ok.dump();
     EXPECT_EQ(ok.value("reward_basis", ""), "undecided") << ok.dump();
   }
-  EXPECT_FALSE(bad["correct"].get<bool>());
-  EXPECT_EQ(bad["outcome"], "compile_error") << bad.dump();
-  EXPECT_EQ(bad["reward"].get<double>(), 0.0);
-  EXPECT_EQ(bad.value("reward_basis", ""), "failed");
-  EXPECT_NEAR(ok["advantage"].get<double>() + bad["advantage"].get<double>(), 0.0, 1e-9);
-  EXPECT_GT(ok["advantage"].get<double>(), 0.0);
+  expect_failed_and_standardized(ok, bad, "compile_error");
 }
 
 // Batch mode (issue 23, item 7): a generation's prompts, every island's, written at once to a
