@@ -3,12 +3,12 @@
 
 #include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/dtype.h"
 #include "core/feature_registry.h"
 #include "core/text.h"
+#include "spec/problem_inputs.h"
 
 namespace lathe::agent {
 namespace {
@@ -51,19 +51,12 @@ std::string tensor_text(const tensor_spec& t, bool input, const std::string& val
 // in the task's input order; empty for a task without a problem.
 std::vector<std::string> problem_values(const task& t) {
   if (t.problem.empty()) return {};
-  size_t forward = t.inputs.size();
-  std::vector<std::string> state;
-  const nlohmann::json m = nlohmann::json::parse(t.problem_model, nullptr, false);
-  if (m.is_object()) {
-    forward = 0;
-    for (const auto& f : m.value("forward", nlohmann::json::array())) forward += f.contains("input") ? 1 : 0;
-    state = m.value("state", std::vector<std::string>{});
-  }
+  const problem_input_roles roles = problem_inputs(t);
   std::vector<std::string> v;
   for (size_t i = 0; i < t.inputs.size(); ++i) {
-    if (i < forward) v.push_back("drawn by the problem file's own code (a KernelBench problem's get_inputs())");
-    else if (i - forward < state.size())
-      v.push_back("the Model's state_dict tensor `" + state[i - forward] +
+    if (i < roles.forward) v.push_back("drawn by the problem file's own code (a KernelBench problem's get_inputs())");
+    else if (i - roles.forward < roles.state.size())
+      v.push_back("the Model's state_dict tensor `" + roles.state[i - roles.forward] +
                   "` as its constructor initializes it (torch.manual_seed(0))");
     else v.push_back("the Model's state, as its constructor initializes it");
   }

@@ -12,6 +12,7 @@
 #include "cli/fail.h"
 #include "cli/verbs.h"
 #include "core/dtype.h"
+#include "spec/problem_inputs.h"
 #include "spec/task_file.h"
 
 namespace lathe::cli {
@@ -61,16 +62,9 @@ json layout(const task& t) {
   json j = {{"task", t.name}, {"platform", to_string(t.plat)}, {"inputs", json::array()},
             {"scalars", json::array()}, {"outputs", json::array()}, {"shape_sets", json::array()}};
   // A KernelBench problem: the inputs after forward's tensors are the Model's state_dict.
-  size_t forward_tensors = t.inputs.size();
-  std::vector<std::string> state;
-  if (!t.problem_model.empty()) {
-    const json m = json::parse(t.problem_model, nullptr, false);
-    if (m.is_object()) {
-      forward_tensors = 0;
-      for (const auto& f : m.value("forward", json::array())) forward_tensors += f.contains("input") ? 1 : 0;
-      state = m.value("state", std::vector<std::string>{});
-    }
-  }
+  const problem_input_roles roles = problem_inputs(t);
+  const size_t forward_tensors = roles.forward;
+  const std::vector<std::string>& state = roles.state;
   const auto tensor = [&](const tensor_spec& s, size_t i, const std::string& role) {
     json x = {{"index", i}, {"name", s.name}, {"dtype", std::string(to_string(s.type))},
               {"shape", symbolic(s)}, {"role", role}};
