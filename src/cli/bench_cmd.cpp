@@ -335,7 +335,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   std::optional<search::strategy> strat;
   if (!o.strategy.empty()) {
     strat = search::parse_strategy(o.strategy);
-    if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (skills, none, forward-memory, expert-source)", 2);
+    if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::strategy_words + ")", 2);
   }
   auto limits = llm::parse_budget(o.budget);
   if (!limits) return fail_with("--budget: " + limits.error(), 2);

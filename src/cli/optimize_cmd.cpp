@@ -222,7 +222,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   }
   if (o.task.empty()) return fail_with("optimize needs a TASK (or --resume RUN)", 2);
   auto strat = search::parse_strategy(o.strategy);
-  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (skills, none, forward-memory, expert-source)", 2);
+  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::strategy_words + ")", 2);
   auto abl = search::parse_ablation(o.ablate);
   if (!abl) return fail_with(abl.error().message, 2);
   if (abl->any() && *strat != search::strategy::skills)

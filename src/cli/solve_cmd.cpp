@@ -266,7 +266,7 @@ int run_solve(const common_options& common, solve_cli o) {
   auto problems = search::solve_problems(o.suite, o.level > 0 ? std::optional<int32_t>(o.level) : std::nullopt);
   if (!problems) return fail_with(problems.error().message, 2);
   auto strat = search::parse_strategy(o.strategy);
-  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (skills, none, forward-memory, expert-source)", 2);
+  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::strategy_words + ")", 2);
   auto limits = llm::parse_budget(o.budget);
   if (!limits) return fail_with("--budget: " + limits.error(), 2);
   std::optional<fs::path> ws;

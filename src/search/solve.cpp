@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -34,13 +33,13 @@ result<std::vector<solve_problem>> solve_problems(const fs::path& dir, std::opti
   if (!level)
     return fail(errc::invalid_argument, "'" + dir.string() + "' names no level (a KernelBench suite folder is "
                                         "named level1, level2, …): give it with --level");
-  static const std::regex problem_name(R"(\d+_.*\.py)");
   std::vector<solve_problem> out;
   std::map<int32_t, fs::path> seen;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (!std::regex_match(name, problem_name) || !e.is_regular_file(ec)) continue;
-    const int32_t id = *kernelbench_problem_id(e.path());
+    const auto problem = e.path().extension() == ".py" ? kernelbench_problem_id(e.path()) : std::nullopt;
+    if (!problem || !e.is_regular_file(ec)) continue;
+    const int32_t id = *problem;
     if (auto [it, fresh] = seen.emplace(id, e.path()); !fresh)
       return fail(errc::invalid_argument, cat("two problem files with the number ", std::to_string(id), ": ",
                                               it->second.filename().string(), " and ", name,

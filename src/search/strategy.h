@@ -23,6 +23,8 @@ namespace lathe::search {
 enum class strategy : uint8_t { none, forward_memory, skills, expert_source };
 const char* to_string(strategy s);  // "none", "forward-memory", "skills", "expert-source"
 std::optional<strategy> parse_strategy(std::string_view text);
+// The words parse_strategy takes, the default first: what an error about an unknown one lists.
+inline constexpr const char* strategy_words = "skills, none, forward-memory, expert-source";
 
 // What is withheld from the proposer (the skills strategy; the others use no cards).
 struct ablation {
