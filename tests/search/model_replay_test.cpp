@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "lathe_cli_json.h"
+#include "replay_cassettes.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,17 +35,15 @@ namespace {
 
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
+using lathe::testing::unanswered;
+using lathe::testing::read_text;
 
 const fs::path data_dir = fs::path(LATHE_SOURCE_DIR) / "tests/data/model_run";
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 
 void write(const fs::path& p, const std::string& s) { std::ofstream(p) << s; }
 
-json expected() { return json::parse(read(data_dir / "expected.json")); }
+json expected() { return json::parse(read_text(data_dir / "expected.json")); }
 
 // What a decompose and an optimize of the recorded run must show, compared field by field: the
 // first difference in words, empty when the replay reproduced the recording.
@@ -112,11 +111,7 @@ class model_replay : public ::testing::Test {
   // templates' version, so that a v3 does not make the recording missing).
   fs::path workspace(const std::string& name) {
     const fs::path ws = dir_ / name;
-    std::error_code ec;
-    fs::remove_all(ws, ec);
-    fs::create_directories(ws / ".lathe");
-    fs::copy(data_dir / "lathe.toml", ws / ".lathe/lathe.toml");
-    fs::copy(data_dir / "cassettes", ws / ".lathe/cassettes", fs::copy_options::recursive);
+    lathe::testing::make_replay_workspace(data_dir, ws);
     return ws;
   }
   run_result run(const fs::path& ws, const std::string& args) {
@@ -166,8 +161,6 @@ class model_replay : public ::testing::Test {
     }
     return outcomes;
   }
-  // A call the cassettes could not answer, as the replay provider reports it on stderr.
-  static bool unanswered(const run_result& r) { return r.err.find("lathe: replay:") != std::string::npos; }
   fs::path dir_;
 };
 
@@ -251,7 +244,7 @@ TEST_F(model_replay, a_changed_reply_or_prompt_does_not_replay) {
   // gate refuses, then a call the cassettes never saw), and the replay says so.
   const auto backward = cassettes_of(tape, "propose_backward");
   ASSERT_FALSE(backward.empty());
-  const std::string original = read(backward.front());
+  const std::string original = read_text(backward.front());
   json c = json::parse(original);
   std::string text = c.at("response").at("text").get<std::string>();
   const std::string find = want.at("changed_reply").at("find").get<std::string>();
@@ -272,7 +265,7 @@ TEST_F(model_replay, a_changed_reply_or_prompt_does_not_replay) {
   // version gives) is refused as stale, naming the file, and the run says so even where the
   // failed call only counts as a rejected attempt.
   for (const fs::path& f : backward) {
-    json s = json::parse(read(f));
+    json s = json::parse(read_text(f));
     s["request"]["prompt_hash"] = std::string(32, '0');
     write(f, s.dump(2));
   }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "lathe_cli_json.h"
+#include "replay_cassettes.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -28,18 +29,13 @@ namespace {
 
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
+using lathe::testing::unanswered;
+using lathe::testing::read_text;
 
 const fs::path data_dir = fs::path(LATHE_SOURCE_DIR) / "tests/data/modelnew_run";
 
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
 
-json expected() { return json::parse(read(data_dir / "expected.json")); }
-
-// A call the cassettes could not answer, as the replay provider reports it on stderr.
-bool unanswered(const run_result& r) { return r.err.find("lathe: replay:") != std::string::npos; }
+json expected() { return json::parse(read_text(data_dir / "expected.json")); }
 
 // Outcomes of a candidate that was built and computed correctly (its speed aside).
 bool correct(const std::string& oc) { return oc == "ok" || oc == "unstable" || oc == "suspicious_speed"; }
@@ -49,11 +45,7 @@ class modelnew_replay : public ::testing::Test {
   // A workspace answering from a copy of the cassettes (provider "replay", templates pinned).
   fs::path workspace(const std::string& name) {
     const fs::path ws = fs::path(LATHE_BINARY_DIR) / "modelnew-replay" / name;
-    std::error_code ec;
-    fs::remove_all(ws, ec);
-    fs::create_directories(ws / ".lathe");
-    fs::copy(data_dir / "lathe.toml", ws / ".lathe/lathe.toml");
-    fs::copy(data_dir / "cassettes", ws / ".lathe/cassettes", fs::copy_options::recursive);
+    lathe::testing::make_replay_workspace(data_dir, ws);
     setenv("LATHE_LOCK_DIR", (ws / "locks").c_str(), 1);
     return ws;
   }
@@ -174,7 +166,7 @@ TEST_F(modelnew_replay, a_changed_reply_does_not_replay) {
   auto it = std::find_if(tapes.begin(), tapes.end(),
                          [&](const fs::path& p) { return p.filename().string().rfind(first_key, 0) == 0; });
   ASSERT_NE(it, tapes.end()) << "no cassette " << first_key;
-  json c = json::parse(read(*it));
+  json c = json::parse(read_text(*it));
   std::string text = c.at("response").at("text").get<std::string>();
   const std::string find = want.at("changed_reply").at("find").get<std::string>();
   const size_t at = text.find(find);
