@@ -291,20 +291,28 @@ op_result<skill_card> llm_proposer::abstract_card(const card_request& r) {
 op_result<proposal> llm_proposer::materialize(const materialize_request& r) {
   if (!r.t) return no_task();
   if (r.cards.empty()) return tl::unexpected(fail_with(failure_kind::refused, "no card to apply"));
-  const bool v2 = version_for(operation::materialize) >= 2;
+  const int32_t version = version_for(operation::materialize);
+  const bool v2 = version >= 2;
+  // v3: a ModelNew is shown the card's C++ (CUDA) carrier, the code its inline extension takes,
+  // and how to carry it there (card_carry_text).
+  const candidate_language kernel_lang = version >= 3 ? language_of(r.kernel) : candidate_language::c_abi;
+  const language shown = kernel_lang == candidate_language::c_abi ? r.kernel.manifest.lang
+                         : r.t->plat == platform::cuda             ? language::cuda
+                                                                   : language::cpp;
   std::string cards;
-  for (size_t i = 0; i < r.cards.size(); ++i)
+  for (size_t i = 0; i < r.cards.size(); ++i) {
+    const std::string carry = card_carry_text(r.cards[i], kernel_lang, r.t->plat);
     cards += (i ? "\n\n" : "") + std::string("--- card ") + std::to_string(i + 1) + " of " +
              std::to_string(r.cards.size()) +
              (r.cards[i].id.empty() ? "" : " (" + r.cards[i].id + ")") + " ---\n" +
-             card_text(r.cards[i], r.kernel.manifest.lang) +
-             (v2 ? "\n" + card_evidence_text(r.cards[i]) : std::string());
+             card_text(r.cards[i], shown) +
+             (v2 ? "\n" + card_evidence_text(r.cards[i]) : std::string()) + (carry.empty() ? "" : "\n" + carry);
+  }
   prompt_fields f = base_fields(*r.t, r.target);
   f["kernel"] = kernel_text(r.kernel);
   f["features"] = features_text(r.features);
   f["cards"] = cards;
   f["rejected"] = notes_text(r.rejected);
-  const int32_t version = version_for(operation::materialize);
   contract_fields(f, version, *r.t, options_.host, r.kernel);
   if (v2) f["progress"] = progress_text(r.progress);
   if (version >= 3) f["registry"] = registry_text(r.t->plat);

@@ -350,6 +350,8 @@ std::string card_evidence_text(const skill_card& c) {
   s += c.declared_ratio ? ratio_text(*c.declared_ratio) + " (geomean of " + std::to_string(c.evidence.size()) +
                               " paired evaluation(s)" + (c.target.empty() ? "" : ", on " + c.target) + ")"
                         : std::string("no declared effect");
+  s += cat("\nlanguage of its evidence: ", to_string(c.evidence_lang),
+           c.evidence_lang == candidate_language::c_abi ? " (lathe_launch bundles)" : "");
   if (c.trials.empty()) {
     s += "\nheld-out tasks: not tried yet";
   } else {
@@ -358,12 +360,32 @@ std::string card_evidence_text(const skill_card& c) {
       std::string one = tr.task + ": " + to_string(tr.verdict);
       if (!tr.outcome.empty() && tr.outcome != "ok") one += " (" + tr.outcome + ")";
       if (tr.ratio) one += " " + ratio_text(*tr.ratio);
+      if (tr.lang != candidate_language::c_abi) one += cat(" (on a ", to_string(tr.lang), " kernel)");
       ts.push_back(one);
     }
     s += "\nheld-out tasks: " + join(ts, "; ");
   }
   s += "\nstatus: " + std::string(to_string(c.status)) + (c.status_reason.empty() ? "" : " (" + c.status_reason + ")");
   return s;
+}
+
+std::string card_carry_text(const skill_card& c, candidate_language kernel, platform plat) {
+  if (kernel == candidate_language::c_abi) return "";
+  const bool cuda = plat == platform::cuda;
+  const std::string learned =
+      c.evidence_lang == candidate_language::c_abi
+          ? "This card was learned on c-abi kernels: its carrier edits a lathe_launch bundle."
+          : cat("This card was learned on ", to_string(c.evidence_lang), " kernels.");
+  // A real model given a C-ABI carrier and a ModelNew could not tell where the code goes, nor that
+  // the manifest's flags do not reach load_inline's build (issue 44, items 2 and 3).
+  return cat("carried into a ", to_string(kernel), ": ", learned,
+             " Apply its technique inside the C++ of the kernel's inline extension (the ",
+             cuda ? "cuda_sources" : "cpp_sources",
+             " that torch.utils.cpp_extension.load_inline builds; where the kernel has no extension yet, write "
+             "one that computes forward's work and call it from ModelNew.forward), adapted to the extension's "
+             "function on the tensors' data pointers: no lathe_launch or lathe_args there. Flags the technique "
+             "needs (-fopenmp, -march=…) go in load_inline's extra_cflags and extra_ldflags: @@@ FLAGS and "
+             "@@@ ISA change nothing in its build.");
 }
 
 }  // namespace lathe::agent

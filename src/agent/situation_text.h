@@ -39,6 +39,11 @@ std::string margin_text(double margin, std::optional<double> aa_low, std::option
 // and its admission status; appended to a card in v2's `cards` field and to a rank option.
 std::string card_evidence_text(const skill_card& c);
 
+// How a card is applied to a kernel written in `kernel` on `plat` (v3 materialize, after the
+// card): for a ModelNew, that its technique goes into the C++ (CUDA) of the inline extension,
+// adapted from a C-ABI carrier, with its flags in load_inline's arguments. Empty for a C-ABI kernel.
+std::string card_carry_text(const skill_card& c, candidate_language kernel, platform plat);
+
 // "2.41 ms", "815 us", "3.2 s": a time for people and models.
 std::string seconds_text(double s);
 

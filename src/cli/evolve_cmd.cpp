@@ -118,12 +118,13 @@ search::evolve_options shape_options(const evolve_cli& o, std::vector<search::de
 }
 
 // Library-guided evolution: a parent's three best admitted cards of `library` (which must
-// outlive the search).
+// outlive the search), for a parent written in `lang` (a ModelNew takes C++/CUDA carriers).
 std::function<std::vector<skill_card>(const task&, const std::vector<feature>&)> library_cards(
-    const std::vector<skill_card>& library, const target& tgt) {
-  return [&library, tgt](const task& tk, const std::vector<feature>& fs) {
+    const std::vector<skill_card>& library, const target& tgt, candidate_language lang) {
+  return [&library, tgt, lang](const task& tk, const std::vector<feature>& fs) {
     skills::retrieve_query q;
     q.lang = tk.plat == platform::cuda ? language::cuda : language::cpp;
+    q.cand = lang;
     q.tgt = tgt;
     q.t = &tk;
     for (const auto& f : fs) q.features.push_back(f.name);
@@ -258,7 +259,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
     auto cards = ctx->db->list_cards("");
     if (!cards) return fail_with(cards.error().message, 2);
     library = std::move(*cards);
-    eo.cards = library_cards(library, tgt);
+    eo.cards = library_cards(library, tgt, sl->lang);
   }
   if (!o.resume.empty()) eo.resume_run = o.resume;
   else eo.run_id = run_id;

@@ -99,12 +99,14 @@ void print_card(const skill_card& c) {
     std::string text = carrier.size() > 400 ? carrier.substr(0, 400) + "\n          …" : carrier;
     std::printf("carrier   (%s)\n%s\n", key.c_str(), text.c_str());
   }
-  std::printf("evidence  %zu evaluation(s); sources %s\n", c.evidence.size(), join(c.sources, ", ").c_str());
+  std::printf("evidence  %zu evaluation(s) of %s kernels; sources %s\n", c.evidence.size(),
+              std::string(to_string(c.evidence_lang)).c_str(), join(c.sources, ", ").c_str());
   std::printf("provenance %s\n", to_string(c.prov).c_str());
   for (const auto& n : c.verification_log) std::printf("log       %s\n", n.c_str());
   for (const auto& t : c.trials)
-    std::printf("trial     %s %s %s %s (%s)%s%s\n", t.created_at.c_str(), t.task.c_str(), to_string(t.verdict),
-                ratio_text(t.ratio).c_str(), to_string(t.prov).c_str(), t.reason.empty() ? "" : ": ", t.reason.c_str());
+    std::printf("trial     %s %s %s %s (%s, %s kernel)%s%s\n", t.created_at.c_str(), t.task.c_str(), to_string(t.verdict),
+                ratio_text(t.ratio).c_str(), to_string(t.prov).c_str(), std::string(to_string(t.lang)).c_str(),
+                t.reason.empty() ? "" : ": ", t.reason.c_str());
 }
 
 }  // namespace lathe::cli

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/candidate_language.h"
 #include "core/provenance.h"
 
 namespace lathe {
@@ -44,6 +45,9 @@ struct card_trial {
   std::string reason;
   provenance prov;                    // who applied the card (rules:<rule> = replay)
   std::string created_at;
+  // What kernel_before is written in: a card learned on C-ABI kernels may be tried inside a
+  // ModelNew's inline extension (issue 44, item 3). Absent from records older than the field: c-abi.
+  candidate_language lang = candidate_language::c_abi;
 };
 
 enum class card_status : uint8_t {
@@ -66,6 +70,9 @@ struct skill_card {
   std::string effect, risk, scope;
   std::optional<double> declared_ratio;         // the effect it claims (geomean of its evidence)
   std::vector<int64_t> evidence;                // evaluation ids
+  // The language of the kernels its evidence was measured on: the carrier language (c-abi for a
+  // card mined from a lineage of lathe_launch bundles). Absent from older records: c-abi.
+  candidate_language evidence_lang = candidate_language::c_abi;
   std::vector<std::string> verification_log;    // notes (abstraction, induction)
   std::vector<card_trial> trials;               // every trial on a held-out kernel
   std::vector<std::string> requires_features, provides_features, conflicts_features;

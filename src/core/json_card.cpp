@@ -23,7 +23,8 @@ void to_json(json& j, const card_trial& t) {
            {"verdict", to_string(t.verdict)},
            {"reason", t.reason},
            {"provenance", t.prov},
-           {"created_at", t.created_at}};
+           {"created_at", t.created_at},
+           {"language", std::string(to_string(t.lang))}};
   put_opt(j, "ratio", t.ratio);
 }
 
@@ -39,6 +40,7 @@ void from_json(const json& j, card_trial& t) {
   get(j, "reason", t.reason);
   get(j, "provenance", t.prov);
   get(j, "created_at", t.created_at);
+  get_enum(j, "language", t.lang, candidate_language::modelnew);  // absent (older records): c-abi
 }
 
 void to_json(json& j, const skill_card& c) {
@@ -55,6 +57,7 @@ void to_json(json& j, const skill_card& c) {
            {"risk", c.risk},
            {"scope", c.scope},
            {"evidence", c.evidence},
+           {"evidence_language", std::string(to_string(c.evidence_lang))},
            {"verification_log", c.verification_log},
            {"trials", c.trials},
            {"requires", c.requires_features},
@@ -87,6 +90,7 @@ void from_json(const json& j, skill_card& c) {
   get(j, "scope", c.scope);
   get_opt(j, "declared_ratio", c.declared_ratio);
   get(j, "evidence", c.evidence);
+  get_enum(j, "evidence_language", c.evidence_lang, candidate_language::modelnew);  // absent: c-abi
   get(j, "verification_log", c.verification_log);
   get(j, "trials", c.trials);
   get(j, "requires", c.requires_features);

@@ -96,7 +96,7 @@ class skills_plan final : public plan {
     std::vector<std::string> names;
     for (const auto& f : features)
       if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
-    const auto rv = retrieve_for(names, best.manifest.lang);
+    const auto rv = retrieve_for(names, &best);
     std::map<std::string, const skill_card*> by_id;
     for (const auto& c : rv.ranked) by_id[c.card.id] = &c.card;
     std::vector<std::string> order;
@@ -190,10 +190,12 @@ class skills_plan final : public plan {
   void failed(const request& r, const kernel_bundle& on, const agent::failure& f) override { mark(r, on, &f); }
 
  private:
-  skills::retrieval retrieve_for(const std::vector<std::string>& features,
-                                 std::optional<language> lang = std::nullopt) const {
+  // For `kernel` (the best), or a seeded start kernel of the task's platform when null. A ModelNew
+  // best takes cards whose C++/CUDA carriers go into its inline extension (issue 44, item 3).
+  skills::retrieval retrieve_for(const std::vector<std::string>& features, const kernel_bundle* kernel = nullptr) const {
     skills::retrieve_query q;
-    q.lang = lang.value_or(t_.plat == platform::cuda ? language::cuda : language::cpp);
+    q.lang = kernel ? kernel->manifest.lang : t_.plat == platform::cuda ? language::cuda : language::cpp;
+    if (kernel) q.cand = language_of(*kernel);
     q.tgt = o_.tgt;
     q.t = &t_;
     q.features = features;
@@ -256,7 +258,7 @@ result<std::unique_ptr<plan>> make_plan(const task& t, agent::proposer& p, store
     for (const auto& l : *lineages)
       if (!l.kernels.empty() && platform_of(l) == t.plat && l.task != t.name) mine.push_back(&l);
     std::stable_sort(mine.begin(), mine.end(), [&](const lineage* a, const lineage* b) {
-      return static_cast<int>(skills::relation(a->op, t.op)) < static_cast<int>(skills::relation(b->op, t.op));
+      return static_cast<int>(skills::relation_to(a->op, t)) < static_cast<int>(skills::relation_to(b->op, t));
     });
     std::set<std::string> seen;
     for (const lineage* l : mine) {

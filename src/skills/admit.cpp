@@ -60,13 +60,14 @@ class trial_runner {
     card_trial tr;
     tr.task = t.name;
     tr.kernel_before = g.start.hash;
+    tr.lang = language_of(g.start);
     tr.prov = p_.origin();
     if (auto failed = recheck(c, o_.tgt, &t); !failed.empty()) {
       const auto& f = failed.front();
       tr.reason = "constraint " + constraint_text(f.what) + " fails on " + f.target + ": " + f.reason;
       return tr;
     }
-    if (auto no = usable_on(c, g.start.manifest.lang, t.plat)) {
+    if (auto no = usable_on(c, g.start.manifest.lang, t.plat, tr.lang)) {
       tr.reason = no->reason;
       return tr;
     }

@@ -396,6 +396,7 @@ void add_evidence(skill_card& c, const std::vector<member>& members, const abstr
   for (const auto& [op, n] : ops)
     if (n > ops[c.op]) c.op = op;
   c.target = join(targets, ",");
+  c.evidence_lang = language_of(primary.after);  // the kernels its steps were measured on
   c.shape = timed_shape(*primary.t);
   c.status = card_status::candidate;
 }

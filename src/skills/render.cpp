@@ -414,6 +414,7 @@ std::string skill_md(const skill_card& c, const std::string& name) {
   o << "Carriers: " << (carriers.empty() ? "none" : join(carriers, ", "));
   if (!c.source_tasks.empty()) o << ". Source tasks: " << join(c.source_tasks, ", ");
   if (!c.target.empty()) o << ". Evidence measured on `" << c.target << "`";
+  o << (c.target.empty() ? ". Evidence measured" : ",") << " on " << to_string(c.evidence_lang) << " kernels";
   o << ".\n\n";
 
   o << "## Risk\n\n" << (c.risk.empty() ? "(none recorded)" : c.risk) << "\n\n";

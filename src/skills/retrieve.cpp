@@ -6,35 +6,15 @@
 
 #include "agent/kernel_text.h"
 #include "core/feature_registry.h"
+#include "core/op_family.h"
 #include "core/text.h"
+#include "spec/problem_inputs.h"
 
 namespace lathe::skills {
 
 namespace {
 
 using name_set = std::set<std::string>;
-
-// The families of the relatedness table; an operator outside it is related to nothing but itself.
-const char* family_of(std::string_view op) {
-  struct entry {
-    const char* op;
-    const char* family;
-  };
-  static constexpr entry table[] = {
-      {"gemm", "contraction"},       {"conv2d", "contraction"},    {"attention", "contraction"},
-      {"matmul", "contraction"},     {"bmm", "contraction"},       {"linear", "contraction"},
-      {"softmax", "row_reduction"},  {"layernorm", "row_reduction"}, {"rmsnorm", "row_reduction"},
-      {"reduction", "row_reduction"}, {"mean", "row_reduction"},   {"sum", "row_reduction"},
-      {"logsumexp", "row_reduction"}, {"relu", "elementwise"},     {"silu", "elementwise"},
-      {"gelu", "elementwise"},       {"elementwise", "elementwise"}, {"add", "elementwise"},
-      {"mul", "elementwise"},        {"scale", "elementwise"},     {"sigmoid", "elementwise"},
-      {"tanh", "elementwise"},       {"transpose", "data_movement"}, {"copy", "data_movement"},
-      {"permute", "data_movement"},  {"concat", "data_movement"},
-  };
-  for (const auto& e : table)
-    if (op == e.op) return e.family;
-  return nullptr;
-}
 
 std::optional<double> geomean(const std::vector<double>& xs) {
   double sum = 0;
@@ -105,9 +85,18 @@ const char* to_string(rejection_stage s) {
 
 op_relation relation(std::string_view a, std::string_view b) {
   if (a == b) return op_relation::same;
-  const char* fa = family_of(a);
-  const char* fb = family_of(b);
-  return fa && fb && std::string_view(fa) == fb ? op_relation::related : op_relation::other;
+  return related_families(family_of_op(a), family_of_op(b)) ? op_relation::related : op_relation::other;
+}
+
+op_relation relation_to(std::string_view card_op, const task& t) {
+  if (card_op == t.op) return op_relation::same;  // a card learned on this very problem
+  const std::vector<op_family> fams = families_of_ops(problem_ops(t));
+  if (fams.empty()) return relation(card_op, t.op);
+  const op_family f = family_of_op(card_op);
+  if (f == op_family::other) return op_relation::other;
+  if (f == fams.front()) return op_relation::same;
+  const bool among = std::find(fams.begin(), fams.end(), f) != fams.end();
+  return among || related_families(f, fams.front()) ? op_relation::related : op_relation::other;
 }
 
 std::vector<platform> card_platforms(const skill_card& c) {
@@ -123,27 +112,38 @@ std::vector<platform> card_platforms(const skill_card& c) {
   return out;
 }
 
-std::optional<rejection> usable_on(const skill_card& c, language lang, platform plat) {
+std::optional<rejection> usable_on(const skill_card& c, language lang, platform plat, candidate_language cand) {
   std::vector<std::string> foreign;
   for (const auto& f : c.provides_features)
     if (!applies_to(f, plat)) foreign.push_back(f);
   if (!foreign.empty())
     return reject(c, rejection_stage::platform,
                   "provides " + join(foreign, ", ") + ", not a feature of " + to_string(plat) + " kernels");
+  std::vector<std::string> has;
+  for (const auto& [k, v] : c.carriers) has.push_back(k);
+  const std::string it_has = " (it has " + (has.empty() ? std::string("none") : join(has, ", ")) + ")";
+  if (cand != candidate_language::c_abi) {
+    // A ModelNew builds C++ (CUDA on a CUDA problem) through load_inline: a C-ABI card's code is
+    // carried into that extension, its technique adapted to the extension's function. A rule
+    // invocation is not: the rules rewrite the files of a C-ABI bundle, not C++ inside Python.
+    const std::string native = agent::carrier_key(plat == platform::cuda ? language::cuda : language::cpp, plat);
+    const std::string python = agent::carrier_key(language::python, plat);
+    if (c.carriers.count(native) || c.carriers.count(python)) return std::nullopt;
+    return reject(c, rejection_stage::language,
+                  cat("no carrier a ", to_string(cand), " kernel can build: it takes ", native,
+                      " into its inline extension, or ", python, it_has,
+                      c.carriers.count("rules") ? "; a rules carrier replays on C-ABI bundles only" : ""));
+  }
   // The carrier is code in this kernel's language against the lathe ABI (v1, the only version:
   // every stored carrier targets it), or a rule invocation, which is replayed on the kernel.
   const std::string key = agent::carrier_key(lang, plat);
   if (c.carriers.count(key) || c.carriers.count("rules")) return std::nullopt;
-  std::vector<std::string> has;
-  for (const auto& [k, v] : c.carriers) has.push_back(k);
-  return reject(c, rejection_stage::language,
-                "no carrier for " + key + " (it has " + (has.empty() ? "none" : join(has, ", ")) + ")");
+  return reject(c, rejection_stage::language, "no carrier for " + key + it_has);
 }
 
 score_parts score(const skill_card& c, const retrieve_query& q) {
   score_parts s;
-  const std::string op = q.op.empty() && q.t ? q.t->op : q.op;
-  s.rel = relation(c.op, op);
+  s.rel = q.op.empty() && q.t ? relation_to(c.op, *q.t) : relation(c.op, q.op);
   std::vector<double> ratios;
   if (c.declared_ratio) ratios.push_back(*c.declared_ratio);
   for (const auto& t : c.trials)
@@ -182,7 +182,7 @@ retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q
       out.rejected.push_back(reject(c, rejection_stage::status, std::string("not admitted (") + to_string(c.status) + ")"));
       continue;
     }
-    if (auto no = usable_on(c, q.lang, plat)) {
+    if (auto no = usable_on(c, q.lang, plat, q.cand)) {
       out.rejected.push_back(std::move(*no));
       continue;
     }

@@ -1,12 +1,13 @@
 // Retrieval (DESIGN.md "skills/"; KLineage): which cards may be applied to a kernel, in which
 // order. Hard filters first — status, platform, language (the carrier must be code for this
-// kernel's language and the lathe ABI v1, or a rule invocation), the target's capabilities and the
-// task's properties through the cards' constraints — each refusal with its reason (which
-// constraint, which value, which target). Operator is only a ranking signal, so a card found on
-// gemm can serve a held-out operator. The path follows the lineage from the features the kernel
-// already has: a card whose provided features are present is skipped, one whose requirements are
-// unmet (even after the cards before it) or that conflicts with what the kernel has stops there.
-// docs/skills.md, "Retrieval", gives the score.
+// kernel's language and the lathe ABI v1, or a rule invocation; a ModelNew takes a C++ or CUDA
+// carrier into its inline extension), the target's capabilities and the task's properties
+// through the cards' constraints — each refusal with its reason (which constraint, which value,
+// which target). Operator is only a ranking signal, so a card found on gemm can serve a held-out
+// operator; a PyTorch problem's operator is its Model's op family (core/op_family.h). The path
+// follows the lineage from the features the kernel already has: a card whose provided features
+// are present is skipped, one whose requirements are unmet (even after the cards before it) or
+// that conflicts with what the kernel has stops there. docs/skills.md, "Retrieval", gives the score.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/candidate_language.h"
 #include "core/card.h"
 #include "core/kernel.h"
 #include "core/target.h"
@@ -24,19 +26,28 @@
 
 namespace lathe::skills {
 
-// Operator relatedness (docs/skills.md): same operator; related (one family of the table:
-// contractions gemm~conv2d~attention~matmul~bmm~linear; row reductions softmax~layernorm~rmsnorm~
-// reduction~mean~sum~logsumexp; element-wise relu~silu~gelu~elementwise~add~mul~scale~sigmoid~
-// tanh; data movement transpose~copy~permute~concat); other.
+// Operator relatedness (docs/skills.md): same operator; related (one group of families,
+// core/op_family.h related_families: contractions gemm~conv~attention, row reductions
+// reduction~norm~softmax, or one family: relu~silu, elementwise, pooling, data movement); other.
 enum class op_relation : uint8_t { same, related, other };
 const char* to_string(op_relation r);
 op_relation relation(std::string_view a, std::string_view b);
 
+// A card's operator against a task's. A PyTorch problem has no operator name (its task's is the
+// file's stem): its Model's ops (spec/problem_inputs.h problem_ops) give its families, and the
+// card's operator family is `same` when it is the problem's family (the heaviest of its ops'),
+// `related` when it is the family of another of its ops (a Linear + sigmoid problem and an
+// element-wise card) or related to the problem's, `other` otherwise. Any other task: relation().
+op_relation relation_to(std::string_view card_op, const task& t);
+
 struct retrieve_query {
   language lang = language::cpp;
+  // What the kernel is written in: a ModelNew (or Python kernel) takes a card's C++/CUDA carrier
+  // into its inline extension, never a rule invocation (rules rewrite C-ABI bundles' files).
+  candidate_language cand = candidate_language::c_abi;
   target tgt;                          // where the kernel will run
   const task* t = nullptr;             // its task: operator, timed shape, dtypes, shape sets
-  std::string op;                      // operator family (t->op when empty)
+  std::string op;                      // operator (relation_to(card, *t) when empty)
   std::map<std::string, int64_t> shape;  // its timed shape (t's when empty)
   std::vector<std::string> features;   // registry names the current kernel already has
 };
@@ -97,8 +108,11 @@ retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q
 
 // Whether a card can serve a kernel of `lang` on `plat` at all (filters 2 and 3 of retrieve): its
 // provided features exist on that platform, and it has a carrier for `<lang>/<plat>` or a rule
-// invocation. nullopt, or the rejection (stage platform or language) with its reason.
-std::optional<rejection> usable_on(const skill_card& c, language lang, platform plat);
+// invocation; a kernel in another candidate language than the C ABI (`cand`: a ModelNew) needs
+// code it can build into an inline extension: `cpp/cpu` on the CPU, `cuda/cuda` on CUDA, or
+// `python/<plat>`. nullopt, or the rejection (stage platform or language) with its reason.
+std::optional<rejection> usable_on(const skill_card& c, language lang, platform plat,
+                                   candidate_language cand = candidate_language::c_abi);
 
 // The score of one card for a query (the formula above).
 score_parts score(const skill_card& c, const retrieve_query& q);

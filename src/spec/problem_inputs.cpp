@@ -16,4 +16,14 @@ problem_input_roles problem_inputs(const task& t) {
   return r;
 }
 
+std::vector<std::string> problem_ops(const task& t) {
+  if (t.problem_model.empty()) return {};
+  const nlohmann::json m = nlohmann::json::parse(t.problem_model, nullptr, false);
+  std::vector<std::string> out;
+  if (!m.is_object() || !m.contains("ops") || !m["ops"].is_array()) return out;
+  for (const auto& op : m["ops"])
+    if (op.is_string()) out.push_back(op.get<std::string>());
+  return out;
+}
+
 }  // namespace lathe

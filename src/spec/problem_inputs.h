@@ -20,4 +20,9 @@ struct problem_input_roles {
 // Every input is forward's for a task without a Model spec (or with one that does not parse).
 problem_input_roles problem_inputs(const task& t);
 
+// The compute ops a KernelBench problem's Model.forward runs, aten base names (`addmm`, `sigmoid`,
+// `sum`: python/lathe_problem.py reference_ops, recorded when the problem was imported), sorted.
+// Empty for a task without a Model spec: what its operator family is read from (core/op_family.h).
+std::vector<std::string> problem_ops(const task& t);
+
 }  // namespace lathe

@@ -222,6 +222,11 @@ TEST(card_evidence_text, gives_the_source_effect_each_held_out_trial_and_the_sta
   EXPECT_TRUE(has(s, "layernorm: reproduced 1.620x")) << s;
   EXPECT_TRUE(has(s, "row_mean: gate_failed (wrong_result)")) << s;
   EXPECT_TRUE(has(s, "status: admitted")) << s;
+  // The language its evidence was measured in (issue 44, item 3); a trial on a ModelNew says so.
+  EXPECT_TRUE(has(s, "\nlanguage of its evidence: c-abi (lathe_launch bundles)\n")) << s;
+  EXPECT_FALSE(has(s, "kernel)")) << s;
+  c.trials[0].lang = candidate_language::modelnew;
+  EXPECT_TRUE(has(card_evidence_text(c), "layernorm: reproduced 1.620x (on a modelnew kernel)")) << card_evidence_text(c);
 }
 
 mutate_request a_mutation() {
@@ -309,6 +314,53 @@ TEST(llm_proposer_v2, materialize_shows_each_cards_measured_effects) {
   EXPECT_TRUE(has(u, "measured on its source task(s) layernorm: 3.100x")) << u.substr(0, 400);
   EXPECT_TRUE(has(u, "held-out tasks: not tried yet"));
   EXPECT_TRUE(has(u, "library: 1 card(s) in the library"));
+}
+
+// A C-ABI card applied to a ModelNew (issue 44, item 3): the v3 prompt shows the card's C++
+// carrier (not every carrier it has) and says that its technique goes into the inline extension's
+// C++, its flags into load_inline's arguments. A C-ABI kernel's prompt says nothing of the kind.
+TEST(llm_proposer_v3, materialize_on_a_modelnew_carries_the_cards_cpp_into_its_inline_extension) {
+  skill_card c;
+  c.id = "c1";
+  c.name = "omp-parallel-loop";
+  c.intent = "Add omp_parallel: the outer loop across threads";
+  c.carriers["cpp/cpu"] = "#pragma omp parallel for\nfor (int64_t i = 0; i < n; ++i)";
+  c.carriers["rules"] = "rule omp_parallel.add at lathe_launch/i";
+  c.source_tasks = {"silu"};
+  c.declared_ratio = 1.9;
+  c.status = card_status::admitted;
+  materialize_request r;
+  r.t = &softmax();
+  r.cards = {c};
+  r.kernel.name = "eager";
+  r.kernel.manifest.lang = language::python;
+  r.kernel.manifest.entry = "eager.py";
+  r.kernel.manifest.files = {"eager.py"};
+  r.kernel.sources["eager.py"] = "import torch\n\nclass Model(torch.nn.Module):\n    pass\n\nclass ModelNew(Model):\n    pass\n";
+  for (const bool modelnew : {true, false}) {
+    SCOPED_TRACE(modelnew);
+    if (!modelnew) r.kernel = softmax_expert();
+    scripted model;
+    model.say(json{{"action", "none"}, {"locus", "ModelNew.forward"}, {"adds", json::array({"omp_parallel"})},
+                   {"rationale", "no"}, {"edits", ""}});
+    llm_proposer p(model, prompts());
+    (void)p.materialize(r);
+    ASSERT_EQ(model.seen.size(), 1u);
+    EXPECT_EQ(model.first_user_line(0), "lathe-operation: materialize v3");
+    const std::string& u = model.seen[0].messages[0].content;
+    EXPECT_TRUE(has(u, "carrier (cpp/cpu):\n#pragma omp parallel for")) << u;
+    EXPECT_TRUE(has(u, "language of its evidence: c-abi")) << u;
+    if (modelnew) {
+      EXPECT_TRUE(has(u, "## language\nmodelnew\n")) << u;
+      // Only the code the extension can take (a Python kernel matched no carrier and was shown all).
+      EXPECT_FALSE(has(u, "carrier (rules)")) << u;
+      EXPECT_TRUE(has(u, "carried into a modelnew: This card was learned on c-abi kernels")) << u;
+      EXPECT_TRUE(has(u, "inside the C++ of the kernel's inline extension (the cpp_sources")) << u;
+      EXPECT_TRUE(has(u, "go in load_inline's extra_cflags and extra_ldflags")) << u;
+    } else {
+      EXPECT_FALSE(has(u, "carried into")) << u;
+    }
+  }
 }
 
 }  // namespace

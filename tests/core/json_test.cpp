@@ -241,6 +241,30 @@ TEST(json, lineage_side_types) {
   EXPECT_EQ(cb.constraints.at(0).value, "49152");
   EXPECT_TRUE(cb.admitted());
   EXPECT_EQ(cb.status, card_status::admitted);
+  // The language of its evidence (issue 44, item 3), c-abi unless said; a trial's kernel's too.
+  EXPECT_EQ(j["evidence_language"], "c-abi");
+  c.evidence_lang = candidate_language::modelnew;
+  card_trial trial;
+  trial.task = "kb_swish";
+  trial.lang = candidate_language::modelnew;
+  c.trials = {trial};
+  cb = round_trip(c, &j);
+  EXPECT_EQ(j["evidence_language"], "modelnew");
+  EXPECT_EQ(j["trials"][0]["language"], "modelnew");
+  EXPECT_EQ(cb.evidence_lang, candidate_language::modelnew);
+  EXPECT_EQ(cb.trials.at(0).lang, candidate_language::modelnew);
+  // A card stored before the field existed (no evidence_language, trials without a language)
+  // still loads, as the C-ABI card it was; an unknown language is refused, not guessed.
+  json old = j;
+  old.erase("evidence_language");
+  old["trials"][0].erase("language");
+  const skill_card ob = old.get<skill_card>();
+  EXPECT_EQ(ob.evidence_lang, candidate_language::c_abi);
+  EXPECT_EQ(ob.trials.at(0).lang, candidate_language::c_abi);
+  EXPECT_EQ(ob.name, cb.name);
+  json unknown = j;
+  unknown["evidence_language"] = "fortran";
+  EXPECT_ANY_THROW(unknown.get<skill_card>());
 
   run r;
   r.id = "r1";

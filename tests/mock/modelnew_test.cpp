@@ -150,7 +150,7 @@ TEST(mock_modelnew, leaky_relu_and_a_linear_chain) {
   EXPECT_TRUE(has(lf, "dst[i] = lathe_leaky_relu(v, s_negative_slope);"));
   EXPECT_TRUE(has(lf, "return _lathe_mock_ext.fused_forward(x, self.negative_slope)"));
 
-  // materialize: the same answer, `adds` 1-3 registry names.
+  // materialize of a card naming omp_parallel: the same fused file with the card's threads only.
   const auto lin = eager_start_of("tests/problems/kb_linear_gelu.py");
   const auto m =
       ask({}, prompt_v("materialize", v3_fields("materialize", lin, modelnew_language), 3), lin);
@@ -161,12 +161,68 @@ TEST(mock_modelnew, leaky_relu_and_a_linear_chain) {
   EXPECT_TRUE(has(mf, "self.fc = nn.Linear(in_features, out_features)"));
   EXPECT_TRUE(has(mf, "std::erf"));
   EXPECT_TRUE(has(mf, "return _lathe_mock_ext.fused_forward(self.fc(x))"));
+  EXPECT_EQ(m.value["adds"], json::array({"omp_parallel"}));
   expect_python_parses(mf);
 
   const auto tanh = eager_start_of("tests/problems/kernelbench/level1/2_Linear_Tanh.py");
   const auto t = ask({}, prompt_v("mutate", v3_fields("mutate", tanh, modelnew_language), 3), tanh);
   ASSERT_FALSE(refused(t.value)) << t.value.dump(1);
   EXPECT_TRUE(has(applied_entry(tanh, t.value), "return _lathe_mock_ext.fused_forward(self.proj(x))"));
+}
+
+// A C-ABI card applied to a ModelNew (issue 44, item 3): the prompt's cards as lathe writes them
+// (llm_proposer.cpp: "--- card N of M (<id>) ---", the card's text; the registry follows in v3).
+// The mock carries the techniques the cards' intents name into its extension's loop, and only
+// those; a card whose technique the loop cannot have is refused, naming it.
+TEST(mock_modelnew, materialize_carries_the_cards_technique_into_the_extension_loop) {
+  const auto b = eager_start_of("tests/problems/kb_scale_relu.py");
+  auto with_cards = [&](const std::string& cards) {
+    field_list f = v3_fields("materialize", b, modelnew_language);
+    // The cards, then the registry as v3 orders them (its names are no card's).
+    for (size_t i = 0; i < f.size(); ++i)
+      if (f[i].first == "cards") {
+        f[i].second = cards;
+        f.insert(f.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                 {"registry", "- omp_parallel: threads\n- simd: vector lanes\n- restrict: no aliasing\n"});
+        break;
+      }
+    return ask({}, prompt_v("materialize", f, 3), b);
+  };
+  const auto simd = with_cards(
+      "--- card 1 of 1 (3f2a9c1d0b7e4a55) ---\nintent: Add simd: the loop's iterations in vector lanes\n"
+      "anchor: lathe_launch/i\ncarrier (cpp/cpu):\n#pragma omp parallel for simd\nfor (int64_t i = 0; i < n; ++i)\n"
+      "carried into a modelnew: apply its technique inside the C++ of the kernel's inline extension");
+  EXPECT_EQ(schema_problems("materialize", simd.value), "") << simd.value.dump(1);
+  ASSERT_FALSE(refused(simd.value)) << simd.value.dump(1);
+  EXPECT_EQ(simd.value["adds"], json::array({"simd"}));
+  EXPECT_TRUE(has(simd.value["rationale"], "Carries card 3f2a9c1d0b7e4a55 into the extension's loop: simd only."))
+      << simd.value.dump(1);
+  const std::string file = applied_entry(b, simd.value);
+  EXPECT_TRUE(has(file, "// Carries card 3f2a9c1d0b7e4a55 (simd) into this extension's loop.\n")) << file;
+  EXPECT_TRUE(has(file, "  const int64_t n = in.numel();\n  const float s_alpha = static_cast<float>(a_alpha);\n"
+                        "#pragma omp simd\n  for (int64_t i = 0; i < n; ++i) {\n"))
+      << file;
+  // Not the carrier's threads (its intent names simd only), nor the mock's other techniques.
+  EXPECT_FALSE(has(file, "omp parallel")) << file;
+  EXPECT_FALSE(has(file, "__restrict__")) << file;
+  EXPECT_TRUE(has(file, "dst[i] = (lathe_relu(v) * s_alpha);"));
+  expect_python_parses(file);
+  // Two cards: both techniques, in the loop's order; the mutate answer (all three) differs.
+  const auto both = with_cards(
+      "--- card 1 of 2 (c-restrict) ---\nintent: Add restrict: pointers that do not alias\n\n"
+      "--- card 2 of 2 (c-omp) ---\nintent: Add omp_parallel: the loop across threads\n");
+  ASSERT_FALSE(refused(both.value)) << both.value.dump(1);
+  EXPECT_EQ(both.value["adds"], json::array({"omp_parallel", "restrict"}));
+  const std::string two = applied_entry(b, both.value);
+  EXPECT_TRUE(has(two, "(omp_parallel, restrict)") && has(two, "card c-restrict, c-omp")) << two;
+  EXPECT_TRUE(has(two, "#pragma omp parallel for schedule(static)\n")) << two;
+  EXPECT_TRUE(has(two, "const float* __restrict__ src")) << two;
+  EXPECT_NE(two, applied_entry(b, ask({}, prompt_v("mutate", v3_fields("mutate", b, modelnew_language), 3), b).value));
+  // A card the loop cannot carry (shared-memory tiles): refused, its feature named.
+  const auto smem = with_cards("--- card 1 of 1 (c-smem) ---\nintent: Add smem_tiling: tiles in shared memory\n");
+  EXPECT_TRUE(refused(smem.value)) << smem.value.dump(1);
+  EXPECT_TRUE(has(smem.value["rationale"], "the cards name smem_tiling")) << smem.value.dump(1);
+  EXPECT_EQ(schema_problems("materialize", smem.value), "") << smem.value.dump(1);
 }
 
 // KernelBench's own style: docstrings, annotations, super(Model, self), F, statements before the

@@ -61,33 +61,63 @@ TEST_F(optimize_cli, a_bare_kernelbench_problem_starts_from_its_own_model_as_a_m
   EXPECT_NE(python.err.find("C-ABI kernels or ModelNew files"), std::string::npos) << python.err;
 }
 
-// The mock model on a bare KernelBench problem (issue 44): its ModelNew (the Model's Linear kept,
-// GELU fused in a load_inline extension) is built, checked and timed by the real gate against the
-// eager start. Mechanical, not a model's work. Whether it is decided faster depends on the
-// machine's noise (the Python path's timing, issue 44 item 5), so the test asserts what the gate
-// established in any case: the proposal was a ModelNew that compiled and computed correctly.
-TEST_F(optimize_cli, the_mock_writes_a_modelnew_that_the_gate_builds_and_checks) {
+// The mock model on a bare KernelBench problem (issue 44), with a card from another language
+// (item 3): a card mined from a C-ABI lineage (stored before cards recorded their evidence's
+// language: tests/data/cards) is retrieved for the problem by its Model's operator family (a
+// Linear, then GELU: a gemm problem whose epilogue is elementwise, the card's silu) and
+// materialized inside the ModelNew's inline extension: the mock keeps the Linear, fuses the GELU
+// in a load_inline extension and carries the card's technique (an OpenMP parallel for, nothing
+// else) into its loop; the real gate builds, checks and times it against the eager start.
+// Mechanical, not a model's work. Whether it is decided faster depends on the machine's noise (the
+// Python path's timing, issue 44 item 5), so the test asserts what the gate established in any
+// case: the proposal was a ModelNew that compiled and computed correctly. (The mock's mutate
+// answer goes through the gate in solve_cli_test.)
+TEST_F(optimize_cli, the_mock_carries_a_c_abi_card_into_a_modelnew_that_the_gate_builds_and_checks) {
   fs::create_directories(dir_ / "ws/.lathe");
   std::ofstream(dir_ / "ws/.lathe/lathe.toml") << "provider = \"command\"\nmodel = \"lathe-mock-model\"\n"
                                                   "[command]\nargv = [\"" << LATHE_MOCK_MODEL << "\", \"--seed\", \"5\"]\n";
+  const std::string fixture = std::string(LATHE_SOURCE_DIR) + "/tests/data/cards/c_abi_omp_card.json";
+  const run_result imported = run_lathe(ws() + "skills import '" + fixture + "'");
+  ASSERT_EQ(imported.code, 0) << imported.err;
+  const json card = parse(run_lathe(ws() + "skills show omp-parallel-loop --json"));
+  ASSERT_TRUE(card.contains("card")) << card.dump();
+  EXPECT_EQ(card["card"].value("evidence_language", ""), "c-abi");  // absent from the record: c-abi
+  EXPECT_EQ(card["card"].value("status", ""), "admitted");
+
   const std::string task = std::string(LATHE_SOURCE_DIR) + "/tests/problems/kb_linear_gelu.py";
-  const run_result r = run_lathe(ws() + "optimize '" + task + "' --proposer llm --strategy none --budget steps=1 "
+  const run_result r = run_lathe(ws() + "optimize '" + task + "' --proposer llm --strategy skills --budget steps=1 "
                                         "--quick --max-time 0.3 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = parse(r);
   EXPECT_EQ(j["start"].value("name", ""), "eager");
   const json shown = parse(run_lathe(ws() + "runs show " + j.value("run", "") + " --json"));
-  int checked_ok = 0;
+  EXPECT_EQ(shown["run"]["args"].value("language", ""), "modelnew");
+  json proposal;
+  for (const auto& e : shown["events"])
+    if (e.value("kind", "") == "proposal") proposal = e["body"];
+  ASSERT_FALSE(proposal.is_null()) << shown.dump();
+  EXPECT_EQ(proposal.value("op", ""), "materialize") << proposal.dump();
+  EXPECT_EQ(proposal.value("source", ""), "card:omp-parallel-loop") << proposal.dump();
+  EXPECT_EQ(proposal["cards"], json::array({"5c1d0e7a9b3f2a61"})) << proposal.dump();
+  EXPECT_EQ(proposal["adds"], json::array({"omp_parallel"})) << proposal.dump();
+  const std::string edits = proposal.value("edits", "");
+  EXPECT_NE(edits.find("load_inline"), std::string::npos) << edits;
+  EXPECT_NE(edits.find("// Carries card 5c1d0e7a9b3f2a61 (omp_parallel) into this extension's loop."), std::string::npos)
+      << edits;
+  EXPECT_NE(edits.find("#pragma omp parallel for schedule(static)"), std::string::npos) << edits;
+  EXPECT_NE(edits.find("return _lathe_mock_ext.fused_forward(self.fc(x))"), std::string::npos) << edits;
+  EXPECT_EQ(edits.find("__restrict__"), std::string::npos) << edits;  // only the card's technique
+  EXPECT_EQ(edits.find("lathe_launch"), std::string::npos) << edits;
+  // The gate built the extension and checked what it computes.
+  int checked = 0;
   for (const auto& e : shown["events"]) {
-    if (e.value("kind", "") != "evaluation") continue;
-    const json& b = e["body"];
-    if (b.value("kernel", "") == j["start"].value("hash", "")) continue;
-    const std::string oc = b.value("outcome", "");
-    // Built and correct: ok, or unstable (correct, its speed left open by the machine's noise).
-    EXPECT_TRUE(oc == "ok" || oc == "unstable") << b.dump();
-    checked_ok += oc == "ok" || oc == "unstable";
+    if (e.value("kind", "") != "evaluation" || e["body"].value("kernel", "") != proposal.value("kernel", "")) continue;
+    const std::string oc = e["body"].value("outcome", "");
+    EXPECT_TRUE(oc == "ok" || oc == "unstable") << e.dump();
+    checked += oc == "ok" || oc == "unstable";
   }
-  EXPECT_GE(checked_ok, 1) << shown.dump();
+  EXPECT_GE(checked, 1) << shown.dump();
+  for (const auto& st : j["steps"]) EXPECT_EQ(st.value("source", ""), "card:omp-parallel-loop") << st.dump();
   if (!j["steps"].empty()) {  // decided faster: the best written out is the mock's ModelNew
     const fs::path best = dir_ / "ws" / ".lathe" / "runs" / j.value("run", "") / "best" / "eager.py";
     std::ifstream in(best);

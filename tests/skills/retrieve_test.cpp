@@ -239,6 +239,82 @@ TEST(skills_retrieve, same_operator_first_then_related_then_others) {
   EXPECT_LT(s.ranked[1].score.shape, 0.5);
 }
 
+// A KernelBench problem's operator is its Model's ops (issue 44, item 3): its task's operator is
+// the file's stem, related to nothing, so without the ops every card ranked `other`.
+task problem(const std::string& stem, const std::string& ops) {
+  task t = row_task(stem, stem, 128, 4096);
+  t.problem = "/problems/" + stem + ".py";
+  t.problem_model = R"({"init": [], "forward": [{"input": 0}], "state": [], "ops": )" + ops + "}";
+  return t;
+}
+
+TEST(skills_retrieve, a_problem_ranks_cards_by_its_models_operator_family) {
+  skill_card silu = card("from-silu", "silu", {"omp_parallel"}, 1.3);
+  skill_card gemm = card("from-gemm", "gemm", {"simd"}, 1.3);
+  skill_card mean = card("from-mean", "mean", {"restrict"}, 1.3);
+  skill_card topk = card("from-topk", "topk", {"loop_unroll"}, 3.9);
+  retrieve_query q;
+  q.tgt = cpu_v3();
+  // Swish (x * sigmoid(x)): elementwise, the SiLU card's family.
+  const task swish = problem("25_Swish", R"(["mul", "sigmoid"])");
+  q.t = &swish;
+  retrieval r = retrieve({topk, gemm, mean, silu}, q);
+  ASSERT_EQ(ids(r).size(), 4u);
+  EXPECT_EQ(ids(r).front(), "from-silu");
+  EXPECT_EQ(r.ranked[0].score.rel, op_relation::same);
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(r.ranked[i].score.rel, op_relation::other) << r.ranked[i].card.id;
+  // Linear, divide, sigmoid, scale, row sum: a gemm problem whose epilogue is elementwise and a
+  // reduction. The gemm card is its family's; SiLU's and the mean's serve the epilogue; top-k none.
+  const task level2 = problem("1_Gemm_Divide_Sigmoid_Scale_Sum", R"(["addmm", "div", "mul", "sigmoid", "sum"])");
+  q.t = &level2;
+  r = retrieve({topk, silu, mean, gemm}, q);
+  EXPECT_EQ(ids(r).front(), "from-gemm");
+  EXPECT_EQ(r.ranked[0].score.rel, op_relation::same);
+  EXPECT_EQ(relation_to("silu", level2), op_relation::related);
+  EXPECT_EQ(relation_to("mean", level2), op_relation::related);
+  EXPECT_EQ(relation_to("conv2d", level2), op_relation::related);  // another contraction
+  EXPECT_EQ(relation_to("topk", level2), op_relation::other);
+  EXPECT_EQ(relation_to("softmax", level2), op_relation::other);
+  EXPECT_EQ(ids(r).back(), "from-topk");
+  // A problem whose ops were not recorded, and any other task, keep the operator's relation.
+  const task unread = problem("4_Bad_Init", "[]");
+  EXPECT_EQ(relation_to("silu", unread), op_relation::other);
+  EXPECT_EQ(relation_to("4_Bad_Init", unread), op_relation::same);
+  EXPECT_EQ(relation_to("relu", row_task("silu", "silu", 4, 4)), op_relation::related);
+  EXPECT_EQ(relation_to("25_Swish", swish), op_relation::same);  // a card learned on the problem itself
+}
+
+TEST(skills_retrieve, a_modelnew_takes_a_c_abi_cards_code_but_no_rule_invocation) {
+  skill_card cpp = card("cpp-omp", "silu", {"omp_parallel"}, 1.8);  // mined from a C-ABI lineage
+  skill_card rules_only = card("rules-simd", "silu", {"simd"}, 1.4, "rules");
+  skill_card python = card("python-restrict", "silu", {"restrict"}, 1.2, "python/cpu");
+  skill_card cuda = card("cuda-unroll", "silu", {"loop_unroll"}, 1.2, "cuda/cuda");
+  const task swish = problem("25_Swish", R"(["mul", "sigmoid"])");
+  retrieve_query q;
+  q.tgt = cpu_v3();
+  q.t = &swish;
+  q.lang = language::python;
+  q.cand = candidate_language::modelnew;
+  const std::vector<skill_card> all = {cpp, rules_only, python, cuda};
+  const retrieval r = retrieve(all, q);
+  EXPECT_NE(std::find(r.path.begin(), r.path.end(), "cpp-omp"), r.path.end());
+  EXPECT_NE(std::find(r.path.begin(), r.path.end(), "python-restrict"), r.path.end());
+  ASSERT_TRUE(rejected(r, "rules-simd"));
+  EXPECT_EQ(rejected(r, "rules-simd")->stage, rejection_stage::language);
+  EXPECT_NE(rejected(r, "rules-simd")->reason.find("a rules carrier replays on C-ABI bundles only"), std::string::npos)
+      << rejected(r, "rules-simd")->reason;
+  ASSERT_TRUE(rejected(r, "cuda-unroll"));
+  EXPECT_NE(rejected(r, "cuda-unroll")->reason.find("takes cpp/cpu into its inline extension"), std::string::npos)
+      << rejected(r, "cuda-unroll")->reason;
+  // The same library for a C-ABI kernel of the task: the rule invocation serves, Python does not.
+  q.lang = language::cpp;
+  q.cand = candidate_language::c_abi;
+  const retrieval c = retrieve(all, q);
+  EXPECT_FALSE(rejected(c, "rules-simd"));
+  ASSERT_TRUE(rejected(c, "python-restrict"));
+  EXPECT_EQ(rejected(c, "python-restrict")->stage, rejection_stage::language);
+}
+
 TEST(skills_retrieve, path_follows_features_requires_and_conflicts) {
   skill_card smem = card("smem", "gemm", {"smem_tiling"}, 2.0, "cuda/cuda");
   skill_card cp = card("cp-async", "gemm", {"cp_async_pipeline"}, 1.4, "cuda/cuda");

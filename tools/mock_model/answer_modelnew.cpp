@@ -2,7 +2,12 @@
 // `## language` is `modelnew`): one answer, the fused ModelNew of modelnew_file.h as a WHOLE of
 // the entry file. Mechanical, not a model's work: a forward the mock cannot read is refused with
 // the reason, and a file that already is the mock's answer is refused too (there is nothing else
-// the mock knows to try).
+// the mock knows to try). A materialize carries the cards' techniques into the extension's loop
+// (issue 44, item 3): the registry names their intents give, among those the loop can have, and
+// only those; a card the loop cannot carry is refused.
+#include <algorithm>
+#include <cctype>
+
 #include "answers.h"
 #include "modelnew_file.h"
 #include "py_chain.h"
@@ -11,9 +16,58 @@
 namespace lathe::mock {
 namespace {
 
+std::string join_names(const std::vector<std::string>& xs) {
+  std::string out;
+  for (const auto& x : xs) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
 // What the file claims, each present in the C++ it writes: `#pragma omp parallel for simd` over
 // `__restrict__` pointers.
-const std::vector<std::string> claimed = {"omp_parallel", "simd", "restrict"};
+const std::vector<std::string>& claimed = loop_techniques();
+
+bool is_id_char(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' || ch == ':';
+}
+
+// The materialize prompt's cards (agent/llm_proposer.cpp: "--- card 1 of 2 (<id>) ---", then the
+// card's text; the `registry` section follows the cards in v3 and is no part of them).
+struct cards_asked {
+  std::vector<std::string> ids;
+  std::vector<std::string> named;  // registry names of the cards' intents, else of their whole text
+};
+
+// The loop as the rationale says it.
+std::string loop_words(const std::vector<std::string>& techniques) {
+  if (techniques.empty()) return "OpenMP parallel for simd over __restrict__ pointers, threads from 32768 elements on";
+  const auto has = [&](const char* t) { return std::find(techniques.begin(), techniques.end(), t) != techniques.end(); };
+  std::vector<std::string> parts;
+  if (has("omp_parallel")) parts.push_back(has("simd") ? "OpenMP parallel for simd, threads from 32768 elements on"
+                                                       : "OpenMP parallel for, threads from 32768 elements on");
+  if (has("simd") && !has("omp_parallel")) parts.push_back("omp simd on one thread");
+  if (has("restrict")) parts.push_back("over __restrict__ pointers");
+  return join_names(parts);
+}
+
+cards_asked read_cards(const prompt& p) {
+  std::string text = field(p.user, "cards", p.operation).value_or("");
+  if (const size_t reg = text.find("\n## registry"); reg != std::string::npos) text.resize(reg);
+  cards_asked out;
+  std::string intents;
+  for (const auto& line : split_lines(text)) {
+    if (line.rfind("--- card ", 0) == 0) {
+      const size_t open = line.find(" ("), close = line.rfind(") ---");
+      if (open != std::string::npos && close != std::string::npos && close > open + 2) {
+        std::string id = line.substr(open + 2, close - open - 2);
+        if (std::all_of(id.begin(), id.end(), is_id_char)) out.ids.push_back(id);
+      }
+    }
+    if (line.rfind("intent:", 0) == 0) intents += line + "\n";
+  }
+  out.named = registry_names_in(intents);
+  if (out.named.empty()) out.named = registry_names_in(text);
+  return out;
+}
 
 }  // namespace
 
@@ -44,6 +98,18 @@ answer_result answer_modelnew(const context& c) {
 
   answer a;
   modelnew_options o;
+  if (op == "materialize") {
+    const cards_asked cards = read_cards(c.p);
+    for (const auto& t : claimed)
+      if (std::find(cards.named.begin(), cards.named.end(), t) != cards.named.end()) o.techniques.push_back(t);
+    if (o.techniques.empty())
+      return refusal(c.p,
+                     "the mock carries only omp_parallel, simd and restrict into a ModelNew's extension loop; "
+                     "the cards name " +
+                         (cards.named.empty() ? std::string("no registry feature") : join_names(cards.named)),
+                     claimed);
+    o.cards = cards.ids;
+  }
   if (c.f.wrong) {
     // The one slip a ModelNew gets: wrong.h's `store` (whatever --wrong-kind asks).
     o.wrong = true;
@@ -70,9 +136,8 @@ answer_result answer_modelnew(const context& c) {
       describe(chain->expr, chain->linear.empty() ? problem->input
                                                   : "self." + chain->linear + "(" + problem->input + ")");
   const std::string what =
-      "Model.forward's elementwise chain " + chain_text +
-      " computed in one C++ loop over the elements (load_inline; OpenMP parallel for simd "
-      "over __restrict__ pointers, threads from 32768 elements on)" +
+      "Model.forward's elementwise chain " + chain_text + " computed in one C++ loop over the elements (load_inline; " +
+      loop_words(o.techniques) + ")" +
       (chain->linear.empty() ? "" : "; the Linear self." + chain->linear + " stays torch's") + ".";
   a.notes.push_back("fused ModelNew of " + entry + ": " + chain_text);
   if (op == "repair") {
@@ -85,9 +150,15 @@ answer_result answer_modelnew(const context& c) {
   }
   a.body["action"] = "fuse_elementwise";
   a.body["locus"] = "ModelNew.forward";
-  a.body["adds"] = claimed;
+  a.body["adds"] = o.techniques.empty() ? claimed : o.techniques;
   if (op == "mutate") a.body["removes"] = nlohmann::ordered_json::array();
   a.body["rationale"] = what;
+  if (!o.techniques.empty()) {
+    a.body["action"] = "apply_card_in_extension";
+    a.body["rationale"] = what + " Carries " + (o.cards.empty() ? std::string("the card") : "card " + join_names(o.cards)) +
+                          " into the extension's loop: " + join_names(o.techniques) + " only.";
+    a.notes.push_back("cards carried: " + join_names(o.techniques));
+  }
   return a;
 }
 

@@ -1,5 +1,6 @@
 #include "modelnew_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <initializer_list>
 #include <set>
@@ -71,10 +72,21 @@ std::string hex(uint64_t h) {
 }  // namespace
 
 std::string fused_source(const fused_chain& c, const modelnew_options& o) {
+  const auto uses = [&](const std::string& t) {
+    return o.techniques.empty() || std::find(o.techniques.begin(), o.techniques.end(), t) != o.techniques.end();
+  };
+  const bool threads = uses("omp_parallel"), simd = uses("simd");
+  const std::string restrict_ = uses("restrict") ? " __restrict__" : "";
   std::string s =
       "// Written by lathe-mock-model: " + describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)") +
-      ",\n// one pass over the elements.\n"
-      "#include <torch/extension.h>\n\n#include <cmath>\n#include <cstdint>\n\n";
+      ",\n// one pass over the elements.\n";
+  if (!o.cards.empty()) {
+    std::string ids, names;
+    for (const auto& id : o.cards) ids += (ids.empty() ? "" : ", ") + id;
+    for (const auto& t : o.techniques) names += (names.empty() ? "" : ", ") + t;
+    s += "// Carries card " + ids + " (" + names + ") into this extension's loop.\n";
+  }
+  s += "#include <torch/extension.h>\n\n#include <cmath>\n#include <cstdint>\n\n";
   std::set<std::string> used;
   functions_used(c.expr, used);
   for (const auto& fn : used) s += helper(fn);
@@ -85,8 +97,8 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
        "              \"fused_forward: a float32 CPU tensor expected, got \", x.scalar_type());\n"
        "  const torch::Tensor in = x.contiguous();\n"
        "  torch::Tensor out = torch::empty_like(in);\n"
-       "  const float* __restrict__ src = in.data_ptr<float>();\n"
-       "  float* __restrict__ dst = out.data_ptr<float>();\n"
+       "  const float*" + restrict_ + " src = in.data_ptr<float>();\n"
+       "  float*" + restrict_ + " dst = out.data_ptr<float>();\n"
        "  const int64_t n = in.numel();\n";
   for (const auto& a : c.scalars) s += "  const float s_" + a + " = static_cast<float>(a_" + a + ");\n";
   const std::string value = render(c.expr) + (o.wrong ? " * 1.0625f" : "");
@@ -97,12 +109,11 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
   // Threads only where the loop is long enough to pay for waking them (torch's own grain size
   // for elementwise ops, 32768). Below it no OpenMP team at all: `parallel … if(false)` still
   // costs libgomp's team setup, 2.4 us a call here, more than a 5120-element leaky_relu takes.
-  s += "  if (n >= 32768) {\n"
-       "#pragma omp parallel for simd schedule(static)\n" +
-       loop("    ") +
-       "    return out;\n  }\n"
-       "#pragma omp simd\n" +
-       loop("  ");
+  if (threads)
+    s += std::string("  if (n >= 32768) {\n#pragma omp parallel for") + (simd ? " simd" : "") +
+         " schedule(static)\n" + loop("    ") + "    return out;\n  }\n";
+  if (simd) s += "#pragma omp simd\n";
+  s += loop("  ");
   s += "  return out;\n}\n";
   return s;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "py_chain.h"
 #include "py_problem.h"
@@ -14,7 +15,18 @@ namespace lathe::mock {
 
 struct modelnew_options {
   bool wrong = false;  // the store slip (wrong.h's `store`): every output scaled by 1.0625
+  // The loop's techniques, registry names among omp_parallel (threads from 32768 elements on),
+  // simd (`#pragma omp simd`) and restrict (`__restrict__` pointers). Empty: all three, the
+  // mock's own answer; a materialize names the cards' (issue 44, item 3).
+  std::vector<std::string> techniques;
+  std::vector<std::string> cards;  // ids of the cards carried, said in the extension's header
 };
+
+// What the mock can write into its extension's loop, in the reply's order.
+inline const std::vector<std::string>& loop_techniques() {
+  static const std::vector<std::string> all = {"omp_parallel", "simd", "restrict"};
+  return all;
+}
 
 // The extension's C++ source.
 std::string fused_source(const fused_chain& c, const modelnew_options& o);
