@@ -111,7 +111,6 @@ class Host:
         self.layout = None
         self.slots = []      # per slot: (inputs, outputs) lists of tensors
         self.scalars = []
-        self.views = {}      # (tensor index, offset) -> tensor, for run_table
         self.torch = None
         self.confined = ""
         self.pending = None  # (source, spec) between the two halves of a load
@@ -268,7 +267,7 @@ class Host:
         return torch.frombuffer(self.region, dtype=dt, count=n, offset=offset).view(shape)
 
     def setup(self, c):
-        self.slots, self.views = [], {}
+        self.slots = []
         if self.launch is None:
             return self.reply(W.BAD_COMMAND, 0, "setup before a successful load")
         nt = c.num_inputs + c.num_outputs
@@ -368,19 +367,25 @@ class Host:
         i = 0
         try:
             for i in range(c.calls):
+                # A call's tensors are made for it and dropped after it, never kept: views kept
+                # across calls (a cache keyed by offset, as this loop had) were a small allocation
+                # that outlived each call, placed by malloc among the candidate's temporaries; the
+                # heap then fragmented, every eager call took a fresh MiB from the kernel (256 page
+                # faults, 4-7 ms a call where the same process reusing its heap took 0.8 ms), and
+                # which processes did so differed from one evaluation to the next
+                # (bench/results/python-heap-2026-12-06.md). Fresh objects also leave a candidate
+                # no identity to key a cache of its results on.
                 ts = []
                 for k in range(nt):
                     off = table[i * nt + k]
-                    t = self.views.get((k, off))
-                    if t is None:
-                        d = L.tensors[k]
-                        if off % 256 or off > self.size or d.bytes > self.size - off:
-                            r = self.reply(W.BAD_COMMAND, 0, f"run_table: entry {i}, tensor {k} outside the region")
-                            r.calls_done = i
-                            return r
-                        t = self.views[(k, off)] = self.tensor(d, off)
-                    ts.append(t)
+                    d = L.tensors[k]
+                    if off % 256 or off > self.size or d.bytes > self.size - off:
+                        r = self.reply(W.BAD_COMMAND, 0, f"run_table: entry {i}, tensor {k} outside the region")
+                        r.calls_done = i
+                        return r
+                    ts.append(self.tensor(d, off))
                 self.call(ts[: L.num_inputs], ts[L.num_inputs:])
+                del ts
         except BaseException as e:  # noqa: BLE001
             r = self.call_failure(e)
             r.calls_done = i

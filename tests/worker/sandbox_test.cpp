@@ -83,7 +83,8 @@ TEST_F(worker_test, environment_is_rebuilt_and_secrets_stay_hidden) {
   const std::set<std::string> expected = {"LATHE_TEST_ALLOWED=yes",    "PATH=/usr/bin:/bin",
                                           "HOME=/nonexistent",         "OMP_NUM_THREADS=2",
                                           "OPENBLAS_NUM_THREADS=2",    "OMP_WAIT_POLICY=PASSIVE",
-                                          "OPENBLAS_THREAD_TIMEOUT=4", "GOMP_SPINCOUNT=0"};
+                                          "OPENBLAS_THREAD_TIMEOUT=4", "GOMP_SPINCOUNT=0",
+                                          std::string("GLIBC_TUNABLES=") + sandbox::malloc_tunables};
   EXPECT_EQ(env, expected);
   unsetenv("OPENAI_API_KEY");
 }

@@ -271,10 +271,16 @@ std::vector<std::string> worker_environment(const std::vector<std::string>& allo
   // What the sandbox sets itself. PASSIVE / spin count 0 / thread timeout: pool threads sleep as
   // soon as a call ends instead of spinning, which would slow the baseline run alternately with
   // this worker (PROTOCOL.md: a background thread that slows the baseline).
+  // The malloc thresholds fixed (glibc's dynamic ones moved with each process's history): a
+  // freed block of up to 32 MiB stays in the process and the next call reuses it. With the
+  // defaults a worker could fall into returning the top of its heap after every call (trim at
+  // twice a threshold that the first free raised to the temporaries' size) and fault the same
+  // memory in again: eager PyTorch took 6-8 ms a call in such a process, 0.8 ms in its twin of
+  // the same evaluation (bench/results/python-heap-2026-12-06.md).
   std::vector<std::string> own = {
       "PATH=/usr/bin:/bin",        "HOME=/nonexistent",       "OMP_NUM_THREADS=" + n,
       "OPENBLAS_NUM_THREADS=" + n, "OMP_WAIT_POLICY=PASSIVE", "OPENBLAS_THREAD_TIMEOUT=4",
-      "GOMP_SPINCOUNT=0",
+      "GOMP_SPINCOUNT=0",          std::string("GLIBC_TUNABLES=") + malloc_tunables,
   };
   auto has = [](const std::vector<std::string>& list, const std::string& name) {
     return std::any_of(list.begin(), list.end(), [&](const std::string& kv) {

@@ -82,8 +82,14 @@ pid_t fork_worker(const child_plan& plan);
 // account (Debian gives those below 60000 and 65534), and below 2^31 with any pid added.
 constexpr uid_t own_uid_base = 0x50000000;
 
+// glibc's malloc thresholds in every worker (GLIBC_TUNABLES): mmap above 32 MiB (the largest
+// the tunable takes), never give the heap's top back below 1 GiB (sandbox.cpp says why).
+inline constexpr const char* malloc_tunables =
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=1073741824";
+
 // The worker's whole environment ("NAME=value"): allow-listed names copied from lathe's, then
-// the thread settings (threads == 0: every CPU lathe may run on), PATH and HOME. Under a
+// the thread settings (threads == 0: every CPU lathe may run on), the malloc thresholds, PATH
+// and HOME. Under a
 // profiler (profiler_allowances.inherited_env_wins), an allow-listed name that lathe has wins
 // over the sandbox's own value of it.
 std::vector<std::string> worker_environment(const std::vector<std::string>& allow,
