@@ -157,7 +157,8 @@ void add_skills_admit(CLI::App* skills, const common_options& common, int& exit_
   CLI::App* admit = skills->add_subcommand(
       "admit", "try candidate cards on held-out tasks' kernels: admitted when the gate passes and the effect is reproduced on >= 2 tasks");
   admit->add_option("--card", o->cards, "only this card (name or id; repeatable)");
-  admit->add_option("--task", o->tasks, "only these held-out tasks (repeatable; default: every shipped held-out task)");
+  admit->add_option("--task", o->tasks, "only these held-out tasks (repeatable; default: every shipped held-out task); a bare "
+                    "KernelBench problem file is ground too, its trials starting from its own Model as a ModelNew");
   admit->add_flag("--all", o->all, "try admitted and refused cards again, not only candidates");
   admit->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
   admit->add_option("--max-time", o->gate.max_time, "longest paired timing series per trial, seconds")->capture_default_str();

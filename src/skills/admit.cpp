@@ -9,6 +9,7 @@
 #include "agent/kernel_text.h"
 #include "core/text.h"
 #include "spec/bundle.h"
+#include "spec/problem.h"
 #include "spec/task_file.h"
 #include "skills/constraints.h"
 #include "skills/retrieve.h"
@@ -173,6 +174,21 @@ result<admission> admit(const std::vector<skill_card>& cards, const std::vector<
   admission out;
   std::vector<ground> grounds;
   for (const auto& t : heldout) {
+    // A bare PyTorch problem (a KernelBench file: no baseline kernel) has no role of its own, and
+    // import calls it a source task. Named as ground it is held out from every card that does not
+    // list it among its source tasks (refused below, as any source task is); trials start from its
+    // own Model as a ModelNew (eager PyTorch), the card carried into an inline extension (issue 44,
+    // item 3).
+    if (!t.problem.empty() && t.baseline.empty() && o.start_kernel.empty()) {
+      auto eager = gate::eager_baseline(t);
+      if (!eager) {
+        out.refused.push_back({t.name, "", "problem " + t.name + " has no eager ModelNew to start from here (a "
+                                                               "KernelBench Model on the CPU: docs/python-kernels.md)"});
+        continue;
+      }
+      grounds.push_back({&t, std::move(*eager), std::nullopt});
+      continue;
+    }
     if (t.role != task_role::heldout) {
       out.refused.push_back({t.name, "", "task " + t.name + " has role " + to_string(t.role) +
                                              ": only held-out tasks are admission ground (its kernels may feed lineages)"});

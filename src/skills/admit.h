@@ -74,7 +74,9 @@ struct admission {
 
 // Tries each card on each held-out task, logs every trial (store.add_card_trial), decides and
 // stores each card's status (store.put_card). Tasks with role `source`, and start kernels that
-// belong to a card's own lineages, are refused as ground with the reason (ground_refusal). A card
+// belong to a card's own lineages, are refused as ground with the reason (ground_refusal); a bare
+// KernelBench problem is ground unless it is a card's source task, its trials starting from its
+// own Model as a ModelNew (spec/problem.h eager_baseline; the trial's `lang`). A card
 // whose declared ratio does not clear 1 + margin (or that declares none) is refused without a
 // trial: its declared effect is no speedup, so there is nothing to reproduce. Errors: the store
 // failed, a start kernel could not be loaded, or the proposer failed with `call` or `budget`.

@@ -125,6 +125,28 @@ TEST_F(optimize_cli, the_mock_carries_a_c_abi_card_into_a_modelnew_that_the_gate
     EXPECT_NE(text.find("load_inline"), std::string::npos) << text;
     EXPECT_NE(text.find("class ModelNew(nn.Module)"), std::string::npos) << text;
   }
+
+  // The same card tried on the problem as admission ground: the trial starts from the problem's
+  // own Model, the card is carried into the same extension (the same kernel: its build is cached),
+  // and the trial records the language it was tried in. One task of the two needed: not admitted.
+  const run_result admitted = run_lathe(ws() + "skills admit --card omp-parallel-loop --all --task '" + task +
+                                        "' --proposer llm --quick --max-time 0.3 --json");
+  const json a = parse(admitted);
+  ASSERT_EQ(a["platforms"].size(), 1u) << a.dump();
+  EXPECT_TRUE(a["platforms"][0]["refused_ground"].empty()) << a.dump();
+  const json& trials = a["platforms"][0]["cards"][0]["trials"];
+  ASSERT_EQ(trials.size(), 1u) << a.dump();
+  EXPECT_EQ(trials[0].value("task", ""), "kb_linear_gelu");
+  EXPECT_EQ(trials[0].value("language", ""), "modelnew") << trials[0].dump();
+  EXPECT_EQ(trials[0].value("kernel_before", ""), j["start"].value("hash", "")) << trials[0].dump();
+  EXPECT_EQ(trials[0].value("kernel_after", ""), proposal.value("kernel", "")) << trials[0].dump();
+  const std::string oc = trials[0].value("outcome", "");
+  EXPECT_TRUE(oc == "ok" || oc == "unstable") << trials[0].dump();
+  EXPECT_EQ(a["platforms"][0]["cards"][0].value("status", ""), "refused") << a.dump();
+  const json after = parse(run_lathe(ws() + "skills show omp-parallel-loop --json"));
+  ASSERT_FALSE(after["card"]["trials"].empty()) << after.dump();
+  EXPECT_EQ(after["card"]["trials"].back().value("language", ""), "modelnew") << after.dump();
+  EXPECT_EQ(after["card"]["trials"].front().value("language", ""), "c-abi") << after.dump();  // the imported ones
 }
 
 TEST_F(optimize_cli, help_and_usage_errors) {
