@@ -27,10 +27,12 @@ constexpr entry names[] = {
     {"amax", op_family::reduction}, {"amin", op_family::reduction}, {"max", op_family::reduction},
     {"min", op_family::reduction}, {"prod", op_family::reduction}, {"argmax", op_family::reduction},
     {"argmin", op_family::reduction}, {"var", op_family::reduction}, {"std", op_family::reduction},
-    {"var_mean", op_family::reduction}, {"std_mean", op_family::reduction}, {"norm", op_family::reduction},
+    {"var_mean", op_family::reduction}, {"std_mean", op_family::reduction},
     {"linalg_vector_norm", op_family::reduction}, {"logsumexp", op_family::reduction},
     {"cumsum", op_family::reduction}, {"cumprod", op_family::reduction},
-    {"layernorm", op_family::norm}, {"rmsnorm", op_family::norm}, {"layer_norm", op_family::norm},
+    // aten's `norm` is a vector norm, a reduction; named `norm` here so that every family's own
+    // name reads back as that family (a card induced on a problem carries its family as operator).
+    {"norm", op_family::norm}, {"layernorm", op_family::norm}, {"rmsnorm", op_family::norm}, {"layer_norm", op_family::norm},
     {"native_layer_norm", op_family::norm}, {"batch_norm", op_family::norm},
     {"native_batch_norm", op_family::norm}, {"_native_batch_norm_legit", op_family::norm},
     {"_batch_norm_impl_index", op_family::norm}, {"group_norm", op_family::norm},
@@ -63,6 +65,7 @@ constexpr entry names[] = {
     // data movement
     {"transpose", op_family::data_movement}, {"copy", op_family::data_movement},
     {"permute", op_family::data_movement}, {"concat", op_family::data_movement},
+    {"data_movement", op_family::data_movement}, {"pooling", op_family::pooling}, {"other", op_family::other},
 };
 
 // Heaviest first: a problem's family is the first of its ops' families in this order.

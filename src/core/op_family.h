@@ -27,7 +27,8 @@ enum class op_family : uint8_t {
 
 std::string_view to_string(op_family f);
 
-// The family of an operator name: a task's operator or an aten op's base name. Unknown: other.
+// The family of an operator name: a task's operator, an aten op's base name, or a family's own
+// name (to_string reads back). Unknown: other.
 op_family family_of_op(std::string_view op);
 
 // The families of a problem's compute ops, each once, heaviest first: attention, conv, gemm,

@@ -12,8 +12,10 @@
 
 #include "agent/kernel_text.h"
 #include "core/hash.h"
+#include "core/op_family.h"
 #include "core/text.h"
 #include "skills/constraints.h"
+#include "spec/problem_inputs.h"
 
 namespace lathe::skills {
 
@@ -395,6 +397,9 @@ void add_evidence(skill_card& c, const std::vector<member>& members, const abstr
   c.op = primary.rep.l->op;
   for (const auto& [op, n] : ops)
     if (n > ops[c.op]) c.op = op;
+  // A problem's operator is its file's stem, related to nothing: its Model's family instead.
+  if (const auto f = families_of_ops(problem_ops(*primary.t)); !f.empty() && c.op == primary.t->op)
+    c.op = std::string(to_string(f.front()));
   c.target = join(targets, ",");
   c.evidence_lang = language_of(primary.after);  // the kernels its steps were measured on
   c.shape = timed_shape(*primary.t);

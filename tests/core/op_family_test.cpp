@@ -61,6 +61,7 @@ TEST(op_family, related_families_are_the_groups_of_retrieval) {
   for (int i = 0; i <= static_cast<int>(op_family::other); ++i) {
     const auto f = static_cast<op_family>(i);
     EXPECT_EQ(parse_enum(to_string(f), op_family::other), f);
+    EXPECT_EQ(family_of_op(to_string(f)), f) << to_string(f);  // a family's name is an operator of it
   }
 }
 

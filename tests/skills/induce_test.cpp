@@ -286,6 +286,34 @@ TEST_F(skills_induce_unit, groups_steps_and_takes_the_contract_from_the_evidence
   EXPECT_TRUE(logged(only_b->cards[0], "identity_roundtrip only"));
 }
 
+// A card learned on a KernelBench problem (issue 44, item 3): the problem's operator is its file's
+// stem, related to nothing, so the card carries its Model's operator family instead; its evidence
+// was measured on C-ABI kernels and says so.
+TEST_F(skills_induce_unit, a_card_learned_on_a_problem_carries_its_models_operator_family) {
+  task kb = make_task("25_Swish", "25_Swish", platform::cpu, dtype::f32, dtype::f32);
+  kb.problem = "/problems/25_Swish.py";
+  kb.problem_model = R"({"forward": [{"input": 0}], "state": [], "ops": ["mul", "sigmoid"]})";
+  tasks_.push_back(kb);
+  lineage l = chain("25_Swish", "x86-64-v3", {fs({}), fs({"omp_parallel"})});
+  EXPECT_EQ(l.op, "25_Swish");
+  l.steps[0] = step("omp_parallel.remove", "f", fs({"omp_parallel"}), {}, 1.7, 9, forward_status::accepted);
+  link(l);
+  induce_options o;
+  o.tasks = tasks_;
+  auto r = induce_report({l}, *db_, p_, o);
+  ASSERT_TRUE(r) << r.error().message;
+  ASSERT_EQ(r->cards.size(), 1u);
+  EXPECT_EQ(r->cards[0].op, "elementwise");
+  EXPECT_EQ(r->cards[0].source_tasks, std::vector<std::string>{"25_Swish"});
+  EXPECT_EQ(r->cards[0].evidence_lang, candidate_language::c_abi);
+  // A task's own operator is kept.
+  link(a_);
+  auto plain = induce_report({a_}, *db_, p_, o);
+  ASSERT_TRUE(plain) << plain.error().message;
+  ASSERT_FALSE(plain->cards.empty());
+  for (const auto& c : plain->cards) EXPECT_EQ(c.op, "gemm") << c.name;
+}
+
 TEST_F(skills_induce_unit, evidence_accumulates_and_admission_stands_only_on_the_same_evidence) {
   induce_options o;
   o.tasks = tasks_;
