@@ -211,6 +211,7 @@ result<void> optimize_runner::accept(int32_t n, const request& req, const agent:
   const std::vector<feature> before = best_features;
   const kernel_bundle from = best;
   best = cand.kernel;
+  planner.accepted(req, from, best);
   best_inspection = second.inspection;
   if (auto ob = observe_best(); !ob) return tl::unexpected(ob.error());
   const auto d = lineages::diff_features(before, best_features);

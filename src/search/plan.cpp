@@ -96,6 +96,9 @@ class skills_plan final : public plan {
     std::vector<std::string> names;
     for (const auto& f : features)
       if (std::find(names.begin(), names.end(), f.name) == names.end()) names.push_back(f.name);
+    if (auto it = carried_.find(best.hash); it != carried_.end())
+      for (const auto& f : it->second)
+        if (std::find(names.begin(), names.end(), f) == names.end()) names.push_back(f);
     const auto rv = retrieve_for(names, &best);
     std::map<std::string, const skill_card*> by_id;
     for (const auto& c : rv.ranked) by_id[c.card.id] = &c.card;
@@ -189,6 +192,21 @@ class skills_plan final : public plan {
   void proposed(const request& r, const kernel_bundle& on) override { mark(r, on, nullptr); }
   void failed(const request& r, const kernel_bundle& on, const agent::failure& f) override { mark(r, on, &f); }
 
+  // lathe detects no features in a ModelNew (the detectors read C++ files, not the C++ in its
+  // load_inline strings), so a card applied on the way to the best was never `present` there and
+  // was offered again on every best after it, spending a step each time (issue 44, item 3). Such
+  // a best carries what the cards of the accepted steps that made it provide, as retrieval reads it.
+  void accepted(const request& r, const kernel_bundle& from, const kernel_bundle& to) override {
+    if (language_of(to) == candidate_language::c_abi) return;
+    std::vector<std::string> mine = carried_[from.hash];
+    for (const auto& id : r.card_ids)
+      for (const auto& c : cards_)
+        if (c.id == id)
+          for (const auto& f : c.provides_features)
+            if (std::find(mine.begin(), mine.end(), f) == mine.end()) mine.push_back(f);
+    carried_[to.hash] = std::move(mine);
+  }
+
  private:
   // For `kernel` (the best), or a seeded start kernel of the task's platform when null. A ModelNew
   // best takes cards whose C++/CUDA carriers go into its inline extension (issue 44, item 3).
@@ -234,6 +252,7 @@ class skills_plan final : public plan {
   std::vector<skill_card> cards_;
   ranker rank_;
   std::set<std::string> tried_;  // "<kernel hash>|<option id>"
+  std::map<std::string, std::vector<std::string>> carried_;  // ModelNew hash -> its cards' features
   std::string free_refused_on_, free_refusal_;
 };
 

@@ -47,6 +47,9 @@ class plan {
   // The proposer answered the request (its kernel goes to the gate) / failed it.
   virtual void proposed(const request& r, const kernel_bundle& on) = 0;
   virtual void failed(const request& r, const kernel_bundle& on, const agent::failure& f) = 0;
+  // The loop accepted the request's kernel: `to`, made from the best `from`, is the new best
+  // (also while a resumed run retraces its recorded steps).
+  virtual void accepted(const request&, const kernel_bundle& /*from*/, const kernel_bundle& /*to*/) {}
 };
 
 // The plan of o.strat. skills reads the library (store cards), expert-source the experts of the
