@@ -18,7 +18,10 @@ A candidate that calls load_inline at run time with arguments the build did not 
 error that says so, never a compile.
 
 Usage: lathe_ext.py record KERNEL.py MODEL.json REQUESTS.json
-       lathe_ext.py compile REQUEST.json OUTDIR
+       lathe_ext.py compile REQUEST.json OUTDIR [ARCH]
+
+ARCH (a CUDA task's target, e.g. 9.0a) becomes TORCH_CUDA_ARCH_LIST: the compile's sandbox has no
+device for torch to choose the architecture from.
 """
 
 import importlib.util
@@ -125,7 +128,9 @@ def record(kernel, model_file, out_file):
     return 0
 
 
-def compile_request(request_file, out_dir):
+def compile_request(request_file, out_dir, arch=None):
+    if arch:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch
     import torch.utils.cpp_extension as ce
     with open(request_file) as f:
         req = json.load(f)
@@ -177,7 +182,7 @@ def main(argv):
     if len(argv) >= 4 and argv[0] == "record":
         return record(argv[1], argv[2] if argv[2] != "-" else None, argv[3])
     if len(argv) >= 3 and argv[0] == "compile":
-        return compile_request(argv[1], argv[2])
+        return compile_request(argv[1], argv[2], argv[3] if len(argv) >= 4 else None)
     print(__doc__)
     return 2
 

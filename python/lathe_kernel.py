@@ -35,6 +35,7 @@ import os
 import sys
 import traceback
 
+import lathe_cuda
 import lathe_ext
 import lathe_modelnew
 import lathe_ops
@@ -99,8 +100,10 @@ class Observer:
 
 class Host:
     def __init__(self, region, size, confine_lib, seccomp, model=None, extensions=None, policy=None,
-                 record=False, hook=None):
+                 record=False, hook=None, device=None):
         self.region, self.size = region, size
+        self.device = device    # --device cuda: the slots live on the GPU (lathe_cuda.py)
+        self.cuda = None        # its lathe_cuda.Device, made at load before the confinement
         self.hook = hook        # --op-hook: liblathe-torch-hook.so, the record written from torch's dispatcher
         self.policy = policy    # --torch-compute: forbid | fallback (lathe_ops.py), or None
         self.record = record    # --op-record: the observer also writes lathe's record pipe (fd 9)
@@ -140,6 +143,8 @@ class Host:
                 if not chunk:
                     break
                 source += chunk
+            if self.device == "cuda":
+                lathe_cuda.no_disk_caches()  # before torch and CUDA read them
             import torch  # trusted: loaded before any kernel code, while files may still be read
             self.torch = torch
             spec, extensions = None, []
@@ -158,6 +163,11 @@ class Host:
             self.region_span = (base, base + self.size)
         except BaseException as e:  # noqa: BLE001 - every failure is the worker's reply
             return self.failure(W.DLOPEN_FAILED, "python: cannot import torch", e)
+        if self.device == "cuda" and self.cuda is None:
+            try:  # the context and the slots' device buffer, before the confinement (lathe_cuda.py)
+                self.cuda = lathe_cuda.Device(torch, self.size)
+            except BaseException as e:  # noqa: BLE001
+                return self.failure(W.DEVICE_ERROR, "no CUDA device for this torch", e)
         hook = None
         if self.record and self.hook:
             try:
@@ -205,7 +215,8 @@ class Host:
                 return self.reply(W.DLOPEN_FAILED, 0, "python: a ModelNew runs on a KernelBench problem "
                                   "(Model, get_inputs, get_init_inputs) as its task; this task is not one")
             try:
-                launch = ModelNewLaunch(self.torch, module["ModelNew"], spec, self.region_span, self.copy)
+                launch = ModelNewLaunch(self.torch, module["ModelNew"], spec, self.region_span, self.copy,
+                                        *((self.cuda.dev, self.cuda.span) if self.cuda else ()))
             except BaseException as e:  # noqa: BLE001
                 return self.failure(W.DLOPEN_FAILED, "python: ModelNew cannot be constructed", e)
         if not callable(launch):
@@ -262,12 +273,16 @@ class Host:
         n = 1
         for s in shape:
             n *= s
+        if self.cuda is not None:
+            return self.cuda.view(dt, shape, offset, d.bytes)
         if n == 0:
             return torch.empty(shape, dtype=dt)
         return torch.frombuffer(self.region, dtype=dt, count=n, offset=offset).view(shape)
 
     def setup(self, c):
         self.slots = []
+        if self.cuda is not None:
+            self.cuda.reset()
         if self.launch is None:
             return self.reply(W.BAD_COMMAND, 0, "setup before a successful load")
         nt = c.num_inputs + c.num_outputs
@@ -400,6 +415,10 @@ class Host:
         k = c.kind
         if k == W.LOAD:
             return self.load(c) or self.load_kernel()
+        if self.cuda is not None and k != W.SETUP:
+            r = self.cuda.answer(self, c)
+            if r is not None:
+                return r
         if k == W.SETUP:
             return self.setup(c)
         if k == W.RUN:
@@ -434,12 +453,12 @@ def seal_of(host):
     spaces = [("builtins", builtins.__dict__), ("lathe_kernel", globals()), ("lathe_ops", lathe_ops.__dict__),
               ("lathe_wire", W.__dict__), ("lathe_seal", lathe_seal.__dict__), ("os", os.__dict__),
               ("ctypes", ctypes.__dict__), ("Reply", W.Reply.__dict__), ("Command", W.Command.__dict__),
-              ("lathe_modelnew", lathe_modelnew.__dict__)]
-    for module in (globals(), lathe_modelnew.__dict__):
+              ("lathe_modelnew", lathe_modelnew.__dict__), ("lathe_cuda", lathe_cuda.__dict__)]
+    for module in (globals(), lathe_modelnew.__dict__, lathe_cuda.__dict__):
         for name, value in list(module.items()):
-            if isinstance(value, type) and value.__module__ in (__name__, "lathe_modelnew"):
+            if isinstance(value, type) and value.__module__ in (__name__, "lathe_modelnew", "lathe_cuda"):
                 spaces.append((name, value.__dict__))
-    keys = {"host": {"observer", "policy"}}
+    keys = {"host": {"observer", "policy", "cuda"}}
     spaces.append(("host", host.__dict__))
     obs = host.observer
     if obs is not None:
@@ -468,7 +487,7 @@ def main(argv):
     size = os.fstat(W.REGION_FD).st_size
     region = mmap.mmap(W.REGION_FD, size) if size > 0 else None
     host = Host(region, size, confine_lib, seccomp, value("--model"), value("--extensions"),
-                value("--torch-compute"), "--op-record" in argv, value("--op-hook"))
+                value("--torch-compute"), "--op-record" in argv, value("--op-hook"), value("--device"))
     # This frame runs before the candidate exists and its code cannot change while it runs: what
     # it needs after the candidate's import is held in its own locals, taken now (lathe_seal.py).
     broken, broken_code, length, write, to_bytes = lathe_seal.broken, lathe_seal.broken.__code__, len, os.write, bytes

@@ -16,13 +16,18 @@ class ModelNewLaunch:
     """launch(inputs, outputs, scalars) for a ModelNew: the Model's parameters and buffers are
     the ABI inputs after forward's tensors, bound by name without a copy."""
 
-    def __init__(self, torch, cls, spec, region_span=(0, 0), copy=None):
+    def __init__(self, torch, cls, spec, region_span=(0, 0), copy=None, device=None, device_span=None):
         self.torch = torch
         self.spec = spec
-        self.region_span = region_span
+        # lathe's buffers: the shared region, and on CUDA its device mirror (lathe_cuda.py)
+        self.spans = [region_span] + ([device_span] if device_span else [])
         self.copy = copy or torch.Tensor.copy_
         torch.manual_seed(0)  # as KernelBench seeds before constructing; the binding overrides it
         self.model = cls(*[tuple(v) if isinstance(v, list) else v for v in spec.get("init", [])])
+        if device is not None and hasattr(self.model, "to"):
+            # As KernelBench's harness does (ModelNew(*init).cuda()): what the state_dict binding
+            # does not replace (a non-persistent buffer, a module's own tensors) moves too.
+            self.model = self.model.to(device)
         if hasattr(self.model, "eval"):
             self.model.eval()
         state = self.model.state_dict() if hasattr(self.model, "state_dict") else {}
@@ -82,10 +87,10 @@ class ModelNewLaunch:
             if tuple(g.shape) != tuple(o.shape) or g.dtype != o.dtype:
                 raise OutputMismatch(f"output {i}: ModelNew returned {list(g.shape)} {g.dtype}; the "
                                      f"Model returns {list(o.shape)} {o.dtype}")
-            self.copy(o, self.own(i, g))
+            self.copy(o, self.own(i, g, o.device))
         return 0
 
-    def own(self, i, g):
+    def own(self, i, g, device=None):
         """The result as a tensor of the candidate's own, which lathe copies into the output.
 
         The copy is work both sides pay inside the clock: the baseline (the reference's Model in
@@ -103,13 +108,14 @@ class ModelNewLaunch:
                 raise Refused(f"output {i}: ModelNew returned a {type(g).__name__}, a tensor subclass; "
                               "lathe copies only plain tensors into its outputs")
             g = g.detach()
-        if g.device.type != "cpu" or g.layout != torch.strided:
-            raise OutputMismatch(f"output {i}: ModelNew returned a {g.device.type} {g.layout} tensor")
-        lo, hi = self.region_span
+        want = device if device is not None else torch.device("cpu")
+        if g.device != want or g.layout != torch.strided:
+            raise OutputMismatch(f"output {i}: ModelNew returned a {g.device} {g.layout} tensor; the "
+                                 f"Model's output is a {want} {torch.strided} one")
         st = g.untyped_storage() if hasattr(g, "untyped_storage") else g.storage()
         begin = st.data_ptr()
         end = begin + st.nbytes()
-        if begin < hi and lo < end and g.numel() > 0:
+        if any(begin < hi and lo < end for lo, hi in self.spans) and g.numel() > 0:
             raise Refused(f"output {i}: ModelNew returned a view of lathe's own buffers (reached from "
                           "the harness: its frames or objects); return a tensor of your own, which "
                           "lathe copies into the output as it does for the reference")

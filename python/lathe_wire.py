@@ -16,6 +16,8 @@ MAX_COMPARED = 4
 
 # wire::op
 LOAD, SETUP, RUN, QUIT = 1, 2, 3, 4
+UPLOAD, DOWNLOAD, FILL, POISON, SHARE = 5, 6, 7, 8, 9  # CUDA workers (lathe_cuda.py)
+BENCH = 15
 RUN_TABLE = 16
 
 # wire::status
@@ -94,11 +96,12 @@ def layout():
     """Sizes and offsets the C++ side compares with offsetof (python_kernel_test)."""
     out = {"command": C.sizeof(Command), "reply": C.sizeof(Reply), "tensor_desc": C.sizeof(TensorDesc)}
     for name in ("kind", "num_slots", "slot_stride", "table_offset", "table_entries", "tensors",
-                 "scalars", "first_slot", "rotate", "calls", "protocol", "rep_ms"):
+                 "scalars", "first_slot", "rotate", "window", "calls", "graph", "protocol", "rep_ms"):
         out["command." + name] = getattr(Command, name).offset
     for name in ("shape", "offset", "bytes", "dist_kind", "slack"):
         out["tensor_desc." + name] = getattr(TensorDesc, name).offset
-    for name in ("st", "code", "calls_done", "workspace_bytes", "outputs", "bench", "message"):
+    for name in ("st", "code", "calls_done", "workspace_bytes", "device_seconds", "graph_used",
+                 "graph_nodes", "graph_captured", "outputs", "bench", "message"):
         out["reply." + name] = getattr(Reply, name).offset
     return out
 

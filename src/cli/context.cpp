@@ -19,6 +19,7 @@
 #include "gate/device_lock.h"
 #include "gate/gpu_target.h"
 #include "gate/host_target.h"
+#include "gate/python_build.h"
 #include "spec/safe_file.h"
 #include "spec/task_file.h"
 
@@ -142,6 +143,14 @@ platform problem_platform_of(const std::string& kernel_arg) {
   std::error_code ec;
   const fs::path k(kernel_arg);
   if (k.extension() == ".cu") return platform::cuda;
+  if (k.extension() == ".py" && fs::is_regular_file(k, ec)) {
+    // A Python kernel that asks for the GPU (inline CUDA, Triton, .cuda()): gate/python_build.h.
+    std::ifstream in(k, std::ios::binary);
+    std::string text(uint64_t{1} << 20, '\0');
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(in.gcount()));
+    if (gate::names_cuda(text)) return platform::cuda;
+  }
   if (fs::is_directory(k, ec))
     for (const auto& f : fs::directory_iterator(k, ec))
       if (f.path().extension() == ".cu") return platform::cuda;

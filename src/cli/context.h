@@ -82,7 +82,7 @@ result<std::filesystem::path> find_task_path(const std::string& arg, const paths
 result<task> find_task(const std::string& arg, const paths& where,
                        std::optional<platform> problem_platform = std::nullopt);
 // The platform a kernel argument implies for a problem file: cuda for a .cu file or a directory
-// holding one, else cpu.
+// holding one, or a .py kernel that asks for the GPU (gate/python_build.h names_cuda), else cpu.
 platform problem_platform_of(const std::string& kernel_arg);
 
 }  // namespace lathe::cli

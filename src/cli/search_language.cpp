@@ -25,8 +25,8 @@ result<search_language> pick_search_language(const task& t, const std::string& a
   sl.eager = gate::eager_baseline(t);
   if (!sl.eager)
     return fail(errc::unsupported, "--language modelnew: task " + t.name +
-                                       " runs on CUDA, where the Python worker does not run yet; on the CPU "
-                                       "its Model is the start and the baseline (docs/python-kernels.md)");
+                                       ": its problem file cannot be read back as the eager baseline (its "
+                                       "Model is the start and the baseline; docs/python-kernels.md)");
   return sl;
 }
 

@@ -343,7 +343,9 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   }
   std::string line;
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
-  const tool_jail jail = compile_jail(tc, cuda, python ? cmd.front() : std::string());
+  // A ModelNew on a CUDA task compiles its inline CUDA with nvcc: its toolkit is readable too.
+  const tool_jail jail = compile_jail(tc, cuda || (python && !torch_cuda_arch(isa).empty()),
+                                      python ? cmd.front() : std::string());
   tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
   own_again(tmp);
   out.seconds = r.seconds;
@@ -356,7 +358,8 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   // left: every file is read and written beneath it, never through a link (safe_file.h).
   if (out.ok && model_new) {
     const python_build_result pb = build_python_extensions(rt->interpreter, rt->version, python_model,
-                                                           entry_source, tmp, cache_dir / "torch-ext", jail);
+                                                           entry_source, tmp, cache_dir / "torch-ext", jail,
+                                                           torch_cuda_arch(isa));
     out.log += pb.log;
     out.ok = pb.ok;
     out.refused = pb.refused;

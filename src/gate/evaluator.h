@@ -91,7 +91,9 @@ class evaluator {
         t_(*req.t),
         e_(e),
         cuda_(req.t->plat == platform::cuda),
-        dev_trials_(cuda_ && cfg.device_trials && !req.t->gpu_reference.empty() &&
+        python_device_(cuda_ && req.candidate.manifest.lang == language::python),
+        python_timed_(cuda_ && (python_device_ || req.baseline.manifest.lang == language::python)),
+        dev_trials_(cuda_ && !python_timed_ && cfg.device_trials && !req.t->gpu_reference.empty() &&
                     req.t->compare.kind == comparison_kind::elementwise &&
                     req.t->outputs.size() <= static_cast<size_t>(wire::max_compared)),
         comparability_(cfg.mode != timing_mode::decision) {
@@ -99,10 +101,13 @@ class evaluator {
     if (!t_.problem.empty()) {
       e_.problem_path = tensor_path::host;
       const std::string misfit = problem_ipc_misfit(t_);
-      problem_ipc_ = cfg.device_trials && misfit.empty();
+      problem_ipc_ = cfg.device_trials && misfit.empty() && !python_device_;
       if (cuda_ && !problem_ipc_)
         e_.diagnostics += "checks of the problem staged through host memory, not CUDA IPC: " +
-                          (cfg.device_trials ? misfit : std::string("host trials asked for")) + "\n";
+                          (!cfg.device_trials ? std::string("host trials asked for")
+                           : python_device_   ? std::string("a Python kernel's worker shares no device buffer yet")
+                                              : misfit) +
+                          "\n";
     }
     std::random_device rd;
     seed_base_ = cfg.seed_base ? cfg.seed_base : (uint64_t{rd()} << 32 | rd());
@@ -288,6 +293,15 @@ class evaluator {
   uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
   uint64_t timing_bytes_ = 0;      // CUDA: one slot of the timing shape's window layout
   bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
+  // A Python candidate on a CUDA task (python/lathe_cuda.py): its worker holds the slots on the
+  // device but draws no inputs there and shares no buffer, so its trials go through host memory.
+  bool python_device_ = false;
+  // A Python worker on either side of the timing (the candidate, or eager PyTorch as the
+  // baseline): inputs drawn once on the host and staged into every process, as a problem's are;
+  // CUDA graphs for both sides or for neither (time_cuda.cpp), since a replay skips the work of a
+  // Python call's interpreter (dispatch, the output's copy) and would pair a Python candidate's
+  // replays against an eager baseline paying it.
+  bool python_timed_ = false;
   bool dev_trials_ = false;     // inputs, references and comparisons on the device (device_trial.h)
   bool comparability_ = false;  // cfg_.mode is not decision
   build_output gpu_ref_obj_;

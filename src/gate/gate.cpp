@@ -109,6 +109,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (so.fd < 0) return fail(errc::io_error, "cannot open " + obj.object.string());
   sandbox_options opt = cfg_.sandbox;
+  const bool python = obj.object.extension() == ".py";
   if (cuda_) {
     // CUDA reserves a huge virtual address space: RLIMIT_AS breaks its initialization
     // (PROTOCOL.md); the resident-memory watchdog stays.
@@ -117,12 +118,11 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     opt.open_files = cuda_open_files;
     opt.own_namespaces = false;  // CUDA IPC with the oracle's worker (worker.h)
   }
-  const bool python = obj.object.extension() == ".py";
   if (python) {
     auto staged = stage_python_build(obj.object);
     if (!staged) return tl::unexpected(staged.error());
     python_stages_.push_back(*staged);
-    auto p = python_worker_options(std::move(opt), **staged);
+    auto p = python_worker_options(std::move(opt), **staged, t_.plat);
     if (!p) return tl::unexpected(p.error());
     opt = std::move(*p);
     // The library policy decided by what runs (python/lathe_ops.py), for the candidate only: the
@@ -384,18 +384,24 @@ std::optional<stop> evaluator::run() {
                 describe(findings)};
   const std::string isa = resolved_isa(req_.candidate, cfg_.tgt);
   const bool cuda_kernel = req_.candidate.manifest.lang == language::cuda;
-  if (cuda_kernel != (t_.plat == platform::cuda))
+  if (std::string why = language_misfit(req_.candidate.manifest.lang, t_.plat); !why.empty())
+    return stop{outcome::unsupported_target, why, {}};
+  if (python_device_ && !has_cuda_device()) {
+    // A Python kernel's build on a CUDA task is its ModelNew's record step and its inline CUDA,
+    // compiled against the device's torch (a CPU build of torch links no CUDA): what can be
+    // decided without a device is its screen, passed above.
     return stop{outcome::unsupported_target,
-                std::string("a ") + to_string(req_.candidate.manifest.lang) + " kernel for a " +
-                    to_string(t_.plat) + " task",
+                "the python kernel for a cuda task passed the screen; no CUDA device on this machine "
+                "to build and run it (its extensions build against CUDA torch)",
                 {}};
-  if (!cuda_kernel) {
+  }
+  if (!cuda_) {
     const int need = x86_level(isa), have = x86_level(cfg_.tgt.arch);
     if (need < 0) return stop{outcome::unsupported_target, "unknown ISA '" + isa + "'", {}};
     if (need > have)
       return stop{outcome::unsupported_target,
                   "the kernel needs " + isa + "; this host is " + cfg_.tgt.arch, {}};
-  } else if (cfg_.tools.nvcc.empty()) {
+  } else if (cuda_kernel && cfg_.tools.nvcc.empty()) {
     return stop{outcome::unsupported_target, "no nvcc: CUDA kernels cannot be built here", {}};
   }
   if (auto s = build_all()) return s;

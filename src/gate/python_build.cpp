@@ -63,7 +63,7 @@ result<void> place_script(const fs::path& folder) {
 // One request into ext_root/key: cached when its status says ok, else compiled in a private
 // folder that is renamed into place (the first of two racing builds wins, as for kernels).
 compiled compile_one(const fs::path& interpreter, const json& request, const fs::path& ext_root,
-                     const std::string& key, const tool_jail& jail) {
+                     const std::string& key, const tool_jail& jail, const std::string& cuda_arch) {
   compiled c;
   const fs::path dir = ext_root / key;
   std::error_code ec;
@@ -99,8 +99,9 @@ compiled compile_one(const fs::path& interpreter, const json& request, const fs:
     (void)remove_tree(tmp);
     return c;
   }
-  const std::vector<std::string> cmd = {interpreter.string(), "-B", "-s", "-E", "-c", run_script,
-                                        "compile", "request.json", "out"};
+  std::vector<std::string> cmd = {interpreter.string(), "-B", "-s", "-E", "-c", run_script,
+                                  "compile", "request.json", "out"};
+  if (!cuda_arch.empty()) cmd.push_back(cuda_arch);
   tool_result r = run_tool(cmd, extension_timeout_s, *work, &jail);
   own_again(*work);
   c.built = true;
@@ -212,6 +213,13 @@ recorded record_extensions(const fs::path& interpreter, const std::string& model
 
 }  // namespace
 
+std::string torch_cuda_arch(const std::string& isa) {
+  static const std::regex sm(R"(sm_(\d+)(\d)([a-z]?))");
+  std::smatch m;
+  if (!std::regex_match(isa, m, sm)) return {};
+  return m[1].str() + "." + m[2].str() + m[3].str();
+}
+
 bool extension_output(const fs::path& rel) {
   return rel.has_filename() && rel.parent_path().empty() &&
          (rel.extension() == ".so" || rel.filename() == "lathe-ext.json");
@@ -228,13 +236,20 @@ bool defines_launch(const std::string& source) {
   return std::regex_search(source, launch);
 }
 
+bool names_cuda(const std::string& source) {
+  static const std::regex cuda(
+      R"(\bcuda_sources\s*=|(^|\n)\s*(import|from)\s+triton\b|\.cuda\s*\(|\bdevice\s*=\s*['"]cuda|\btorch\.cuda\.)");
+  return std::regex_search(source, cuda);
+}
+
 bool model_new_candidate(const std::string& source, const std::string& problem_model) {
   return !problem_model.empty() && defines_model_new(source) && !defines_launch(source);
 }
 
 python_build_result build_python_extensions(const fs::path& interpreter, const std::string& runtime,
                                             const std::string& model_spec, const std::string& source,
-                                            const fs::path& dir, const fs::path& ext_root, const tool_jail& build_jail) {
+                                            const fs::path& dir, const fs::path& ext_root, const tool_jail& build_jail,
+                                            const std::string& cuda_arch) {
   // The record step runs the candidate's Python; an extension's build imports its C++: both only
   // in the sandbox, never in a weaker jail (process.h).
   tool_jail jail = build_jail;
@@ -257,9 +272,10 @@ python_build_result build_python_extensions(const fs::path& interpreter, const s
   for (const auto& req : requests) {
     hasher h;
     h.add("lathe-ext/1").add(runtime).add(req.dump());
+    if (!cuda_arch.empty()) h.add("cuda-arch").add(cuda_arch);
     keys.push_back(h.hex());
     jobs.push_back(std::async(std::launch::async, [&, req, key = keys.back()] {
-      return compile_one(interpreter, req, ext_root, key, jail);
+      return compile_one(interpreter, req, ext_root, key, jail, cuda_arch);
     }));
   }
   json listed = json::array();

@@ -18,6 +18,12 @@ namespace lathe::gate {
 
 namespace fs = std::filesystem;
 
+std::string language_misfit(language lang, platform p) {
+  if (lang == language::python) return {};
+  if ((lang == language::cuda) == (p == platform::cuda)) return {};
+  return std::string("a ") + to_string(lang) + " kernel for a " + to_string(p) + " task";
+}
+
 result<python_kernel_runtime> find_python_kernel_runtime() {
   static std::once_flag once;
   static result<python_kernel_runtime> found = fail(errc::not_found, "not looked for");
@@ -115,7 +121,7 @@ std::vector<std::string> staged_dispatcher_bypass(const python_stage& stage) {
   return out;
 }
 
-result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage) {
+result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage, platform p) {
   auto rt = find_python_kernel_runtime();
   if (!rt) return tl::unexpected(rt.error());
   const fs::path script = python_kernel_script();
@@ -145,6 +151,10 @@ result<sandbox_options> python_worker_options(sandbox_options opt, const python_
       opt.worker_args.push_back(flag);
       opt.worker_args.push_back(f.string());
     }
+  if (p == platform::cuda) {
+    opt.worker_args.push_back("--device");
+    opt.worker_args.push_back("cuda");
+  }
   // torch maps gigabytes of address space it never touches; the resident-memory watchdog stays.
   opt.address_space_bytes = 0;
   return opt;

@@ -10,9 +10,16 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/kernel.h"
+#include "core/task.h"
 #include "gate/cpu/worker.h"
 
 namespace lathe::gate {
+
+// Why a kernel written in `lang` cannot run on a task of platform `p` (empty when it can): a C++
+// kernel runs on CPU tasks, a CUDA one on CUDA tasks, a Python kernel (torch tensors, a ModelNew)
+// on either: on a CUDA task its worker holds the slots on the device (python/lathe_cuda.py).
+std::string language_misfit(language lang, platform p);
 
 struct python_kernel_runtime {
   std::filesystem::path interpreter;  // a python3 that imports torch
@@ -44,8 +51,10 @@ std::vector<std::string> staged_dispatcher_bypass(const python_stage& stage);
 
 // `opt` changed to start the Python worker instead of lathe-worker: the interpreter as the
 // executable, the script and liblathe-confine.so (beside lathe-worker) as its arguments, and
-// the staged files of a ModelNew (`stage`, possibly empty).
-result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage);
+// the staged files of a ModelNew (`stage`, possibly empty). `p`: the task's platform; on CUDA the
+// worker is told `--device cuda` and holds its slots on the GPU.
+result<sandbox_options> python_worker_options(sandbox_options opt, const python_stage& stage,
+                                              platform p = platform::cpu);
 
 // `opt` with the candidate's torch policy judged by lathe from the worker's op record
 // (gate/cpu/op_record.h): the plumbing list beside the worker's script, the reference's compute

@@ -198,7 +198,8 @@ std::optional<stop> evaluator::time_all_cuda() {
   auto t0 = clock_type::now();
   auto lay = timing_layout();
   if (!lay) return lay.error();
-  window_draws wd(t_, *lay, timing_slots_, ref_.problem() == nullptr);
+  // A Python worker draws nothing on the device: its slots hold host draws, as a problem's do.
+  window_draws wd(t_, *lay, timing_slots_, ref_.problem() == nullptr && !python_timed_);
   const slot_layout& l = wd.l;
   const uint32_t S = wd.S;
   e_.policy.processes = timing_processes_;
@@ -234,14 +235,17 @@ std::optional<stop> evaluator::time_all_cuda() {
   // its blocks, where the cross-check sees it). Calibration takes the faster of two blocks: on
   // the H200 one A/A run of 10 read 2.29 when a hiccup during one side's calibration sent it to
   // launch timing while the other replayed graphs.
-  const bool graph_a = A.front().per_call < graph_below_seconds;
-  const bool graph_b = B.front().per_call < graph_below_seconds;
+  bool graph_a = A.front().per_call < graph_below_seconds;
+  bool graph_b = B.front().per_call < graph_below_seconds;
+  // A replay skips a Python call's interpreter work: both sides replay or neither (python_timed_).
+  if (python_timed_) graph_a = graph_b = graph_a && graph_b;
   for (auto& tw : A) tw.graph = graph_a;
   for (auto& tw : B) tw.graph = graph_b;
   for (auto& tw : B2) tw.graph = graph_b;
   if (!wd.redraw && (graph_a || graph_b))
-    e_.diagnostics += "timed calls replayed from a CUDA graph read the same windows block after block: "
-                      "a problem's inputs cannot be drawn again on the device\n";
+    e_.diagnostics += "timed calls replayed from a CUDA graph read the same windows block after block: " +
+                      std::string(ref_.problem() ? "a problem's inputs cannot be drawn again on the device\n"
+                                                 : "a Python worker draws no inputs on the device\n");
 
   // Poisoned right before the series: a kernel that stops writing once it is being timed leaves
   // its outputs unwritten (one that writes stale results fails on the references).

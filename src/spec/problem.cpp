@@ -382,8 +382,8 @@ result<task> import_problem(const fs::path& file, platform p) {
 }
 
 std::optional<kernel_bundle> eager_baseline(const task& t) {
-  // CPU tasks only: the Python worker does not run on CUDA tasks yet (docs/python-kernels.md).
-  if (t.problem_format != problem_format::kernelbench || t.problem_model.empty() || t.plat != platform::cpu) return std::nullopt;
+  // On CUDA tasks the Python worker holds the Model on the device (python/lathe_cuda.py).
+  if (t.problem_format != problem_format::kernelbench || t.problem_model.empty()) return std::nullopt;
   // A bundle file's cap (bundle.cpp): the problem becomes the baseline's source.
   auto text = read_named(t.problem, uint64_t{16} << 20);
   if (!text) return std::nullopt;

@@ -93,8 +93,8 @@ result<task> import_problem(const std::filesystem::path& file, platform p);
 
 // A KernelBench problem's own Model as a Python ModelNew (`class ModelNew(Model)`), the baseline
 // a candidate is paired against when the task has no baseline kernel: eager PyTorch, run by the
-// same Python worker as a candidate's ModelNew. Empty for other tasks and, until the Python
-// worker runs on CUDA tasks, for CUDA problems (docs/python-kernels.md).
+// same Python worker as a candidate's ModelNew, on the task's platform (on CUDA the worker holds
+// the slots on the device). Empty for other tasks (docs/python-kernels.md).
 std::optional<kernel_bundle> eager_baseline(const task& t);
 
 }  // namespace lathe::gate

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "core/outcome.h"
+#include "gate/host_target.h"
 #include "gate/python_kernel.h"
 #include "gate_fixture.h"
 #include "lathe_cli_json.h"
@@ -104,10 +105,18 @@ TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {
 }
 
 TEST_F(gate_env, a_python_kernel_on_a_cuda_task_is_refused_with_the_reason) {
+  // A Python kernel runs on a CUDA task where there is a device (python/lathe_cuda.py); here there
+  // is none: screened, then refused, saying why (tests/gpu/modelnew_gpu_test runs them).
+  if (gate::has_cuda_device()) GTEST_SKIP() << "a CUDA device here: modelnew_gpu_test runs Python kernels on it";
   task t = load(source_dir() / "tests/integration/tasks/axpy_cuda");
   evaluation e = eval(t, kernel(kernels() / "raises.py"), false);  // no torch: past the screen
   EXPECT_EQ(e.result, outcome::unsupported_target) << e.message;
-  EXPECT_NE(e.message.find("python kernel for a cuda task"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("python kernel for a cuda task passed the screen"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("no CUDA device on this machine"), std::string::npos) << e.message;
+  // What the screen refuses is refused before: the device is not what decides it.
+  evaluation f = eval(t, kernel(kernels() / "syntax_error.py"), false);
+  EXPECT_EQ(f.result, outcome::forbidden) << f.message;
+  EXPECT_NE(f.message.find("syntax error at line 4"), std::string::npos) << f.message;
 }
 
 // The wire structures python/lathe_wire.py mirrors: sizes and offsets as this compiler lays them.
@@ -137,7 +146,9 @@ TEST(python_wire, layout_matches_the_cpp_header) {
   LATHE_AT(command, scalars);
   LATHE_AT(command, first_slot);
   LATHE_AT(command, rotate);
+  LATHE_AT(command, window);
   LATHE_AT(command, calls);
+  LATHE_AT(command, graph);
   LATHE_AT(command, protocol);
   LATHE_AT(command, rep_ms);
   LATHE_AT(tensor_desc, shape);
@@ -149,6 +160,10 @@ TEST(python_wire, layout_matches_the_cpp_header) {
   LATHE_AT(reply, code);
   LATHE_AT(reply, calls_done);
   LATHE_AT(reply, workspace_bytes);
+  LATHE_AT(reply, device_seconds);  // python/lathe_cuda.py: on CUDA tasks
+  LATHE_AT(reply, graph_used);
+  LATHE_AT(reply, graph_nodes);
+  LATHE_AT(reply, graph_captured);
   LATHE_AT(reply, outputs);
   LATHE_AT(reply, bench);
   LATHE_AT(reply, message);
