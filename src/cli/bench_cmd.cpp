@@ -264,14 +264,14 @@ std::optional<int> add_entry(const fs::path& d, const bench_cli& o, bool klineag
     bo.skipped.push_back(t->name + ": CUDA task, no GPU here");
     return std::nullopt;
   }
-  // Given candidates on a bare KernelBench problem on the CPU: the problem's own Model, eager
-  // PyTorch, is the baseline they are paired against (--kernel and --strategy need the task's
-  // own kernels; KLineage's protocol times do_bench-style).
+  // Given candidates on a KernelBench problem without a baseline kernel: the problem's own Model,
+  // eager PyTorch, is the baseline they are paired against, on the task's platform (--kernel and
+  // --strategy need the task's own kernels; KLineage's protocol times do_bench-style).
   const std::optional<kernel_bundle> eager =
       t->baseline.empty() && !o.candidates.empty() && !klineage ? gate::eager_baseline(*t) : std::nullopt;
   if (t->baseline.empty() && !eager) {
     bo.skipped.push_back(t->name + ": no baseline kernel (a bare problem file: wrap it with a task.toml and "
-                                   "kernels/; with --candidates, a CPU KernelBench problem is paired against eager PyTorch)");
+                                   "kernels/; with --candidates, a KernelBench problem is paired against eager PyTorch)");
     return std::nullopt;
   }
   search::bench_entry e;
