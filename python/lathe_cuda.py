@@ -69,7 +69,6 @@ class Device:
         self.graph_key = None
         self.graph_nodes = 0
         self.graph_failed = ""  # why capture failed, once it has
-        self.windows = {}       # (slot, input, shift) -> the input's view at that window
 
     def sync(self):
         self.torch.cuda.synchronize()
@@ -86,8 +85,7 @@ class Device:
         return self.mirror[offset: offset + nbytes].view(dt).view(shape)
 
     def reset(self):
-        """A new setup: the views and the graph of the last layout are gone."""
-        self.windows = {}
+        """A new setup: the graph of the last layout is gone."""
         self.drop_graph()
 
     def drop_graph(self):
@@ -96,7 +94,10 @@ class Device:
         self.graph, self.graph_key, self.graph_nodes = None, None, 0
 
     def inputs_at(self, host, slot, window):
-        """The inputs of `slot` as window `window` reads them (wire.h window_shift)."""
+        """The inputs of `slot` as window `window` reads them (wire.h window_shift). A shifted
+        view is made for its call and dropped after it, never kept: views kept across calls were
+        small allocations placed among a candidate's temporaries, which fragmented a worker's heap
+        (lathe_kernel.py run_table, bench/results/python-heap-2026-12-06.md)."""
         ins = host.slots[slot][0]
         if window == 0:
             return ins
@@ -107,12 +108,8 @@ class Device:
             if shift == 0 or t.numel() == 0:
                 out.append(t)
                 continue
-            key = (slot, i, shift)
-            v = self.windows.get(key)
-            if v is None:
-                base = slot * host.layout.slot_stride + d.offset + shift
-                v = self.windows[key] = self.view(t.dtype, list(t.shape), base, d.bytes)
-            out.append(v)
+            base = slot * host.layout.slot_stride + d.offset + shift
+            out.append(self.view(t.dtype, list(t.shape), base, d.bytes))
         return out
 
     # ---- transfers and poison ------------------------------------------------------------------
