@@ -645,8 +645,10 @@ def main():
         torch.set_num_threads(args.threads)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         reply({"ok": False, "error": "problem",
-               "message": f"torch {torch.__version__} at {sys.executable} sees no CUDA device: a .cu kernel "
-                          "needs CUDA PyTorch on an NVIDIA machine (a .cpp kernel runs on CPU PyTorch)"})
+               "message": f"torch {torch.__version__} at {sys.executable} sees no CUDA device: a CUDA problem "
+                          "(a .cu kernel, a Python kernel that asks for the GPU, platform = \"cuda\") needs "
+                          "CUDA PyTorch on an NVIDIA machine (a .cpp kernel, a torch-only ModelNew run on CPU "
+                          "PyTorch)"})
         return 4
     try:
         worker = Worker(os.path.abspath(args.problem), args.device, torch, reply)

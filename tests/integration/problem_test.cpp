@@ -187,6 +187,23 @@ TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
   EXPECT_NE(raises.error().message.find("broken on purpose"), std::string::npos) << raises.error().message;
 }
 
+// A bare problem given a Python kernel that asks for the GPU (inline CUDA) is imported on CUDA, as
+// for a .cu kernel (cli problem_platform_of, issue 48): without a device, said plainly at import.
+TEST(problem_cli, a_python_kernel_that_asks_for_the_gpu_imports_a_bare_problem_on_cuda) {
+  if (fs::exists("/dev/nvidiactl")) GTEST_SKIP() << "a device here: tests/gpu/modelnew_gpu_test runs it";
+  const fs::path swish = problems() / "cuda_swish";
+  auto r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (swish / "swish.py").string() + " " +
+                     (swish / "candidates/swish_inline_cuda.py").string() + " --no-time");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("sees no CUDA device: a CUDA problem"), std::string::npos) << r.err;
+  // A torch-only ModelNew asks for nothing: the same bare problem runs on the CPU.
+  r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (swish / "swish.py").string() + " " +
+                (swish / "candidates/swish_wrong.py").string() + " --no-time --seeds 3");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("wrong_result"), std::string::npos) << r.out;
+  fs::remove_all("/tmp/lathe-problem-cli-ws");
+}
+
 TEST(problem_cli, eval_decides_against_a_wrapped_baseline_and_times_eager_pytorch_in_comparability) {
   const fs::path dir = problems();
   unsetenv("LATHE_LOCK_DIR");  // the fixture's, removed with its directory
