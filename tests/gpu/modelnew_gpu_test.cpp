@@ -136,6 +136,25 @@ TEST(modelnew_gpu_timed, the_kernelbench_protocol_times_a_modelnew_on_the_device
   std::printf("swish 4096x4096 F.silu, KernelBench protocol: mean %.2f us, eager %.2f us, speedup %.3fx\n",
               1e6 * c.value("mean_seconds", 0.0), 1e6 * c.value("eager_mean_seconds", 0.0),
               c.value("speedup_vs_eager", 0.0));
+}
+
+// Triton's do_bench (the L2 flushed before each call, budgets in milliseconds) on the inline-CUDA
+// candidate, its extension found in the suite's cache.
+TEST(modelnew_gpu_timed, do_bench_times_an_inline_cuda_modelnew_on_the_device) {
+  if (!has_device()) GTEST_SKIP() << "no NVIDIA device";
+  int code = 0;
+  const nlohmann::json j = eval_json("swish_inline_cuda.py", "--mode do_bench --seeds 3", code);
+  EXPECT_EQ(j.value("outcome", std::string()), "ok")
+      << j.value("message", std::string()) << "\n" << j.value("diagnostics", std::string());
+  ASSERT_TRUE(j.contains("comparability")) << j.dump(1).substr(0, 4000);
+  const auto& c = j["comparability"];
+  EXPECT_EQ(c.value("protocol", std::string()), "do_bench");
+  EXPECT_GT(c.value("trials", 0), 0);
+  EXPECT_GT(c.value("mean_seconds", 0.0), 10e-6);
+  EXPECT_GT(c.value("speedup_vs_eager", 0.0), 0.0);
+  std::printf("swish 4096x4096 inline CUDA, do_bench: mean %.2f us over %d calls, eager %.2f us, speedup %.3fx\n",
+              1e6 * c.value("mean_seconds", 0.0), c.value("trials", 0), 1e6 * c.value("eager_mean_seconds", 0.0),
+              c.value("speedup_vs_eager", 0.0));
   fs::remove_all("/tmp/lathe-modelnew-gpu-ws");
 }
 
