@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 const fs::path problems = fs::path(LATHE_SOURCE_DIR) / "tests/problems";
 
 TEST(problem_platform, a_kernel_that_asks_for_the_gpu_puts_a_bare_problem_on_cuda) {
-  const fs::path swish = problems / "cuda_swish/candidates";
+  const fs::path swish = fs::path(LATHE_SOURCE_DIR) / "tests/gpu/cuda_swish/candidates";
   EXPECT_EQ(problem_platform_of((swish / "swish_inline_cuda.py").string()), platform::cuda);
   EXPECT_EQ(problem_platform_of((problems / "candidates/scale_relu_ok.cu").string()), platform::cuda);
   // Torch ops only: nothing says CUDA (a task.toml with platform = "cuda" does).

@@ -67,7 +67,7 @@ TEST(python_cuda, inline_cuda_is_compiled_for_the_targets_architecture) {
 TEST(python_cuda, a_python_kernel_that_asks_for_the_gpu_is_told_from_one_that_does_not) {
   // The GPU test's candidates: inline CUDA asks for the device; the torch-only ones do not (a
   // task.toml with platform = "cuda" puts them there).
-  const fs::path swish = source_dir / "tests/problems/cuda_swish/candidates";
+  const fs::path swish = source_dir / "tests/gpu/cuda_swish/candidates";
   EXPECT_TRUE(names_cuda(read(swish / "swish_inline_cuda.py")));
   EXPECT_TRUE(names_cuda(read(swish / "swish_broken_cuda.py")));
   EXPECT_FALSE(names_cuda(read(swish / "swish_wrong.py")));

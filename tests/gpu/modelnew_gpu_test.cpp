@@ -2,7 +2,7 @@
 // device): KernelBench ModelNew files — torch ops and inline CUDA (load_inline's cuda_sources) —
 // run in the Python worker on the GPU (python/lathe_cuda.py), checked against the problem's fp64
 // reference, and timed against the problem's own Model (eager PyTorch) in the same kind of worker,
-// by CUDA events or graph replays (recorded). tests/problems/cuda_swish: Swish on 4096 x 4096
+// by CUDA events or graph replays (recorded). tests/gpu/cuda_swish: Swish on 4096 x 4096
 // floats, a task.toml with platform = "cuda"; each candidate names its outcome on its first line.
 // What runs without a device: tests/gate/python_cuda_test.
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ using lathe::testing::run_lathe;
 
 bool has_device() { return fs::exists("/dev/nvidiactl"); }
 
-const fs::path task_dir = fs::path(LATHE_SOURCE_DIR) / "tests/problems/cuda_swish";
+const fs::path task_dir = fs::path(LATHE_SOURCE_DIR) / "tests/gpu/cuda_swish";
 const fs::path candidates = task_dir / "candidates";
 // One workspace for the suite: the inline CUDA extension is compiled once (nvcc against torch's
 // headers: tens of seconds) and found in its cache by the evaluations after the first.

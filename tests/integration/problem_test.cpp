@@ -191,7 +191,7 @@ TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
 // for a .cu kernel (cli problem_platform_of, issue 48): without a device, said plainly at import.
 TEST(problem_cli, a_python_kernel_that_asks_for_the_gpu_imports_a_bare_problem_on_cuda) {
   if (fs::exists("/dev/nvidiactl")) GTEST_SKIP() << "a device here: tests/gpu/modelnew_gpu_test runs it";
-  const fs::path swish = problems() / "cuda_swish";
+  const fs::path swish = source_dir() / "tests/gpu/cuda_swish";
   auto r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (swish / "swish.py").string() + " " +
                      (swish / "candidates/swish_inline_cuda.py").string() + " --no-time");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
