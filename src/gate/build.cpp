@@ -215,7 +215,8 @@ result<void> stage_sources(const kernel_bundle& b, const toolchain& tc, const fs
 // (/usr/local/cuda is under /usr; /opt/cuda is not); an interpreter outside /usr (a virtual
 // environment): its tree, as named (the venv, which holds its packages) and as resolved (its
 // base's binary).
-tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interpreter) {
+tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interpreter,
+                       const fs::path& torch_root) {
   tool_jail jail;
   if (cuda && !tc.nvcc.empty()) {
     std::error_code cec;
@@ -228,6 +229,9 @@ tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interp
     jail.read_trees.push_back(fs::absolute(interpreter, pec).parent_path().parent_path());
     const fs::path py = fs::canonical(interpreter, pec);
     if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
+    // torch itself where it lies outside both (a ModelNew's record step imports it: on the H100
+    // machine's venv it did not import in the jail, bench/results/gpu-modelnew-2026-12-06).
+    if (!torch_root.empty() && torch_root.is_absolute()) jail.read_trees.push_back(torch_root);
   }
   return jail;
 }
@@ -345,7 +349,7 @@ result<build_output> build(const kernel_bundle& b, const std::string& isa, const
   for (const auto& a : cmd) line += (line.empty() ? "" : " ") + a;
   // A ModelNew on a CUDA task compiles its inline CUDA with nvcc: its toolkit is readable too.
   const tool_jail jail = compile_jail(tc, cuda || (python && !torch_cuda_arch(isa).empty()),
-                                      python ? cmd.front() : std::string());
+                                      python ? cmd.front() : std::string(), python ? rt->torch_root : fs::path());
   tool_result r = run_tool(cmd, compile_timeout_s, tmp, &jail);
   own_again(tmp);
   out.seconds = r.seconds;

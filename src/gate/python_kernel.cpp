@@ -31,13 +31,20 @@ result<python_kernel_runtime> find_python_kernel_runtime() {
     std::string tried;
     for (const fs::path& py : python_interpreters()) {
       tool_result r = run_tool({py.string(), "-B", "-s", "-c",
-                                "import sys, torch; print('torch', torch.__version__, "
-                                "'(python ' + sys.version.split()[0] + ')')"},
+                                "import os, sys, torch; print('lathe-torch-root:' + os.path.realpath("
+                                "os.path.dirname(os.path.dirname(torch.__file__)))); print('torch', "
+                                "torch.__version__, '(python ' + sys.version.split()[0] + ')')"},
                                120);
       if (r.exit_code == 0 && !r.timed_out) {
         std::string v = r.output;
         while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
-        found = python_kernel_runtime{py, v.substr(v.rfind('\n') + 1)};
+        python_kernel_runtime rt{py, v.substr(v.rfind('\n') + 1), {}};
+        const std::string mark = "lathe-torch-root:";
+        if (const auto at = v.rfind(mark); at != std::string::npos) {
+          const auto end = v.find('\n', at);
+          rt.torch_root = v.substr(at + mark.size(), end == std::string::npos ? std::string::npos : end - at - mark.size());
+        }
+        found = rt;
         return;
       }
       tried += (tried.empty() ? "" : ", ") + py.string();

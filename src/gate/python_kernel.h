@@ -24,6 +24,9 @@ std::string language_misfit(language lang, platform p);
 struct python_kernel_runtime {
   std::filesystem::path interpreter;  // a python3 that imports torch
   std::string version;                // "torch 1.13.0a0 (python 3.11.2)"
+  // The folder torch's package sits in, resolved (a venv's site-packages, or one a .pth or a
+  // link leads to): the build's jail reads it as the worker's Landlock does (interpreter_trees).
+  std::filesystem::path torch_root;
 };
 
 // The first of python_interpreters() (spec/problem.h) that imports torch; looked for once per process. An error
