@@ -172,6 +172,15 @@ class Device:
             slot = k % c.rotate
             host.call(self.inputs_at(host, slot, c.window + k // c.rotate), host.slots[slot][1])
 
+    def timed(self, work):
+        """Seconds of `work` on the device, between two events on the current stream."""
+        stream = self.torch.cuda.current_stream(self.dev)
+        self.start.record(stream)
+        work()
+        self.stop.record(stream)
+        self.torch.cuda.synchronize()
+        return self.start.elapsed_time(self.stop) * 1e-3
+
     def failed(self, host, e, done):
         if is_device_error(e):
             r = host.failure(W.DEVICE_ERROR, "CUDA", e)
@@ -181,18 +190,12 @@ class Device:
         return r
 
     def run(self, host, c):
-        torch = self.torch
         if c.rotate == 0 or c.rotate > len(host.slots):
             return host.reply(W.BAD_COMMAND, 0, f"run: rotate {c.rotate} outside 1..{len(host.slots)} slots")
         if c.graph and not self.graph_failed:
             return self.run_graph(host, c)
-        stream = torch.cuda.current_stream(self.dev)
         try:
-            self.start.record(stream)
-            self.calls(host, c)
-            self.stop.record(stream)
-            torch.cuda.synchronize()
-            seconds = self.start.elapsed_time(self.stop) * 1e-3
+            seconds = self.timed(lambda: self.calls(host, c))
         except BaseException as e:  # noqa: BLE001
             return self.failed(host, e, 0)
         r = host.done(c.calls)
@@ -253,7 +256,6 @@ class Device:
                 continue
 
     def run_graph(self, host, c):
-        torch = self.torch
         key = (c.first_slot, c.rotate, c.calls, c.window)
         captured = 0
         if self.graph is None or self.graph_key != key:
@@ -263,13 +265,8 @@ class Device:
             if why is not None:
                 return why
             captured = 1
-        stream = torch.cuda.current_stream(self.dev)
         try:
-            self.start.record(stream)
-            self.graph.replay()
-            self.stop.record(stream)
-            torch.cuda.synchronize()
-            seconds = self.start.elapsed_time(self.stop) * 1e-3
+            seconds = self.timed(self.graph.replay)
         except BaseException as e:  # noqa: BLE001
             return self.failed(host, e, 0)
         r = host.done(c.calls)
