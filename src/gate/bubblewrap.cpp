@@ -4,8 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 namespace fs = std::filesystem;
@@ -130,7 +132,7 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
                                 "--die-with-parent", "--new-session"};
   const bool root = geteuid() == 0;
   if (!root) a.push_back("--unshare-user");
-  std::vector<fs::path> bound;
+  std::vector<fs::path> bound, made, linked;
   auto within_bound = [&](const fs::path& p) {
     for (const auto& b : bound) {
       auto [e, _] = std::mismatch(b.begin(), b.end(), p.begin(), p.end());
@@ -143,7 +145,20 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
     if (t.empty() || within_bound(t)) continue;
     if (fs::is_symlink(t, ec)) {  // /bin -> usr/bin on a merged-/usr system: the same link
       a.insert(a.end(), {"--symlink", fs::read_symlink(t, ec).string(), t.string()});
+      linked.push_back(t);
       continue;
+    }
+    // The folders above a tree that is not at the root (a venv in /opt/torch/.venv): bubblewrap
+    // run by root makes them 0700, which the tool's own user cannot walk (on the H100 machine a
+    // ModelNew's record step could not import torch, bench/results/gpu-modelnew-2026-12-06).
+    fs::path above;
+    for (auto it = t.begin(); it != t.end() && std::next(it) != t.end(); ++it) {
+      above /= *it;
+      if (above == "/" || within_bound(above) || std::find(made.begin(), made.end(), above) != made.end())
+        continue;
+      if (std::find(linked.begin(), linked.end(), above) != linked.end()) break;  // made as a link
+      a.insert(a.end(), {"--perms", "0755", "--dir", above.string()});
+      made.push_back(above);
     }
     a.insert(a.end(), {"--ro-bind-try", t.string(), t.string()});
     bound.push_back(t);

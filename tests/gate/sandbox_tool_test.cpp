@@ -106,6 +106,27 @@ TEST_F(sandbox_tool, reads_no_root_file_and_writes_only_its_folder) {
   EXPECT_TRUE(fs::exists(work_ / "mine"));
 }
 
+// A tree outside the system's folders (a venv at /opt/torch/.venv, as on the H100 machine):
+// bubblewrap run by root made the folders above it 0700, and the tool's own user could not reach
+// it (a ModelNew's record step found no torch). /var/tmp, not /tmp: the jail's /tmp is its own.
+TEST_F(sandbox_tool, reads_a_tree_whose_folders_above_are_not_bound) {
+  char tmpl[] = "/var/tmp/lathe-sandbox-tree-XXXXXX";
+  const fs::path top = mkdtemp(tmpl);
+  const fs::path tree = top / "venv" / "lib";
+  fs::create_directories(tree);
+  { std::ofstream(tree / "module.py") << "reachable-line\n"; }
+  for (const fs::path& p : {top, top / "venv", tree})
+    fs::permissions(p, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                           fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(tree / "module.py", fs::perms::owner_read | fs::perms::owner_write |
+                                          fs::perms::group_read | fs::perms::others_read);
+  jail_.read_trees.push_back(tree);
+  tool_result r = sh("cat " + (tree / "module.py").string() + "; ls -ld /var /var/tmp 2>&1");
+  std::error_code ec;
+  fs::remove_all(top, ec);
+  EXPECT_NE(r.output.find("reachable-line"), std::string::npos) << r.output << r.jail;
+}
+
 TEST_F(sandbox_tool, sees_none_of_lathes_environment_or_processes) {
   setenv("OPENAI_API_KEY", "sk-sandbox-secret", 1);
   setenv("LATHE_TOKEN", "lathe-secret", 1);
