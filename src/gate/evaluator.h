@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -207,9 +208,15 @@ class evaluator {
   // Three processes per pair (candidate, baseline, baseline's copy for the A/A control), created
   // in an order that rotates with the pair: memory mapped earlier ran up to 15% slower. `start`
   // starts one into its pool; a baseline that fails is the task's problem unless the machine's.
+  // `concurrent`: all of them at once, as many at a time as the machine has CPUs (a Python
+  // worker imports torch for about 2 s on the 2-core VM, and twelve started one after another
+  // were half of a ModelNew's timing stage); each into a pool of its own, moved into the sides'
+  // pools in the rotating order afterwards, where the first stop in that order is the answer.
+  // Only for a starter that reads no side's pool (the CPU's; the CUDA one numbers the oracle's
+  // peers by the candidates started before).
   using proc_starter =
       std::function<std::optional<stop>(const build_output&, const std::string& who, std::vector<timing_proc>&)>;
-  std::optional<stop> start_timing_sides(const proc_starter& start);
+  std::optional<stop> start_timing_sides(const proc_starter& start, bool concurrent = false);
   // Every worker of every side settled, then calls per block for each side from the median of
   // its workers' settled times, given to all its workers; the stage's expected length said. `pool_failure`: a stop the CPU's pools left during calibration, which
   // outranks the failed request it caused (may be empty).
@@ -282,6 +289,9 @@ class evaluator {
   std::vector<std::shared_ptr<python_stage>> python_stages_;
   // A ModelNew's extensions' calls around torch's dispatcher (python_kernel.h), read at its first stage.
   std::optional<std::vector<std::string>> ext_bypass_;
+  // What start_worker reads and writes of the evaluation (the two above, e_.diagnostics) while
+  // timing workers start at once (start_timing_sides).
+  std::mutex start_mu_;
   reference ref_;
   shared_region region_;
   worker cand_worker_;  // the checks' worker

@@ -108,6 +108,9 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   // is not followed (safe_file.h).
   so.fd = open(obj.object.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (so.fd < 0) return fail(errc::io_error, "cannot open " + obj.object.string());
+  // Timing workers may start at once (start_timing_sides): what follows reads and writes the
+  // evaluation's state under start_mu_, and lets go of it while the worker starts and loads.
+  std::unique_lock<std::mutex> held(start_mu_);
   sandbox_options opt = cfg_.sandbox;
   const bool python = obj.object.extension() == ".py";
   if (cuda_) {
@@ -161,6 +164,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
     }
     opt.open_files = std::max<uint64_t>(opt.open_files, 256);  // the interpreter's imports
   }
+  held.unlock();
   auto w = worker::spawn(opt, region, so.fd);
   if (!w || failed) return w;  // refused before its load
   wire::command load;
@@ -168,6 +172,7 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   load.share = share ? 1 : 0;
   // A Python worker imports torch before the kernel's code: seconds, not the call's watchdog.
   worker_result r = w->request(load, python ? std::max(cfg_.call_timeout_s, 120.0) : cfg_.call_timeout_s);
+  held.lock();
   if (!r.ok()) failed = from_worker(r, "loading the " + who);
   const std::string said = r.reply.message;
   if (r.ok() && who == "kernel" && said.find("not confined") != std::string::npos &&

@@ -3,6 +3,8 @@
 // failed series or a kernel below the roofline floor ends the stage, the checks of the
 // candidate's processes after a series, and the stage's end (the A/A control and the decision).
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include "gate/evaluator.h"
 #include "gate/machine_load.h"
@@ -19,17 +21,39 @@ tl::expected<slot_layout, stop> evaluator::timing_layout() {
   return std::move(*lay);
 }
 
-std::optional<stop> evaluator::start_timing_sides(const proc_starter& start) {
+std::optional<stop> evaluator::start_timing_sides(const proc_starter& start, bool concurrent) {
+  struct job {
+    uint32_t side;
+    std::vector<timing_proc> started;
+    std::optional<stop> s;
+  };
+  std::vector<job> jobs;
   for (uint32_t j = 0; j < timing_processes_; ++j)
-    for (uint32_t k = 0; k < 3; ++k) {
-      const uint32_t side = (j + k) % 3;
-      if (side == 0) {
-        if (auto s = start(cand_, "kernel", cands_)) return s;
-      } else if (auto s = start(base_, "baseline", side == 1 ? bases_ : copies_)) {
-        if (s->o == outcome::infra_error || s->o == outcome::resource_limit) return s;
-        return stop{outcome::crash, "the baseline failed to start (a task problem)", s->message};
-      }
-    }
+    for (uint32_t k = 0; k < 3; ++k) jobs.push_back(job{(j + k) % 3, {}, std::nullopt});
+  auto pool_of = [&](uint32_t side) -> std::vector<timing_proc>& {
+    return side == 0 ? cands_ : side == 1 ? bases_ : copies_;
+  };
+  auto run = [&](job& jb, std::vector<timing_proc>& into) {
+    jb.s = jb.side == 0 ? start(cand_, "kernel", into) : start(base_, "baseline", into);
+  };
+  if (concurrent) {
+    std::atomic<size_t> next{0};
+    auto serve = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < jobs.size();) run(jobs[i], jobs[i].started);
+    };
+    const size_t n = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, jobs.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(serve);
+    serve();
+    for (auto& t : threads) t.join();
+  }
+  for (auto& jb : jobs) {
+    if (!concurrent) run(jb, pool_of(jb.side));
+    for (auto& p : jb.started) pool_of(jb.side).push_back(std::move(p));
+    if (!jb.s) continue;
+    if (jb.side == 0 || jb.s->o == outcome::infra_error || jb.s->o == outcome::resource_limit) return jb.s;
+    return stop{outcome::crash, "the baseline failed to start (a task problem)", jb.s->message};
+  }
   return std::nullopt;
 }
 
