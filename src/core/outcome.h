@@ -25,8 +25,9 @@ enum class outcome : uint8_t {
   suspicious_speed,    // below the roofline floor even after a re-check
   unstable,            // the machine's A/A noise is too high to decide
   edit_not_applied,
-  infra_error,         // lathe could not run the evaluation (a worker that cannot start): not
-                       // the kernel's doing; the gate tries once more before saying so
+  infra_error,         // lathe could not run the evaluation (a worker that cannot start, the
+                       // task's own baseline or reference failing: "a task problem"): not the
+                       // kernel's doing; the gate tries once more before saying so
 };
 
 std::string_view to_string(outcome o);

@@ -92,7 +92,7 @@ std::optional<stop> evaluator::check_outputs(const slot_layout& l, const trial_d
 }
 
 std::optional<stop> evaluator::oracle_failed(const worker_result& r, const std::string& when) {
-  return stop{outcome::crash, "the task's GPU reference failed (" + when + "; a task problem)",
+  return stop{outcome::infra_error, "the task's GPU reference failed (" + when + "; a task problem)",
               r.end == worker_end::replied ? std::string(r.reply.message) : r.detail};
 }
 
@@ -388,7 +388,7 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
   std::optional<stop> failed;
   auto w = start_worker(cand_, region_, failed, "kernel", true);
   auto o = o_job.get();
-  if (!o) return stop{outcome::crash, "the task's GPU reference could not start (a task problem)", o.error().message};
+  if (!o) return stop{outcome::infra_error, "the task's GPU reference could not start (a task problem)", o.error().message};
   oracle_ = std::move(*o);
   if (!w) return stop{outcome::infra_error, "the kernel's worker could not start: " + w.error().message, {}};
   cand_worker_ = std::move(*w);
@@ -403,7 +403,7 @@ std::optional<stop> evaluator::check_all_device(const std::vector<slot_layout>& 
     if (!d) return stop{outcome::crash, "lathe: " + d.error().message, {}};
     std::string disagree = oracle_->cross_check(t_, *small, *d);
     if (!disagree.empty())
-      return stop{outcome::crash,
+      return stop{outcome::infra_error,
                   "the task's GPU reference disagrees with its CPU reference (a task problem): " + disagree,
                   {}};
     stage_done("reference_cross_check", t1);

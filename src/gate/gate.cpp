@@ -241,18 +241,18 @@ std::optional<stop> evaluator::build_all() {
   }
   if (with_baseline) {
     if (!b || !b->ok)
-      return stop{outcome::compile_error,
+      return stop{outcome::infra_error,
                   "the baseline '" + req_.baseline.name + "' does not compile (a task problem)",
                   b ? b->log : b.error().message};
     base_ = *b;
   }
   if (!problem && (!r || !r->ok))
-    return stop{outcome::compile_error, "the task's reference does not compile (a task problem)",
+    return stop{outcome::infra_error, "the task's reference does not compile (a task problem)",
                 r ? r->log : r.error().message};
   if (!problem) ref_obj_ = *r;
   if (with_gpu_ref) {
     if (!g || !g->ok)
-      return stop{outcome::compile_error,
+      return stop{outcome::infra_error,
                   "the task's GPU reference does not compile (a task problem)",
                   g ? g->log : g.error().message};
     gpu_ref_obj_ = *g;
@@ -272,7 +272,7 @@ std::optional<stop> evaluator::build_all() {
   if (problem) {
     auto oracle = problem_oracle::shared(t_.problem, t_.plat);
     if (!oracle)
-      return stop{outcome::compile_error, "the problem's Python worker: " + oracle.error().message, {}};
+      return stop{outcome::infra_error, "the problem's Python worker: " + oracle.error().message + " (a task problem)", {}};
     ref_ = reference::of_problem(*oracle);
     e_.reference_runtime = (*oracle)->runtime();
     return std::nullopt;

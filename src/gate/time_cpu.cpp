@@ -133,7 +133,7 @@ struct timed_arenas {
         run->failed = stop{outcome::crash, "lathe: drawing the timing pools again: " + fresh.error().message, {}};
       else if (!*fresh)
         run->failed = cand ? stop{outcome::input_mutated, "the kernel wrote into its inputs while timed", {}}
-                           : stop{outcome::crash, "the baseline wrote into its inputs while timed (a task problem)", {}};
+                           : stop{outcome::infra_error, "the baseline wrote into its inputs while timed (a task problem)", {}};
       if (run->failed) {
         r.reply.st = wire::status::bad_command;
         r.detail = run->failed->message;
@@ -205,7 +205,7 @@ std::optional<stop> evaluator::stage_arenas(const timing_pools& pools, const wir
     const worker_result r = jobs[i].get();
     if (r.ok() || failed) continue;
     failed = all[i].second ? from_worker(r, "timing setup of the kernel")
-                           : stop{outcome::crash, "the baseline failed its timing setup (a task problem)", r.detail};
+                           : stop{outcome::infra_error, "the baseline failed its timing setup (a task problem)", r.detail};
   }
   if (failed) return failed;
   for (auto& [p, cand] : all) p->w.freeze_between_requests();

@@ -52,7 +52,7 @@ std::optional<stop> evaluator::start_timing_sides(const proc_starter& start, boo
     for (auto& p : jb.started) pool_of(jb.side).push_back(std::move(p));
     if (!jb.s) continue;
     if (jb.side == 0 || jb.s->o == outcome::infra_error || jb.s->o == outcome::resource_limit) return jb.s;
-    return stop{outcome::crash, "the baseline failed to start (a task problem)", jb.s->message};
+    return stop{outcome::infra_error, "the baseline failed to start (a task problem)", jb.s->message};
   }
   return std::nullopt;
 }

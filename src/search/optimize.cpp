@@ -157,7 +157,9 @@ result<void> optimize_runner::step(int32_t n) {
     if (!*vd) return reject(n, 0, "budget", cand.kernel.hash, cat(agent::summary_text(cand.rationale), ": not gated: ", loop.detail()));
     first = **vd;
     gated[cand.kernel.hash] = cat(outcome_text(first->outcome), first->ratio ? cat(" ", ratio_text(*first->ratio)) : std::string());
-    if (first->passed || first->outcome == outcome::unstable || round >= o.max_repairs) break;
+    // No repair for the machine's noise or for lathe or the task failing around the kernel.
+    if (first->passed || first->outcome == outcome::unstable || first->outcome == outcome::infra_error) break;
+    if (round >= o.max_repairs) break;
     agent::repair_request rr{&t, cand.kernel, cand.action + ": " + first_line(cand.rationale),
                              first->outcome.value_or(outcome::wrong_result),
                              first->diagnostics.empty() ? first->message : first->diagnostics, proposer_target()};

@@ -86,6 +86,26 @@ TEST_F(lathe_gate_env, messages_say_what_went_wrong) {
   EXPECT_NE(err.message.find("shape not supported"), std::string::npos) << err.message;
 }
 
+// A baseline that does not build is the task's problem, not the candidate's (PROTOCOL.md "The
+// machine is not the kernel"): `infra_error`, said as a task problem, where it read
+// `compile_error`, which every summary counted as the candidate failing its build; tried once
+// more, as any infra_error.
+TEST_F(lathe_gate_env, a_baseline_that_does_not_build_is_not_the_candidates_compile_error) {
+  task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
+  gate::gate_request req;
+  req.t = &t;
+  req.candidate = kernel(lathe::testing::source_dir() / "tests/integration/tasks/axpy/kernels/naive.cpp");
+  req.baseline = kernel(lathe::testing::source_dir() / "tests/integration/hostile/compile_error.cpp");
+  req.prov = {"human", "test", false};
+  gate::gate_config cfg = cfg_;
+  cfg.time = true;
+  const evaluation e = gate::evaluate(cfg, req);
+  EXPECT_EQ(e.result, outcome::infra_error) << e.message;
+  EXPECT_NE(e.message.find("does not compile (a task problem)"), std::string::npos) << e.message;
+  EXPECT_TRUE(built(e.result));  // counted as built: the candidate's own build went through
+  EXPECT_NE(e.diagnostics.find("infra_error, retried: the baseline"), std::string::npos) << e.diagnostics;
+}
+
 TEST_F(lathe_gate_env, a_good_kernel_passes_and_the_naive_baseline_is_not_faster_than_itself) {
   task t = load(lathe::testing::source_dir() / "tests/integration/tasks/axpy");
   // The verdict `unstable` is not what this test is about: a DRAM-bound kernel's A/A on a
