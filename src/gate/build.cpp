@@ -229,8 +229,9 @@ tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interp
     jail.read_trees.push_back(fs::absolute(interpreter, pec).parent_path().parent_path());
     const fs::path py = fs::canonical(interpreter, pec);
     if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
-    // torch itself where it lies outside both (a ModelNew's record step imports it: on the H100
-    // machine's venv it did not import in the jail, bench/results/gpu-modelnew-2026-12-06).
+    // torch itself where it lies outside both (a .pth or a link leading elsewhere), as the
+    // worker's Landlock allows it (python/lathe_kernel.py interpreter_trees). Not what broke the
+    // H100 machine's venv: that was the folders above the bind (bubblewrap.cpp).
     if (!torch_root.empty() && torch_root.is_absolute()) jail.read_trees.push_back(torch_root);
   }
   return jail;

@@ -461,7 +461,8 @@ evaluation evaluate(const gate_config& cfg, const gate_request& req) {
   if (s && (s->o == outcome::infra_error || s->retry)) {
     // Likely not the kernel's doing (a worker that could not start: the machine's process or
     // memory limits, for a moment; the baseline-slowed check under a load that came and went, 853%
-    // once on the 2-core VM with a build beside it): once more from the start, and the first
+    // once on the 2-core VM with a build beside it; the task's own baseline or reference failing,
+    // which a cached failed build answers again at once): once more from the start, and the first
     // failure kept in the record.
     const std::string first = std::string(to_string(s->o)) + ", retried: " + s->message + "\n";
     const evaluation fresh = e;
