@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   lathe::cli::add_optimize(app, common, code);
   lathe::cli::add_bench(app, common, code);
   lathe::cli::add_solve(app, common, code);
+  lathe::cli::add_tune(app, common, code);
   lathe::cli::add_screen(app, common, code);
   lathe::cli::add_task(app, common, code);
   lathe::cli::add_evolve(app, common, code);

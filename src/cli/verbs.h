@@ -28,5 +28,6 @@ void add_export(CLI::App& app, const common_options& common, int& exit_code);  /
 void add_report(CLI::App& app, const common_options& common, int& exit_code);
 void add_task(CLI::App& app, const common_options& common, int& exit_code);  // task show
 void add_solve(CLI::App& app, const common_options& common, int& exit_code);
+void add_tune(CLI::App& app, const common_options& common, int& exit_code);
 
 }  // namespace lathe::cli

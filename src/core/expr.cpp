@@ -10,11 +10,11 @@ namespace {
 // shape that overflows int64 must be refused, not wrapped into a plausible wrong number.
 class parser {
  public:
-  parser(std::string_view text, const std::map<std::string, int64_t>& symbols)
-      : text_(text), symbols_(symbols) {}
+  parser(std::string_view text, const std::map<std::string, int64_t>& symbols, bool logic)
+      : text_(text), symbols_(symbols), logic_(logic) {}
 
   result<int64_t> parse() {
-    auto v = expr();
+    auto v = top();
     if (!v) return v;
     skip_space();
     if (pos_ != text_.size()) return error_here("unexpected '" + std::string(1, text_[pos_]) + "'");
@@ -44,6 +44,75 @@ class parser {
       return true;
     }
     return false;
+  }
+
+  bool eat2(const char* two) {
+    skip_space();
+    if (text_.substr(pos_, 2) == two) {
+      pos_ += 2;
+      return true;
+    }
+    return false;
+  }
+
+  result<int64_t> top() { return logic_ ? disjunction() : expr(); }
+
+  // Conditions (eval_condition only): || over && over ! over one comparison of two sums; each
+  // a 0 or 1. Both sides are always evaluated: an error in either is never hidden.
+  result<int64_t> disjunction() {
+    auto lhs = conjunction();
+    if (!lhs) return lhs;
+    int64_t v = *lhs;
+    while (eat2("||")) {
+      auto rhs = conjunction();
+      if (!rhs) return rhs;
+      v = (v != 0 || *rhs != 0) ? 1 : 0;
+    }
+    return v;
+  }
+  result<int64_t> conjunction() {
+    auto lhs = negation();
+    if (!lhs) return lhs;
+    int64_t v = *lhs;
+    while (eat2("&&")) {
+      auto rhs = negation();
+      if (!rhs) return rhs;
+      v = (v != 0 && *rhs != 0) ? 1 : 0;
+    }
+    return v;
+  }
+  result<int64_t> negation() {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == '!' && text_.substr(pos_, 2) != "!=") {
+      ++pos_;
+      if (++depth_ > max_depth) return error_here("nesting deeper than 200");
+      auto v = negation();
+      --depth_;
+      if (!v) return v;
+      return *v == 0 ? 1 : 0;
+    }
+    return comparison();
+  }
+  result<int64_t> comparison() {
+    auto lhs = expr();
+    if (!lhs) return lhs;
+    static constexpr const char* two[] = {"<=", ">=", "==", "!="};
+    for (const char* op : two)
+      if (eat2(op)) {
+        auto rhs = expr();
+        if (!rhs) return rhs;
+        const int64_t a = *lhs, b = *rhs;
+        const bool r = op[0] == '<' ? a <= b : op[0] == '>' ? a >= b : op[0] == '=' ? a == b : a != b;
+        return r ? 1 : 0;
+      }
+    skip_space();
+    if (pos_ < text_.size() && (text_[pos_] == '<' || text_[pos_] == '>')) {
+      const char op = text_[pos_++];
+      auto rhs = expr();
+      if (!rhs) return rhs;
+      return (op == '<' ? *lhs < *rhs : *lhs > *rhs) ? 1 : 0;
+    }
+    return lhs;
   }
 
   result<int64_t> expr() {
@@ -82,6 +151,13 @@ class parser {
                       "expression '" + std::string(text_) + "': division by zero");
         if (v == INT64_MIN && *rhs == -1) return overflow("division");
         v /= *rhs;
+      } else if (eat('%')) {
+        auto rhs = factor();
+        if (!rhs) return rhs;
+        if (*rhs == 0)
+          return fail(errc::invalid_argument,
+                      "expression '" + std::string(text_) + "': remainder by zero");
+        v = (v == INT64_MIN && *rhs == -1) ? 0 : v % *rhs;
       } else {
         return v;
       }
@@ -108,7 +184,7 @@ class parser {
     }
     if (c == '(') {
       ++pos_;
-      auto v = expr();
+      auto v = top();
       if (!v) return v;
       if (!eat(')')) return error_here("expected ')'");
       return v;
@@ -140,6 +216,7 @@ class parser {
 
   std::string_view text_;
   const std::map<std::string, int64_t>& symbols_;
+  bool logic_ = false;
   size_t pos_ = 0;
   int depth_ = 0;
 };
@@ -147,7 +224,13 @@ class parser {
 }  // namespace
 
 result<int64_t> eval_expr(std::string_view text, const std::map<std::string, int64_t>& symbols) {
-  return parser(text, symbols).parse();
+  return parser(text, symbols, false).parse();
+}
+
+result<bool> eval_condition(std::string_view text, const std::map<std::string, int64_t>& symbols) {
+  auto v = parser(text, symbols, true).parse();
+  if (!v) return tl::unexpected(v.error());
+  return *v != 0;
 }
 
 }  // namespace lathe

@@ -186,6 +186,11 @@ void to_json(json& j, const kernel_manifest& m) {
            {"defines", m.defines},
            {"libraries", m.libraries},
            {"isa", m.isa}};
+  if (!m.tune.empty()) {  // only then: the JSON of a manifest without tunables stays as it was
+    json params = json::array();
+    for (const auto& p : m.tune.params) params.push_back({{"name", p.name}, {"values", p.values}});
+    j["tune"] = {{"params", params}, {"constraints", m.tune.constraints}, {"default", m.tune.defaults}};
+  }
 }
 
 void from_json(const json& j, kernel_manifest& m) {
@@ -197,6 +202,12 @@ void from_json(const json& j, kernel_manifest& m) {
   get(j, "defines", m.defines);
   get(j, "libraries", m.libraries);
   get(j, "isa", m.isa);
+  if (auto it = j.find("tune"); it != j.end() && it->is_object()) {
+    for (const auto& p : it->value("params", json::array()))
+      if (p.is_object()) m.tune.params.push_back({p.value("name", std::string()), p.value("values", std::vector<int64_t>{})});
+    get(*it, "constraints", m.tune.constraints);
+    get(*it, "default", m.tune.defaults);
+  }
 }
 
 void to_json(json& j, const target& t) {

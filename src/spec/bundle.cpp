@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "core/hash.h"
+#include "spec/tune_toml.h"
 
 namespace lathe {
 namespace {
@@ -90,6 +91,7 @@ result<std::string> read_file(const fs::path& p) {
 class manifest_reader {
  public:
   explicit manifest_reader(std::string file) : file_(std::move(file)) {}
+  const std::string& file() const { return file_; }
   tl::unexpected<error> err(uint32_t line, const std::string& what) const {
     return fail(errc::parse_error, file_ + ":" + std::to_string(line) + ": " + what);
   }
@@ -148,15 +150,39 @@ result<std::vector<std::string>> list_files(const fs::path& root) {
   return out;
 }
 
+// [defines], then [tune] (whose defaults may come from the defines).
+result<void> read_defines_and_tune(const toml::table& t, const manifest_reader& r, kernel_manifest& m) {
+  if (const toml::node* n = t.get("defines")) {
+    if (!n->is_table()) return r.err(line_of(*n), "'defines' must be a table");
+    for (const auto& [k, v] : *n->as_table()) {
+      const std::string key(k.str());
+      if (!is_identifier(key))
+        return r.err(line_of(v), "defines: '" + key + "' is not a macro name");
+      if (v.is_string())
+        m.defines[key] = v.as_string()->get();
+      else if (v.is_integer())
+        m.defines[key] = std::to_string(v.as_integer()->get());
+      else
+        return r.err(line_of(v), "defines: '" + key + "' must be a string or an integer");
+    }
+  }
+  if (const toml::node* n = t.get("tune")) {
+    auto tune = detail::read_tune_section(*n, m.defines, r.file());
+    if (!tune) return tl::unexpected(tune.error());
+    m.tune = std::move(*tune);
+  }
+  return {};
+}
+
 result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t,
                                       const manifest_reader& r) {
   for (const auto& [k, v] : t) {
     static constexpr std::string_view allowed[] = {"language", "entry",     "files", "flags",
-                                                   "defines",  "libraries", "isa"};
+                                                   "defines",  "libraries", "isa",   "tune"};
     if (std::find(std::begin(allowed), std::end(allowed), k.str()) == std::end(allowed))
       return r.err(line_of(v), "unknown key '" + std::string(k.str()) +
                                    "' (expected one of: language, entry, files, flags, defines, "
-                                   "libraries, isa)");
+                                   "libraries, isa, tune)");
   }
   kernel_manifest m;
   LATHE_TRY(files, r.str_array(t, "files"));
@@ -231,20 +257,7 @@ result<kernel_manifest> read_manifest(const fs::path& root, const toml::table& t
   }
   LATHE_TRY(isa, r.str(t, "isa"));
   m.isa = isa->value_or("");
-  if (const toml::node* n = t.get("defines")) {
-    if (!n->is_table()) return r.err(line_of(*n), "'defines' must be a table");
-    for (const auto& [k, v] : *n->as_table()) {
-      const std::string key(k.str());
-      if (!is_identifier(key))
-        return r.err(line_of(v), "defines: '" + key + "' is not a macro name");
-      if (v.is_string())
-        m.defines[key] = v.as_string()->get();
-      else if (v.is_integer())
-        m.defines[key] = std::to_string(v.as_integer()->get());
-      else
-        return r.err(line_of(v), "defines: '" + key + "' must be a string or an integer");
-    }
-  }
+  if (auto d = read_defines_and_tune(t, r, m); !d) return tl::unexpected(d.error());
   return m;
 }
 
@@ -333,6 +346,16 @@ std::string bundle_hash(const kernel_bundle& b) {
   h.add("libraries").add(std::to_string(m.libraries.size()));
   for (const auto& l : m.libraries) h.add(l);
   h.add("isa").add(m.isa);
+  if (!m.tune.empty()) {  // only then: the hashes of bundles without tunables stay what they were
+    h.add("tune").add(std::to_string(m.tune.params.size()));
+    for (const auto& p : m.tune.params) {
+      h.add(p.name).add(std::to_string(p.values.size()));
+      for (int64_t v : p.values) h.add(std::to_string(v));
+    }
+    h.add("constraints").add(std::to_string(m.tune.constraints.size()));
+    for (const auto& c : m.tune.constraints) h.add(c);
+    for (const auto& [k, v] : m.tune.defaults) h.add(k).add(std::to_string(v));
+  }
   h.add("files").add(std::to_string(b.sources.size()));
   for (const auto& [path, text] : b.sources) h.add(path).add(text);  // std::map: sorted
   return h.hex();
@@ -371,6 +394,7 @@ result<void> write_bundle(const kernel_bundle& b, const fs::path& dir) {
   toml::table defines;
   for (const auto& [k, v] : b.manifest.defines) defines.insert(k, v);
   t.insert("defines", std::move(defines));
+  if (!b.manifest.tune.empty()) t.insert("tune", detail::tune_table(b.manifest.tune));
   std::ofstream out(dir / "kernel.toml", std::ios::trunc);
   out << "# written by lathe: kernel " << bundle_hash(b) << "\n" << t << "\n";
   if (!out) return fail(errc::io_error, (dir / "kernel.toml").string() + ": cannot write");

@@ -111,6 +111,18 @@ TEST(json, kernel_manifest_and_target) {
   EXPECT_EQ(j["language"], "cuda");
   EXPECT_EQ(back.defines.at("TILE"), "64");
   EXPECT_EQ(back.files, m.files);
+  EXPECT_FALSE(j.contains("tune"));  // no tunables: the JSON is what it was before them
+  // Tunables (docs/tune.md) survive the store's JSON: a stored kernel keeps its hash.
+  m.tune.params = {{"TILE", {32, 64, 128}}, {"UNROLL", {1, 4}}};
+  m.tune.constraints = {"TILE * UNROLL <= 256"};
+  m.tune.defaults = {{"TILE", 64}, {"UNROLL", 1}};
+  back = round_trip(m, &j);
+  ASSERT_EQ(back.tune.params.size(), 2u);
+  EXPECT_EQ(back.tune.params[0].name, "TILE");
+  EXPECT_EQ(back.tune.params[0].values, (std::vector<int64_t>{32, 64, 128}));
+  EXPECT_EQ(back.tune.params[1].values, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(back.tune.constraints, m.tune.constraints);
+  EXPECT_EQ(back.tune.defaults, m.tune.defaults);
 
   target t;
   t.plat = platform::cuda;

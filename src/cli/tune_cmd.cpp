@@ -1,0 +1,223 @@
+// lathe tune TASK KERNEL: the kernel's tunables searched through the gate (search/tune.h,
+// docs/tune.md), measured configurations cached in the store's measurements.
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "cli/context.h"
+#include "cli/fail.h"
+#include "cli/gate_options.h"
+#include "cli/proposer_session.h"
+#include "cli/verbs.h"
+#include "core/text.h"
+#include "search/tune.h"
+#include "spec/bundle.h"
+#include "spec/tune.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace lathe::cli {
+namespace {
+
+struct tune_cli {
+  std::string task, kernel, strategy = "exhaustive", out_dir;
+  int64_t evals = 0;
+  double seconds = 0;
+  uint64_t seed = 1;
+  bool json_out = false, quiet = false, simulate = false;
+  gate_settings gate = gate_settings_with(1.0);
+};
+
+json point_json(const search::tune_point& p) {
+  json j = {{"config", p.config}, {"hash", p.hash}, {"outcome", std::string(to_string(p.result))},
+            {"evaluation", p.evaluation_id}, {"cached", p.cached}, {"quick", p.quick}};
+  if (p.speedup) j["speedup"] = *p.speedup;
+  if (p.lo) j["interval"] = {*p.lo, *p.hi};
+  if (!p.message.empty()) j["message"] = p.message;
+  return j;
+}
+
+std::optional<search::tune_point> point_from(const json& j) {
+  if (!j.is_object() || !j.contains("config") || !j.contains("outcome")) return std::nullopt;
+  search::tune_point p;
+  p.config = j["config"].get<tune_config>();
+  p.hash = j.value("hash", std::string());
+  auto o = parse_outcome(j["outcome"].get<std::string>());
+  if (!o) return std::nullopt;
+  p.result = *o;
+  p.evaluation_id = j.value("evaluation", int64_t{0});
+  if (j.contains("speedup")) p.speedup = j["speedup"].get<double>();
+  if (j.contains("interval") && j["interval"].is_array() && j["interval"].size() == 2) {
+    p.lo = j["interval"][0].get<double>();
+    p.hi = j["interval"][1].get<double>();
+  }
+  p.message = j.value("message", std::string());
+  return p;  // `quick` is the search's to say, not the cache's
+}
+
+// "tune-20261206-183404-20b7": the folder of a search's written winner (tune searches are not
+// runs of the store yet, docs/tune.md).
+std::string tune_id() {
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", &tm);
+  char tail[8];
+  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(std::random_device{}() & 0xffff));
+  return cat("tune-", when, "-", tail);
+}
+
+std::string speedup_text(const search::tune_point& p) {
+  if (!p.speedup) return "-";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3fx [%.3f, %.3f]", *p.speedup, p.lo.value_or(0), p.hi.value_or(0));
+  return b;
+}
+
+void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const search::tune_result& r,
+                const kernel_bundle& winner, const std::string& written) {
+  if (o.json_out) {
+    json j = {{"schema", "lathe.tune/1"}, {"task", t.name}, {"kernel", k.name}, {"strategy", o.strategy},
+              {"default", r.defaults}, {"default_hash", r.default_hash}, {"admitted", r.admitted},
+              {"refused", r.refused.size()}, {"stop", r.stop}, {"timed", r.timed}, {"replayed", r.replayed},
+              {"seconds", r.seconds}, {"winner", r.winner}, {"winner_hash", winner.hash}, {"improved", r.improved},
+              {"dir", written}};
+    j["points"] = json::array();
+    for (const auto& p : r.points) j["points"].push_back(point_json(p));
+    if (r.best) j["best"] = point_json(r.points[*r.best]);
+    if (r.crown) {
+      j["crown"] = {{"outcome", std::string(to_string(r.crown->result))}, {"evaluation", r.crown->id}};
+      if (r.crown->paired) j["crown"]["speedup"] = r.crown->paired->ratio;
+      if (r.crown->decision) j["crown"]["decision"] = std::string(to_string(*r.crown->decision));
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("tune      %s %s: strategy %s, %zu configurations admitted, %zu refused by constraints\n",
+              t.name.c_str(), k.name.c_str(), o.strategy.c_str(), r.admitted, r.refused.size());
+  std::printf("%-32s %-16s %s\n", "configuration", "outcome", "speedup over the default");
+  for (const auto& p : r.points)
+    std::printf("%-32s %-16s %s%s%s\n", config_label(p.config).c_str(), std::string(to_string(p.result)).c_str(),
+                speedup_text(p).c_str(), p.quick ? " (quick)" : "", p.cached ? " (cached)" : "");
+  std::printf("stop      %s: %zu measured (%lld timed, %lld from the cache), %.1f s\n", r.stop.c_str(), r.points.size(),
+              static_cast<long long>(r.timed), static_cast<long long>(r.replayed), r.seconds);
+  if (r.best) {
+    const auto& b = r.points[*r.best];
+    std::printf("best      %s %s\n", config_label(b.config).c_str(), speedup_text(b).c_str());
+  }
+  if (r.crown)
+    std::printf("re-timed  %s in fresh processes: %s%s\n", r.crown->paired ? cat(std::to_string(r.crown->paired->ratio), "x").c_str() : "-",
+                std::string(to_string(r.crown->result)).c_str(),
+                r.crown->decision ? cat(", ", to_string(*r.crown->decision)).c_str() : "");
+  std::printf("winner    %s%s\n", config_label(r.winner).c_str(),
+              r.improved ? "" : " (the default: no configuration was decided faster)");
+  if (!written.empty()) std::printf("written   %s\n", written.c_str());
+}
+
+int run_tune(const common_options& common, const tune_cli& o) {
+  std::optional<fs::path> ws;
+  if (common.workspace) ws = *common.workspace;
+  auto strat = search::parse_tune_strategy(o.strategy);
+  if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::tune_strategy_words + ")", 2);
+  if (o.evals < 0 || o.seconds < 0) return fail_with("--evals and --time take 0 (no limit) or more", 2);
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  auto t = find_task(o.task, ctx->where);
+  if (!t) return fail_with(t.error().message, 2);
+  auto k = find_task_kernel(*t, o.kernel);
+  if (!k) return fail_with(k.error().message, 2);
+  if (t->plat == platform::cuda && !ctx->gpu)
+    return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here" +
+                         (ctx->gpu_error.empty() ? "" : " (" + ctx->gpu_error + ")"), 2);
+  const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
+
+  search::tune_options so;
+  so.strategy = *strat;
+  so.max_evaluations = o.evals;
+  so.max_seconds = o.seconds;
+  so.seed = o.seed;
+  so.simulate = o.simulate;
+  so.settings = cat("max_time=", std::to_string(o.gate.max_time), ",quick=", o.gate.quick ? "1" : "0");
+  store& db = *ctx->db;
+  search::tune_cache cache{
+      [&db](const std::string& key) -> std::optional<search::tune_point> {
+        auto m = db.get_measurement(key);
+        if (!m || !*m) return std::nullopt;
+        return point_from(json::parse(**m, nullptr, false));
+      },
+      [&db](const std::string& key, const search::tune_point& p) {
+        if (auto w = db.put_measurement(key, point_json(p).dump()); !w)
+          std::fprintf(stderr, "lathe: a measured configuration was not cached: %s\n", w.error().message.c_str());
+      }};
+  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+  // halving's first rung: a quarter of the series and half the processes and rounds.
+  gate_settings quick = o.gate;
+  quick.quick = true;
+  quick.max_time = o.gate.max_time / 4;
+  lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick));
+  so.quick = &quick_v;
+  so.quick_settings = cat("max_time=", std::to_string(quick.max_time), ",quick=1");
+  std::function<void(const search::tune_progress&)> progress;
+  if (!o.quiet && !o.json_out) {
+    std::fprintf(stderr, "… tune %s %s (strategy %s)\n", t->name.c_str(), k->name.c_str(), o.strategy.c_str());
+    progress = [](const search::tune_progress& p) {
+      std::fprintf(stderr, "… [%zu/%zu] %-28s %-10s %s%s · best %.3fx · %.0f s%s\n", p.done, p.planned,
+                   config_label(p.point->config).c_str(), std::string(to_string(p.point->result)).c_str(),
+                   speedup_text(*p.point).c_str(), p.point->cached ? " (cached)" : "", p.best_speedup, p.elapsed,
+                   p.eta > 0 ? cat(" · ETA ", std::to_string(static_cast<long long>(std::ceil(p.eta))), " s").c_str() : "");
+    };
+  }
+  auto r = search::tune(*t, *k, tgt, v, so, &cache, progress);
+  if (!r) return fail_with(r.error().message, 1);
+
+  auto winner = configure(*k, r->winner);
+  if (!winner) return fail_with(winner.error().message, 1);
+  const fs::path out = o.out_dir.empty() ? ctx->ws.runs() / tune_id() / "best" : fs::path(o.out_dir);
+  std::string written;
+  if (o.simulate) {
+    // nothing was decided: nothing to write
+  } else if (auto w = write_bundle(*winner, out); w) written = out.string();
+  else std::fprintf(stderr, "lathe: the tuned kernel was not written to %s: %s\n", out.c_str(), w.error().message.c_str());
+
+  print_tune(o, *t, *k, *r, *winner, written);
+  return 0;
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app, const common_options& common, int& exit_code) {
+  auto o = std::make_shared<tune_cli>();
+  CLI::App* cmd = app.add_subcommand("tune", "search a kernel's tunables ([tune] in kernel.toml) through the gate");
+  cmd->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task")->required();
+  cmd->add_option("kernel", o->kernel, "a bundle path or a kernel name of the task; its kernel.toml declares [tune]")
+      ->required();
+  cmd->add_option("--strategy", o->strategy, search::tune_strategy_words)->capture_default_str();
+  cmd->add_option("--evals", o->evals, "most configurations measured, the default included (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--time", o->seconds, "most seconds of search before the re-timing of the best (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "the random strategy's seed")->capture_default_str();
+  cmd->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")
+      ->capture_default_str();
+  cmd->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
+  cmd->add_option("--out", o->out_dir, "write the winning configuration's bundle here (default: .lathe/runs/tune-ID/best)");
+  cmd->add_flag("--simulate", o->simulate,
+                "replay every configuration from the cache and time nothing, no re-timing of the best (kernel_tuner's "
+                "simulation mode: strategies compared over a space measured once); one never measured is an error");
+  cmd->add_flag("--json", o->json_out, "print the result as JSON (schema lathe.tune/1)");
+  cmd->add_flag("--quiet", o->quiet, "no progress lines on stderr");
+  cmd->footer(
+      "Every configuration the constraints admit is a bundle of its own (its tunables as -D defines), checked on\n"
+      "every shape set and timed against the default configuration; the fastest is timed again in fresh processes\n"
+      "and wins only when the gate decides it faster. Measured configurations are cached in the workspace: run it\n"
+      "again (after a kill, with another strategy) and they are replayed, not timed.\n"
+      "Exit code 0: the search finished; 1: it failed; 2: usage or setup.");
+  cmd->callback([o, &common, &exit_code] { exit_code = run_tune(common, *o); });
+}
+
+}  // namespace lathe::cli
