@@ -63,9 +63,10 @@ TEST_P(modelnew_gpu, gets_its_own_outcome) {
   EXPECT_EQ(code, want == "ok" ? 0 : 1);
   // The problem's oracle ran on CUDA PyTorch (where the candidate built: a compile error stops the
   // evaluation before any worker or oracle starts, and the H100 run of 2026-12-06 showed it).
-  if (want != "compile_error")
+  if (want != "compile_error") {
     EXPECT_NE(j.value("reference_runtime", std::string()).find("cuda"), std::string::npos)
         << j.value("reference_runtime", std::string());
+  }
   if (want == "ok") {
     // Every check came through host memory (no CUDA IPC for a Python worker yet), and said so.
     EXPECT_EQ(j.value("problem_path", std::string()), "host");
