@@ -72,6 +72,17 @@ std::string tune_id() {
   return cat("tune-", when, "-", tail);
 }
 
+// Every setting that changes a measurement, and the compilers: part of the cache's key, so that a
+// measurement is replayed only under the conditions it was taken in.
+std::string settings_text(const gate_settings& g, const context& ctx, const task& t) {
+  char rse[32] = "-";
+  if (g.target_rse) std::snprintf(rse, sizeof rse, "%g", *g.target_rse);
+  return cat("max_time=", std::to_string(g.max_time), ",quick=", g.quick ? "1" : "0", ",aa=", g.aa_control ? "1" : "0",
+             ",seeds=", std::to_string(g.seeds), ",rse=", rse, ",mode=", std::to_string(static_cast<int>(g.mode)),
+             ",host_trials=", g.host_trials ? "1" : "0", ",cxx=", ctx.tools.cxx_version,
+             t.plat == platform::cuda ? ",nvcc=" + ctx.tools.nvcc_version : std::string());
+}
+
 std::string speedup_text(const search::tune_point& p) {
   if (!p.speedup) return "-";
   char b[64];
@@ -84,7 +95,7 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
   if (o.json_out) {
     json j = {{"schema", "lathe.tune/1"}, {"task", t.name}, {"kernel", k.name}, {"strategy", o.strategy},
               {"default", r.defaults}, {"default_hash", r.default_hash}, {"admitted", r.admitted},
-              {"refused", r.refused.size()}, {"stop", r.stop}, {"timed", r.timed}, {"replayed", r.replayed},
+              {"refused", r.refused_count}, {"stop", r.stop}, {"timed", r.timed}, {"replayed", r.replayed},
               {"seconds", r.seconds}, {"winner", r.winner}, {"winner_hash", winner.hash}, {"improved", r.improved},
               {"dir", written}};
     j["points"] = json::array();
@@ -99,7 +110,7 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
     return;
   }
   std::printf("tune      %s %s: strategy %s, %zu configurations admitted, %zu refused by constraints\n",
-              t.name.c_str(), k.name.c_str(), o.strategy.c_str(), r.admitted, r.refused.size());
+              t.name.c_str(), k.name.c_str(), o.strategy.c_str(), r.admitted, r.refused_count);
   std::printf("%-32s %-16s %s\n", "configuration", "outcome", "speedup over the default");
   for (const auto& p : r.points)
     std::printf("%-32s %-16s %s%s%s\n", config_label(p.config).c_str(), std::string(to_string(p.result)).c_str(),
@@ -142,7 +153,7 @@ int run_tune(const common_options& common, const tune_cli& o) {
   so.max_seconds = o.seconds;
   so.seed = o.seed;
   so.simulate = o.simulate;
-  so.settings = cat("max_time=", std::to_string(o.gate.max_time), ",quick=", o.gate.quick ? "1" : "0");
+  so.settings = settings_text(o.gate, *ctx, *t);
   store& db = *ctx->db;
   search::tune_cache cache{
       [&db](const std::string& key) -> std::optional<search::tune_point> {
@@ -161,7 +172,7 @@ int run_tune(const common_options& common, const tune_cli& o) {
   quick.max_time = o.gate.max_time / 4;
   lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick));
   so.quick = &quick_v;
-  so.quick_settings = cat("max_time=", std::to_string(quick.max_time), ",quick=1");
+  so.quick_settings = settings_text(quick, *ctx, *t);
   std::function<void(const search::tune_progress&)> progress;
   if (!o.quiet && !o.json_out) {
     std::fprintf(stderr, "… tune %s %s (strategy %s)\n", t->name.c_str(), k->name.c_str(), o.strategy.c_str());
@@ -201,7 +212,7 @@ void add_tune(CLI::App& app, const common_options& common, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--time", o->seconds, "most seconds of search before the re-timing of the best (0: no limit)")
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "the random strategy's seed")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "the seed of random, model and halving")->capture_default_str();
   cmd->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")
       ->capture_default_str();
   cmd->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");

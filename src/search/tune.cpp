@@ -2,8 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 
+#include "core/hash.h"
+#include "core/json.h"
 #include "search/tune_sampler.h"
 #include "spec/tune.h"
 
@@ -68,10 +74,25 @@ std::vector<tune_config> tune_order(tune_strategy s, const std::vector<tune_conf
   return out;
 }
 
+std::string task_identity(const task& t) {
+  // What a check or a time depends on: the task's fields (shapes, dtypes, tolerances,
+  // distributions) and the files it names (reference, GPU reference, problem file).
+  hasher h;
+  h.add("lathe.tune.task/1").add(nlohmann::json(t).dump());
+  for (const std::filesystem::path& rel : {t.reference, t.gpu_reference, t.problem}) {
+    if (rel.empty()) continue;
+    std::ifstream in(rel.is_absolute() ? rel : t.dir / rel, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    h.add(rel.string()).add(text.str());
+  }
+  return h.hex();
+}
+
 std::string tune_cache_key(const task& t, const target& tgt, const std::string& config_hash,
                            const std::string& default_hash, const std::string& settings) {
-  return "tune/1/" + t.name + "/" + to_string(t.plat) + "/" + tgt.arch + "/" + tgt.device + "/" + config_hash + "/" +
-         default_hash + "/" + settings;
+  return "tune/2/" + t.name + "/" + task_identity(t) + "/" + to_string(t.plat) + "/" + tgt.arch + "/" + tgt.device +
+         "/" + config_hash + "/" + default_hash + "/" + settings;
 }
 
 namespace {
@@ -153,7 +174,7 @@ result<void> halving(search_state& st, const std::vector<tune_config>& admitted,
   constexpr size_t eta = 3;
   // Rung 0's size: the whole space, or what the budget leaves room for with its survivors.
   size_t n0 = admitted.size() - 1;
-  if (o.max_evaluations > 1) n0 = std::min(n0, static_cast<size_t>(o.max_evaluations - 1) * eta / (eta + 1));
+  if (o.max_evaluations > 0) n0 = std::min(n0, static_cast<size_t>(o.max_evaluations - 1) * eta / (eta + 1));
   const auto order = tune_order(tune_strategy::random, admitted, space.defaults, o.seed, static_cast<int64_t>(n0 + 1));
   const size_t planned = 1 + n0 + (n0 + eta - 1) / eta;
   for (size_t i = 1; i < order.size(); ++i) {
@@ -198,6 +219,7 @@ result<tune_result> tune(const task& t, const kernel_bundle& kernel, const targe
   r.default_hash = def->hash;
   r.admitted = space_of->configs.size();
   r.refused = space_of->refused;
+  r.refused_count = space_of->refused_count;
   r.winner = space.defaults;
   search_state st(t, kernel, *def, tgt, o, cache, progress, r);
 

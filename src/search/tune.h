@@ -77,6 +77,10 @@ struct tune_cache {
   std::function<std::optional<tune_point>(const std::string& key)> get;
   std::function<void(const std::string& key, const tune_point& p)> put;
 };
+// The key holds the task's identity (its fields and the files it names, task_identity), the
+// target (platform, ISA, device), both bundles' hashes and the gate settings' text (the caller's:
+// every setting that changes a measurement, and the toolchain).
+std::string task_identity(const task& t);
 std::string tune_cache_key(const task& t, const target& tgt, const std::string& config_hash,
                            const std::string& default_hash, const std::string& settings);
 
@@ -91,7 +95,8 @@ struct tune_result {
   tune_config defaults;
   std::string default_hash;
   size_t admitted = 0;                   // configurations the constraints admit
-  std::vector<tune_refusal> refused;
+  std::vector<tune_refusal> refused;     // the first refusals (spec/tune.h max_refusals_kept)
+  size_t refused_count = 0;
   std::vector<tune_point> points;        // measured, in order (the default first, speedup 1)
   std::optional<size_t> best;            // index into points of the fastest that passed its checks
                                          // (ok, or unstable: timed but not decided), not the default

@@ -26,7 +26,7 @@ class tune_sampler {
 
 std::unique_ptr<tune_sampler> ordered_sampler(std::vector<tune_config> order);
 
-// The model: `initial` random configurations first (the default among the measured), then at
+// The model: random configurations until `initial` have passed (the default counted), then at
 // each step the unmeasured admitted configuration with the highest l(x) / g(x), l and g the
 // per-tunable frequencies of its values among the best quarter of the points that passed and
 // among the rest (failures included), smoothed by a uniform prior; one step in ten a random one.

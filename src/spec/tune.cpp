@@ -63,12 +63,11 @@ result<std::vector<int64_t>> read_values(const std::string& name, const toml::no
     } else {
       auto step = t->get("step") ? integer(t->get("step")) : std::optional<int64_t>{1};
       if (!step || *step < 1) return r.err(n, "'" + name + "': `step` must be a positive integer");
-      if ((*to - *from) / *step >= static_cast<int64_t>(max_tunable_values))
+      // In 128 bits: `to - from` of two int64 values can overflow 64.
+      const __int128 span = static_cast<__int128>(*to) - static_cast<__int128>(*from);
+      if (span / *step >= static_cast<__int128>(max_tunable_values))
         return r.err(n, "'" + name + "': more than " + std::to_string(max_tunable_values) + " values");
-      for (int64_t v = *from; v <= *to; v += *step) {
-        out.push_back(v);
-        if (v > *to - *step) break;
-      }
+      for (__int128 v = *from; v <= *to; v += *step) out.push_back(static_cast<int64_t>(v));
     }
   } else {
     return r.err(n, "'" + name + "' must be a list of integers or a range { from = …, to = … }");
@@ -104,8 +103,12 @@ result<tune_space> read_tune_section(const toml::node& node, const std::map<std:
   if (const toml::node* c = t->get("constraints")) {
     const toml::array* a = c->as_array();
     if (a == nullptr) return r.err(*c, "`constraints` must be a list of strings");
+    if (a->size() > max_tune_constraints)
+      return r.err(*c, "more than " + std::to_string(max_tune_constraints) + " constraints");
     for (const toml::node& e : *a) {
       if (!e.is_string()) return r.err(e, "`constraints` must hold strings only");
+      if (e.as_string()->get().size() > max_constraint_chars)
+        return r.err(e, "a constraint longer than " + std::to_string(max_constraint_chars) + " characters");
       s.constraints.push_back(e.as_string()->get());
     }
   }
@@ -221,6 +224,7 @@ result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, c
   }
   size_t total = 1;
   for (const tunable& p : s.params) {
+    if (p.values.empty()) return fail(errc::invalid_argument, "tunable '" + p.name + "' has no value");
     if (total > max_tune_configs / p.values.size())
       return fail(errc::invalid_argument, "the tune space holds more than " + std::to_string(max_tune_configs) +
                                               " configurations: narrow the values or split the search");
@@ -234,6 +238,13 @@ result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, c
     sets.emplace_back(ss.name, std::move(m));
   }
   if (sets.empty()) sets.emplace_back("", limits);
+  // Each configuration is checked by every constraint on every shape set: that work is bounded too.
+  if (static_cast<double>(total) * static_cast<double>(sets.size()) * static_cast<double>(s.constraints.size()) >
+      static_cast<double>(max_constraint_checks))
+    return fail(errc::invalid_argument, "checking " + std::to_string(total) + " configurations against " +
+                                            std::to_string(s.constraints.size()) + " constraints on " +
+                                            std::to_string(sets.size()) + " shape sets is more than " +
+                                            std::to_string(max_constraint_checks) + " checks: narrow the values");
 
   // Checks one configuration: empty when admitted; the refusal otherwise; an error when a
   // constraint cannot be evaluated.
@@ -263,9 +274,10 @@ result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, c
     for (size_t i = 0; i < s.params.size(); ++i) c[s.params[i].name] = s.params[i].values[at[i]];
     auto r = check(c);
     if (!r) return tl::unexpected(r.error());
-    if (*r)
-      out.refused.push_back(std::move(**r));
-    else
+    if (*r) {
+      if (out.refused.size() < max_refusals_kept) out.refused.push_back(std::move(**r));
+      ++out.refused_count;
+    } else
       out.configs.push_back(std::move(c));
     for (size_t i = s.params.size(); i-- > 0;) {  // the last tunable varies fastest
       if (++at[i] < s.params[i].values.size()) break;

@@ -18,6 +18,12 @@ namespace lathe {
 // constraints: a larger space is refused with the reason (narrow the values, or add constraints).
 inline constexpr size_t max_tunable_values = 4096;
 inline constexpr size_t max_tune_configs = 1000000;
+// A kernel.toml is input: its constraints are bounded in number and length, the checks of a space
+// in count, and the refusals kept in detail (the count is always exact).
+inline constexpr size_t max_tune_constraints = 32;
+inline constexpr size_t max_constraint_chars = 512;
+inline constexpr size_t max_constraint_checks = 20000000;
+inline constexpr size_t max_refusals_kept = 100;
 
 // "BLOCK=128,ITEMS=4": how a configuration is named (in bundle names, tables, the store).
 std::string config_label(const tune_config& c);
@@ -43,13 +49,15 @@ struct tune_refusal {
 struct tune_enumeration {
   std::vector<tune_config> configs;  // every admitted configuration, in lexicographic order of
                                      // the tunables' declared values (the default among them)
-  std::vector<tune_refusal> refused;
+  std::vector<tune_refusal> refused;  // the first max_refusals_kept refusals
+  size_t refused_count = 0;           // every refusal
 };
 
 // Every configuration of the space that satisfies every constraint on every shape set of `t`.
 // An error (not a refusal) when a constraint cannot be evaluated (an unknown name, a division by
 // zero), a tunable shadows a shape symbol or a limit, the space is larger than max_tune_configs,
-// or the default configuration is itself refused.
+// the checks would be more than max_constraint_checks, or the default configuration is itself
+// refused.
 result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, const target& tgt);
 
 }  // namespace lathe

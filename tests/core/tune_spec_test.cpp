@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "spec/bundle.h"
 #include "test_util.h"
 
@@ -71,6 +73,16 @@ TEST_F(tune_spec, a_bad_section_is_refused_with_its_line_and_reason) {
   EXPECT_NE(error_of("[tune.params]\nU = { from = 0, to = 8, times = 2 }\n").find("starts at 1"), std::string::npos);
   EXPECT_NE(error_of("[tune.params]\nU = { from = 1, to = 8, step = 0 }\n").find("positive integer"), std::string::npos);
   EXPECT_NE(error_of("[tune.params]\nU = { from = 1, to = 100000 }\n").find("more than 4096 values"), std::string::npos);
+  // The span of a range in 128 bits: int64's extremes do not wrap into a small count.
+  EXPECT_NE(error_of("[tune.params]\nU = { from = -9223372036854775808, to = 9223372036854775807 }\n")
+                .find("more than 4096 values"),
+            std::string::npos);
+  EXPECT_NE(error_of("[tune]\nconstraints = [\"" + std::string(600, '1') + "\"]\n[tune.params]\nU = [1]\n")
+                .find("longer than 512"),
+            std::string::npos);
+  std::string many = "[tune]\nconstraints = [";
+  for (int i = 0; i < 33; ++i) many += "\"U > 0\", ";
+  EXPECT_NE(error_of(many + "]\n[tune.params]\nU = [1]\n").find("more than 32 constraints"), std::string::npos);
   EXPECT_NE(error_of("[tune.params]\nU = { from = 1, to = 8, by = 2 }\n").find("unknown key 'by'"), std::string::npos);
   EXPECT_NE(error_of("[tune.params]\nU = [1, 2]\n[tune.default]\nU = 3\n").find("not one of its values"),
             std::string::npos);
@@ -156,11 +168,12 @@ ITEMS = [1, 2, 4]
   const task ragged = task_with({{"small", {{"N", 512}}, false}, {"odd", {{"N", 640}}, true}});
   auto r = enumerate_configs(b->manifest.tune, ragged, target{});
   ASSERT_TRUE(r.has_value()) << r.error().message;
-  for (const auto& x : r->refused)
-    if (config_label(x.config) == "BLOCK=256,ITEMS=2") {
-      EXPECT_EQ(x.shape_set, "odd");
-      EXPECT_EQ(x.constraint, "N % (BLOCK * ITEMS) == 0");
-    }
+  auto it = std::find_if(r->refused.begin(), r->refused.end(),
+                         [](const tune_refusal& x) { return config_label(x.config) == "BLOCK=256,ITEMS=2"; });
+  ASSERT_NE(it, r->refused.end());
+  EXPECT_EQ(it->shape_set, "odd");
+  EXPECT_EQ(it->constraint, "N % (BLOCK * ITEMS) == 0");
+  EXPECT_EQ(r->refused_count, r->refused.size());
   EXPECT_EQ(r->configs.size(), 3u);  // products dividing gcd(512, 640) = 128: 64x1, 64x2, 128x1
 }
 
@@ -197,6 +210,15 @@ TEST_F(tune_spec, a_space_that_cannot_be_searched_is_an_error_that_says_why) {
   auto huge = load(big, "huge");
   ASSERT_TRUE(huge.has_value()) << huge.error().message;
   EXPECT_NE(enumerate_configs(huge->manifest.tune, t, target{}).error().message.find("more than 1000000"),
+            std::string::npos);
+  // 400,000 configurations x 30 constraints x 2 shape sets: more checks than allowed.
+  std::string checks = "[tune]\nconstraints = [";
+  for (int i = 0; i < 30; ++i) checks += "\"A > 0\", ";
+  checks += "]\n[tune.params]\nA = { from = 1, to = 1000 }\nB = { from = 1, to = 400 }\n";
+  auto heavy = load(checks, "heavy");
+  ASSERT_TRUE(heavy.has_value()) << heavy.error().message;
+  const task two = task_with({{"a", {{"N", 1}}, false}, {"b", {{"N", 2}}, true}});
+  EXPECT_NE(enumerate_configs(heavy->manifest.tune, two, target{}).error().message.find("checks: narrow the values"),
             std::string::npos);
 }
 

@@ -70,9 +70,8 @@ TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   if (j["crown"]["decision"] == "faster") {
     EXPECT_EQ(j["winner"], j["best"]["config"]) << j.dump(2);
     EXPECT_TRUE(j["improved"].get<bool>());
-  } else {
-    EXPECT_EQ(j["crown"]["outcome"], "unstable") << j.dump(2);
-    EXPECT_EQ(j["winner"], j["default"]);
+  } else {  // `same` or `undecided` (`unstable`) when the machine's noise leaves it open
+    EXPECT_EQ(j["winner"], j["default"]) << j.dump(2);
     EXPECT_FALSE(j["improved"].get<bool>());
   }
 
@@ -89,7 +88,9 @@ TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   const json k = lathe::testing::parse_json(again);
   EXPECT_EQ(k["timed"], 0);
   EXPECT_EQ(k["replayed"], 2);
-  EXPECT_EQ(k["winner"], j["winner"]);
+  // Its own crown decides again: the replayed best, or the default where the noise left it open.
+  EXPECT_EQ(k["best"]["config"], j["best"]["config"]);
+  EXPECT_EQ(k["winner"], k["crown"]["decision"] == "faster" ? k["best"]["config"] : k["default"]) << k.dump(2);
   for (size_t i = 1; i < k["points"].size(); ++i) EXPECT_TRUE(k["points"][i]["cached"].get<bool>());
 }
 

@@ -86,6 +86,7 @@ TEST(tune, exhaustive_measures_every_admitted_configuration_and_crowns_the_faste
   // 25 configurations; BLOCK * ITEMS <= 2048 refuses 256x16, 512x8 and 512x16.
   EXPECT_EQ(r->admitted, 22u);
   EXPECT_EQ(r->refused.size(), 3u);
+  EXPECT_EQ(r->refused_count, 3u);
   EXPECT_EQ(r->points.size(), 22u);
   EXPECT_EQ(config_label(r->points[0].config), "BLOCK=256,ITEMS=1");  // the default first
   EXPECT_EQ(r->stop, "space exhausted");
@@ -171,6 +172,15 @@ TEST(tune, the_cache_replays_a_finished_search_without_timing_anything) {
   o.strategy = tune_strategy::exhaustive;
   o.max_evaluations = 0;
 
+  // An edited task (another shape): another identity, measured again.
+  task edited = small_task();
+  edited.shapes.push_back({"ragged", {{"N", 4096}}, false});
+  EXPECT_NE(task_identity(edited), task_identity(small_task()));
+  formula_verifier fourth;
+  auto r4 = tune(edited, tunable_kernel(), target{}, fourth, o, &cache, {});
+  ASSERT_TRUE(r4.has_value()) << r4.error().message;
+  EXPECT_EQ(r4->replayed, 0);
+
   // Other gate settings: another key, timed again.
   o.settings = "max_time=3";
   formula_verifier third;
@@ -232,6 +242,15 @@ TEST(tune, halving_times_a_sample_quickly_and_the_best_third_in_full) {
   EXPECT_EQ(quick2.comparisons, 6);
   EXPECT_EQ(full2.comparisons - (b->crown ? 1 : 0), 2);
   EXPECT_LE(b->points.size(), 9u);
+
+  // A budget of one: the default alone, nothing timed quickly or in full.
+  formula_verifier full3, quick3;
+  o.quick = &quick3;
+  o.max_evaluations = 1;
+  auto one = tune(small_task(), tunable_kernel(), target{}, full3, o, nullptr, {});
+  ASSERT_TRUE(one.has_value()) << one.error().message;
+  EXPECT_EQ(one->points.size(), 1u);
+  EXPECT_EQ(quick3.comparisons + full3.comparisons, 0);
 
   o.quick = nullptr;
   EXPECT_FALSE(tune(small_task(), tunable_kernel(), target{}, full, o, nullptr, {}).has_value());
