@@ -133,11 +133,8 @@ class search_state {
     }
     p->quick = quick;
     r_.points.push_back(*p);
-    // Passed its checks: an `unstable` one (the machine too noisy to decide against the default)
-    // may be the best too, since only the crown's fresh decision makes it the winner. A quick
-    // measurement only chooses what is measured in full.
-    if (!quick && (p->result == outcome::ok || p->result == outcome::unstable) && p->speedup &&
-        (!r_.best || *p->speedup > *r_.points[*r_.best].speedup))
+    // A quick measurement only chooses what is measured in full.
+    if (!quick && passed_checks(*p) && (!r_.best || *p->speedup > *r_.points[*r_.best].speedup))
       r_.best = r_.points.size() - 1;
     if (progress_) {
       tune_progress pr;
@@ -186,7 +183,7 @@ result<void> halving(search_state& st, const std::vector<tune_config>& admitted,
   }
   std::vector<const tune_point*> passed;
   for (const auto& p : r.points)
-    if (p.quick && (p.result == outcome::ok || p.result == outcome::unstable) && p.speedup) passed.push_back(&p);
+    if (p.quick && passed_checks(p)) passed.push_back(&p);
   std::stable_sort(passed.begin(), passed.end(), [](const tune_point* a, const tune_point* b) { return *a->speedup > *b->speedup; });
   std::vector<tune_config> survivors;
   for (size_t i = 0; i < passed.size() && i < (n0 + eta - 1) / eta; ++i) survivors.push_back(passed[i]->config);

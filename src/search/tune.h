@@ -71,6 +71,12 @@ struct tune_point {
   std::string message;             // the gate's, when it did not pass
 };
 
+// Passed its checks and was timed: `ok`, or `unstable` (the machine too noisy to decide against
+// the default). Such a point may be the best; only the crown's fresh decision makes it the winner.
+inline bool passed_checks(const tune_point& p) {
+  return (p.result == outcome::ok || p.result == outcome::unstable) && p.speedup.has_value();
+}
+
 // The cache of measured configurations: the store's measurements (cli/tune_cmd.cpp), or a map in
 // tests. Keys are tune_cache_key's.
 struct tune_cache {

@@ -24,9 +24,6 @@ class ordered final : public tune_sampler {
   std::vector<tune_config> order_;
 };
 
-bool passed(const tune_point& p) {
-  return (p.result == outcome::ok || p.result == outcome::unstable) && p.speedup.has_value();
-}
 
 class model final : public tune_sampler {
  public:
@@ -46,14 +43,14 @@ class model final : public tune_sampler {
     for (size_t i = 0; i < admitted_.size(); ++i)
       if (!seen.count(admitted_[i])) open.push_back(i);
     if (open.empty()) return std::nullopt;
-    const size_t ok = std::count_if(measured.begin(), measured.end(), passed);
+    const size_t ok = std::count_if(measured.begin(), measured.end(), passed_checks);
     // Random while too few have passed to tell good from bad, and one step in ten after.
     if (ok < initial_ || rng_() % 10 == 0) return admitted_[open[rng_() % open.size()]];
 
     // good: the best quarter (at least one) of those that passed; bad: every other point.
     std::vector<const tune_point*> ranked;
     for (const auto& p : measured)
-      if (passed(p)) ranked.push_back(&p);
+      if (passed_checks(p)) ranked.push_back(&p);
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const tune_point* a, const tune_point* b) { return *a->speedup > *b->speedup; });
     const size_t n_good = std::max<size_t>(1, static_cast<size_t>(std::ceil(0.25 * static_cast<double>(ranked.size()))));

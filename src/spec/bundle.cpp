@@ -19,10 +19,13 @@
 #include <sstream>
 
 #include "core/hash.h"
-#include "spec/tune_toml.h"
+#include "spec/toml_read.h"
 
 namespace lathe {
 namespace {
+
+using detail::is_identifier;
+using detail::line_of;
 
 namespace fs = std::filesystem;
 
@@ -39,17 +42,6 @@ bool is_source(const fs::path& p) {
 language language_of(const fs::path& p) {
   if (p.extension() == ".py") return language::python;
   return p.extension() == ".cu" ? language::cuda : language::cpp;
-}
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
-
-uint32_t line_of(const toml::node& n) {
-  return n.source().begin.line > 0 ? n.source().begin.line : 1;
 }
 
 // A relative path that stays inside the bundle, normalized to generic form ("./a/../b.h" ->

@@ -5,6 +5,7 @@
 #include "spec/task_file.h"
 
 #include "spec/problem.h"
+#include "spec/toml_read.h"
 
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>
@@ -24,12 +25,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_identifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
-  return true;
-}
+using detail::is_identifier;
+using detail::line_of;
 
 const char* type_name(const toml::node& n) {
   if (n.is_string()) return "a string";
@@ -39,10 +36,6 @@ const char* type_name(const toml::node& n) {
   if (n.is_array()) return "an array";
   if (n.is_table()) return "a table";
   return "a date/time";
-}
-
-uint32_t line_of(const toml::node& n) {
-  return n.source().begin.line > 0 ? n.source().begin.line : 1;  // the root table reports 0
 }
 
 // Reads one task.toml; every error is "file:line: context: what".

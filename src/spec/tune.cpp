@@ -6,17 +6,13 @@
 
 #include "core/expr.h"
 #include "spec/bundle.h"
-#include "spec/tune_toml.h"
+#include "spec/toml_read.h"
 
 namespace lathe {
 namespace {
 
-bool is_macro_name(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-uint32_t line_of(const toml::node& n) { return n.source().begin.line > 0 ? n.source().begin.line : 1; }
+using detail::is_identifier;
+using detail::line_of;
 
 struct reader {
   std::string file;
@@ -94,7 +90,7 @@ result<tune_space> read_tune_section(const toml::node& node, const std::map<std:
     return r.err(t->get("params") ? *t->get("params") : node, "[tune.params] must name at least one tunable");
   for (const auto& [k, v] : *params) {
     const std::string name(k.str());
-    if (!is_macro_name(name)) return r.err(v, "'" + name + "' is not a macro name");
+    if (!is_identifier(name)) return r.err(v, "'" + name + "' is not a macro name");
     auto values = read_values(name, v, r);
     if (!values) return tl::unexpected(values.error());
     s.params.push_back({name, std::move(*values)});
