@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "agent/rules/parameterize.h"
 #include "cli/context.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
@@ -29,8 +30,78 @@ struct tune_cli {
   double seconds = 0;
   uint64_t seed = 1;
   bool json_out = false, quiet = false, simulate = false;
+  bool parameterize = false, list = false;
+  std::vector<std::string> knobs;  // --knob NAME or NAME=V1,V2,…
   gate_settings gate = gate_settings_with(1.0);
 };
+
+std::string knob_list(const std::vector<agent::rules::knob>& ks) {
+  std::string out;
+  for (const auto& k : ks) out += cat(out.empty() ? "" : ", ", k.name, " (", k.what, ")");
+  return out.empty() ? "none" : out;
+}
+
+// The kernel as tune searches it: as written, or with its literal knobs made tunables
+// (--parameterize, --knob: agent/rules/parameterize.h).
+result<kernel_bundle> tunable_kernel(const kernel_bundle& k, const tune_cli& o) {
+  namespace r = agent::rules;
+  const bool asked = o.parameterize || !o.knobs.empty();
+  if (!asked) {
+    if (!k.manifest.tune.empty()) return k;
+    return fail(errc::invalid_argument, "kernel " + k.name + " declares no [tune] in its kernel.toml; --parameterize makes " +
+                                            "its literal knobs tunables (found: " + knob_list(r::find_knobs(k)) + ")");
+  }
+  const std::vector<r::knob> found = r::find_knobs(k);
+  std::vector<r::knob> chosen;
+  for (const std::string& spec : o.knobs) {
+    r::knob c;
+    const size_t eq = spec.find('=');
+    c.name = spec.substr(0, eq);
+    if (eq != std::string::npos) {
+      std::string rest = spec.substr(eq + 1) + ",";
+      for (size_t at = rest.find(','); at != std::string::npos; rest.erase(0, at + 1), at = rest.find(',')) {
+        const std::string v = rest.substr(0, at);
+        char* end = nullptr;
+        const long long n = std::strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end != '\0') return fail(errc::invalid_argument, "--knob " + spec + ": '" + v + "' is not an integer");
+        c.values.push_back(n);
+      }
+    }
+    chosen.push_back(std::move(c));
+  }
+  if (o.knobs.empty())
+    for (const r::knob& f : found)
+      if (f.knob_like) chosen.push_back(f);
+  if (chosen.empty())
+    return fail(errc::invalid_argument, "kernel " + k.name + " has no knob that reads as one (found: " + knob_list(found) +
+                                            "); name them with --knob NAME[=V1,V2,…]");
+  return r::parameterize(k, chosen);
+}
+
+// --list: the space, without measuring anything.
+int list_space(const tune_cli& o, const task& t, const kernel_bundle& k, const target& tgt) {
+  auto e = enumerate_configs(k.manifest.tune, t, tgt);
+  if (!e) return fail_with(e.error().message, 2);
+  if (o.json_out) {
+    json params = json::array();
+    for (const tunable& p : k.manifest.tune.params)
+      params.push_back({{"name", p.name}, {"values", p.values}, {"default", k.manifest.tune.defaults.at(p.name)}});
+    std::printf("%s\n", json{{"schema", "lathe.tune-space/1"}, {"kernel", k.name}, {"hash", k.hash}, {"params", params},
+                             {"constraints", k.manifest.tune.constraints}, {"admitted", e->configs.size()},
+                             {"refused", e->refused_count}}.dump(2).c_str());
+    return 0;
+  }
+  std::printf("kernel    %s (%s)\n", k.name.c_str(), k.hash.substr(0, 12).c_str());
+  for (const tunable& p : k.manifest.tune.params) {
+    std::string vs;
+    for (int64_t v : p.values) vs += cat(vs.empty() ? "" : " ", std::to_string(v));
+    std::printf("  %-16s %s (default %lld)\n", p.name.c_str(), vs.c_str(),
+                static_cast<long long>(k.manifest.tune.defaults.at(p.name)));
+  }
+  for (const std::string& c : k.manifest.tune.constraints) std::printf("  where %s\n", c.c_str());
+  std::printf("space     %zu configurations admitted, %zu refused by the constraints\n", e->configs.size(), e->refused_count);
+  return 0;
+}
 
 json point_json(const search::tune_point& p) {
   json j = {{"config", p.config}, {"hash", p.hash}, {"outcome", std::string(to_string(p.result))},
@@ -140,12 +211,19 @@ int run_tune(const common_options& common, const tune_cli& o) {
   if (!ctx) return fail_with(ctx.error().message, 2);
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
-  auto k = find_task_kernel(*t, o.kernel);
+  auto found = find_task_kernel(*t, o.kernel);
+  if (!found) return fail_with(found.error().message, 2);
+  auto k = tunable_kernel(*found, o);
   if (!k) return fail_with(k.error().message, 2);
+  if (k->hash != found->hash && !o.quiet && !o.json_out)
+    for (const tunable& p : k->manifest.tune.params)
+      std::fprintf(stderr, "… parameterized %s (default %lld, %zu values)\n", p.name.c_str(),
+                   static_cast<long long>(k->manifest.tune.defaults.at(p.name)), p.values.size());
   if (t->plat == platform::cuda && !ctx->gpu)
     return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here" +
                          (ctx->gpu_error.empty() ? "" : " (" + ctx->gpu_error + ")"), 2);
   const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
+  if (o.list) return list_space(o, *t, *k, tgt);
 
   search::tune_options so;
   so.strategy = *strat;
@@ -220,7 +298,14 @@ void add_tune(CLI::App& app, const common_options& common, int& exit_code) {
   cmd->add_flag("--simulate", o->simulate,
                 "replay every configuration from the cache and time nothing, no re-timing of the best (kernel_tuner's "
                 "simulation mode: strategies compared over a space measured once); one never measured is an error");
-  cmd->add_flag("--json", o->json_out, "print the result as JSON (schema lathe.tune/1)");
+  cmd->add_flag("--parameterize", o->parameterize,
+                "make the kernel's literal knobs tunables first (#define BLOCK 64, constexpr int TILE = 8, unroll "
+                "counts; those whose names read as knobs), for a kernel without [tune]");
+  cmd->add_option("--knob", o->knobs,
+                  "a knob to parameterize, NAME or NAME=V1,V2,… (repeatable; implies --parameterize; names as "
+                  "--list or the error show them)");
+  cmd->add_flag("--list", o->list, "print the space (tunables, values, defaults, admitted configurations) and stop");
+  cmd->add_flag("--json", o->json_out, "print the result as JSON (schema lathe.tune/1; with --list lathe.tune-space/1)");
   cmd->add_flag("--quiet", o->quiet, "no progress lines on stderr");
   cmd->footer(
       "Every configuration the constraints admit is a bundle of its own (its tunables as -D defines), checked on\n"

@@ -142,11 +142,60 @@ TEST_F(tune_cli, killed_after_a_configuration_it_goes_on_from_the_cache) {
 
 TEST_F(tune_cli, a_kernel_without_tunables_is_refused_with_the_reason) {
   auto r = run_lathe(ws() + "tune '" + task + "' naive --json");
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("declares no tunables"), std::string::npos) << r.err;
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("declares no [tune]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--parameterize"), std::string::npos) << r.err;
   auto bad = run_lathe(ws() + "tune '" + task + "' tunable --strategy annealing");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("exhaustive | random | model | halving"), std::string::npos) << bad.err;
+}
+
+// --parameterize (agent/rules/parameterize.h) end to end: the tunable kernel's source without its
+// [tune] section, its literal knobs found, listed, made tunables and searched through the gate; the
+// winner written as a kernel that declares them.
+TEST_F(tune_cli, a_kernel_without_tune_is_parameterized_and_tuned) {
+  const fs::path bare = dir_ / "bare";
+  fs::create_directories(bare);
+  fs::copy_file(std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/mm/kernels/tunable/kernel.cpp", bare / "kernel.cpp");
+  std::ofstream(bare / "kernel.toml") << "language = \"cpp\"\nentry = \"kernel.cpp\"\nfiles = [\"kernel.cpp\"]\nflags = [\"-O3\"]\n";
+  const std::string kernel = " '" + bare.string() + "'";
+
+  auto plain = run_lathe(ws() + "tune '" + task + "'" + kernel + " --list");
+  EXPECT_EQ(plain.code, 2);
+  EXPECT_NE(plain.err.find("found: ORDER (#define ORDER 0), TILE (#define TILE 16)"), std::string::npos) << plain.err;
+
+  // By default only the names that read as knobs: TILE, not ORDER.
+  auto listed = run_lathe(ws() + "tune '" + task + "'" + kernel + " --parameterize --list --json");
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  const json l = lathe::testing::parse_json(listed);
+  EXPECT_EQ(l["schema"], "lathe.tune-space/1");
+  ASSERT_EQ(l["params"].size(), 1u) << l.dump();
+  EXPECT_EQ(l["params"][0]["name"], "TILE");
+  EXPECT_EQ(l["params"][0]["default"], 16);
+  EXPECT_EQ(l["params"][0]["values"], json({2, 4, 8, 16, 32, 64, 128}));
+  EXPECT_EQ(l["admitted"], 7);
+
+  auto bad = run_lathe(ws() + "tune '" + task + "'" + kernel + " --knob TILE=32,64 --list");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("leave out its literal 16"), std::string::npos) << bad.err;
+
+  const std::string out = (dir_ / "best").string();
+  auto r = run_lathe(ws() + "tune '" + task + "'" + kernel + " --knob ORDER=0,1 --knob TILE=16,64 --max-time 0.5 --json --out '" +
+                     out + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = lathe::testing::parse_json(r);
+  EXPECT_EQ(j["admitted"], 4);
+  EXPECT_EQ(j["default"], json({{"ORDER", 0}, {"TILE", 16}}));
+  ASSERT_EQ(j["points"].size(), 4u);
+  for (const auto& p : j["points"]) EXPECT_TRUE(p["outcome"] == "ok" || p["outcome"] == "unstable") << p.dump();
+  // The winner is a kernel that declares its knobs: loaded again, it tunes as written.
+  std::ifstream toml(fs::path(out) / "kernel.toml");
+  const std::string text((std::istreambuf_iterator<char>(toml)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("ORDER"), std::string::npos) << text;
+  EXPECT_NE(text.find("TILE"), std::string::npos) << text;
+  auto again = run_lathe(ws() + "tune '" + task + "' '" + out + "' --list --json");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(lathe::testing::parse_json(again)["admitted"], 4);
 }
 
 }  // namespace
