@@ -202,6 +202,9 @@ TEST(parameterize, refuses_what_it_cannot_do_and_says_why) {
   auto own = parameterize(b, {narrow});
   ASSERT_TRUE(own) << own.error().message;
   EXPECT_EQ(own->manifest.tune.params.at(0).values, (std::vector<int64_t>{32, 64, 96}));
+  auto spelled = parameterize(b, {knob_named("TILE")});  // as the source spells it
+  ASSERT_TRUE(spelled) << spelled.error().message;
+  EXPECT_EQ(spelled->manifest.tune.params.at(0).name, "TUNE_TILE");
   // A kernel that declares [tune] is tuned as its author wrote it.
   EXPECT_TRUE(find_knobs(*own).empty());
   auto again = parameterize(*own, {knob_named("CHUNK")});

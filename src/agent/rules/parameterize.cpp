@@ -222,7 +222,10 @@ result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<kno
   std::vector<const found*> picked;
   std::vector<const knob*> wanted;
   for (const knob& c : chosen) {
-    auto it = std::find_if(all.begin(), all.end(), [&](const found& f) { return f.k.name == c.name; });
+    // A constant may be named as the source spells it (TILE) or as its tunable (TUNE_TILE).
+    auto it = std::find_if(all.begin(), all.end(), [&](const found& f) {
+      return f.k.name == c.name || (f.k.kind == knob_kind::constexpr_value && f.k.site == c.name);
+    });
     if (it == all.end()) {
       std::string names;
       for (const found& f : all) names += (names.empty() ? "" : ", ") + f.k.name;

@@ -52,6 +52,7 @@ std::vector<knob> find_knobs(const kernel_bundle& b);
 
 // The bundle with `chosen` (a subset of find_knobs(b), by name) made tunables: the sources edited,
 // [tune] declared with each knob's values and its literal as the default, the hash recomputed.
+// A chosen constant may be named as the source spells it (TILE) or as its tunable (TUNE_TILE).
 // Errors: invalid_argument (nothing chosen, a name that is not a knob of b, b already has [tune]).
 result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<knob>& chosen);
 
