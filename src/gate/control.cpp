@@ -48,7 +48,12 @@ std::optional<stop> evaluator::control_and_decide(std::vector<timed_worker>& b,
     for (auto& tw : b) tw.meter = &control_meter;
     series_result c = run_paired(b, b2, aa, rng_, timeout);
     for (auto& tw : b) tw.meter = nullptr;
-    if (!c.ok) return stop{outcome::crash, "the baseline failed in the A/A control", c.failure.detail};
+    // The candidate's processes are gone by now: a baseline that dies here (a signal from outside,
+    // the machine's limits) is not the candidate's doing. infra_error: the gate tries the whole
+    // evaluation once more, and a search does not keep the failure as the candidate's (`crash`
+    // cached a SIGHUP'd baseline as a configuration's own outcome in lathe tune, 2026-12-06).
+    if (!c.ok) return stop{outcome::infra_error, "the baseline failed in the A/A control, after the candidate's processes had ended",
+                           c.failure.detail};
     c.series.a_label = "baseline";
     c.series.b_label = "baseline (second process)";
     e_.aa = c.series;

@@ -107,6 +107,17 @@ TEST_P(escape_test, forbidden_system_call_kills_the_worker) {
 INSTANTIATE_TEST_SUITE_P(modes, escape_test,
                          ::testing::Values(0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 13, 14));
 
+// A hangup sent to lathe's process group (a terminal closed under `nohup lathe …`) must not reach
+// a worker: each leads a process group of its own, and still runs.
+TEST_F(worker_test, a_worker_leads_its_own_process_group) {
+  layout l = make_layout({{2, 32, 16}}, {{2, 32, 16}}, {3.0}, 1);
+  running r = start("double", options(), l.region_bytes());
+  EXPECT_EQ(getpgid(r.w.pid()), r.w.pid());
+  EXPECT_NE(getpgid(r.w.pid()), getpgrp());
+  gate::worker_result res = run_once(r, l);
+  EXPECT_TRUE(res.ok()) << gate::to_string(res.end) << " " << res.detail;
+}
+
 TEST_F(worker_test, another_workers_memory_is_unreadable) {
   // The victim: a worker as the baseline's would be, same user, holding its region.
   layout l = vector_layout();

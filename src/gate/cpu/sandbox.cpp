@@ -99,6 +99,11 @@ void exec_child(const child_plan& p) {
     sa.sa_handler = SIG_DFL;
     sigaction(s, &sa, nullptr);  // fails harmlessly for the signals glibc reserves
   }
+  // A process group of its own: a hangup or ^C sent to lathe's group (its terminal closed, a job
+  // ended, `nohup lathe …` whose shell exits) must not kill a worker that lathe still times; it
+  // dies with lathe (PR_SET_PDEATHSIG, below) and by lathe's hand. Found when such a SIGHUP
+  // killed a baseline in its A/A control under `nohup lathe tune` (2026-12-06).
+  if (setpgid(0, 0) != 0) die(err, st_signals);
 
   // Copy every source above the targets first: a source may sit on a target number (lathe's
   // fd 4 may be the reply pipe that must become 5), and dup2 onto it would lose it.
