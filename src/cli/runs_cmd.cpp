@@ -1,4 +1,4 @@
-// lathe runs list | show RUN: the persistent runs (decompose, optimize, later evolve, bench) and
+// lathe runs list | show RUN: the persistent runs (decompose, optimize, evolve, bench, tune) and
 // their event history, read from the store; nothing here changes a run.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -101,6 +101,23 @@ std::string result_text(const run& r) {
     }
     return out;
   }
+  if (r.kind == run_kind::tune) {
+    std::string winner;
+    const json won = s.value("winner", json::object());  // kept: items() must not view a temporary
+    for (const auto& [name, value] : won.items())
+      winner += (winner.empty() ? "" : ",") + name + "=" + value.dump();
+    std::snprintf(buf, sizeof buf, "%s: %zu measured, ", s.value("strategy", std::string("?")).c_str(),
+                  s.value("points", json::array()).size());
+    std::string out = buf;
+    const json crown = s.value("crown", json::object());
+    if (s.value("improved", false) && crown.contains("speedup") && crown.at("speedup").is_number()) {
+      std::snprintf(buf, sizeof buf, "winner %s, %.2fx over the default", winner.c_str(), crown.at("speedup").get<double>());
+      out += buf;
+    } else {
+      out += "the default kept";
+    }
+    return out;
+  }
   if (r.kind == run_kind::evolve) {
     std::snprintf(buf, sizeof buf, "%d children, %zu elites", s.value("children", 0),
                   s.contains("archive") ? s.at("archive").size() : size_t{0});
@@ -177,11 +194,11 @@ int run_show(const common_options& common, const runs_options& o) {
 }  // namespace
 
 void add_runs(CLI::App& app, const common_options& common, int& exit_code) {
-  CLI::App* sub = app.add_subcommand("runs", "persistent runs (decompose, optimize, evolve, bench) and their history");
+  CLI::App* sub = app.add_subcommand("runs", "persistent runs (decompose, optimize, evolve, bench, tune) and their history");
   sub->require_subcommand(1);
   auto o = std::make_shared<runs_options>();
   CLI::App* list = sub->add_subcommand("list", "the runs of this workspace, newest first");
-  list->add_option("--kind", o->kind, "only runs of this kind (decompose, optimize, evolve, bench)");
+  list->add_option("--kind", o->kind, "only runs of this kind (decompose, optimize, evolve, bench, tune)");
   list->add_option("--limit", o->limit, "at most this many (0: all)")->capture_default_str();
   list->add_flag("--json", o->json, "print as JSON (schema lathe.runs/1)");
   list->callback([o, &common, &exit_code] { exit_code = run_list(common, *o); });

@@ -3,15 +3,15 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "agent/rules/parameterize.h"
 #include "cli/context.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"
+#include "cli/resume.h"
+#include "core/run.h"
 #include "cli/verbs.h"
 #include "core/text.h"
 #include "search/tune.h"
@@ -25,7 +25,7 @@ namespace lathe::cli {
 namespace {
 
 struct tune_cli {
-  std::string task, kernel, strategy = "exhaustive", out_dir;
+  std::string task, kernel, strategy = "exhaustive", out_dir, resume;
   int64_t evals = 0;
   double seconds = 0;
   uint64_t seed = 1;
@@ -34,6 +34,36 @@ struct tune_cli {
   std::vector<std::string> knobs;  // --knob NAME or NAME=V1,V2,…
   gate_settings gate = gate_settings_with(1.0);
 };
+
+// What a tune run stores as its arguments and --resume reads back: paths made absolute, so that a
+// run goes on from any folder. Output switches (--json, --quiet, --list) are the new command's.
+json args_json(const tune_cli& o) {
+  auto abs = [](const std::string& p) {
+    std::error_code ec;
+    return !p.empty() && fs::exists(p, ec) ? fs::absolute(p).lexically_normal().string() : p;
+  };
+  return {{"task", abs(o.task)}, {"kernel", abs(o.kernel)}, {"strategy", o.strategy}, {"evals", o.evals},
+          {"time", o.seconds}, {"seed", o.seed}, {"max_time", o.gate.max_time}, {"quick", o.gate.quick},
+          {"simulate", o.simulate}, {"parameterize", o.parameterize}, {"knobs", o.knobs},
+          {"out", o.out_dir.empty() ? std::string() : fs::absolute(o.out_dir).lexically_normal().string()}};
+}
+
+tune_cli with_args(const tune_cli& now, const json& a) {
+  tune_cli o = now;
+  o.task = a.value("task", o.task);
+  o.kernel = a.value("kernel", o.kernel);
+  o.strategy = a.value("strategy", o.strategy);
+  o.evals = a.value("evals", o.evals);
+  o.seconds = a.value("time", o.seconds);
+  o.seed = a.value("seed", o.seed);
+  o.gate.max_time = a.value("max_time", o.gate.max_time);
+  o.gate.quick = a.value("quick", o.gate.quick);
+  o.simulate = a.value("simulate", o.simulate);
+  o.parameterize = a.value("parameterize", o.parameterize);
+  o.knobs = a.value("knobs", o.knobs);
+  o.out_dir = a.value("out", o.out_dir);
+  return o;
+}
 
 std::string knob_list(const std::vector<agent::rules::knob>& ks) {
   std::string out;
@@ -130,19 +160,6 @@ std::optional<search::tune_point> point_from(const json& j) {
   return p;  // `quick` is the search's to say, not the cache's
 }
 
-// "tune-20261206-183404-20b7": the folder of a search's written winner (tune searches are not
-// runs of the store yet, docs/tune.md).
-std::string tune_id() {
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  std::strftime(when, sizeof when, "%Y%m%d-%H%M%S", &tm);
-  char tail[8];
-  std::snprintf(tail, sizeof tail, "%04x", static_cast<unsigned>(std::random_device{}() & 0xffff));
-  return cat("tune-", when, "-", tail);
-}
-
 // Every setting that changes a measurement, and the compilers: part of the cache's key, so that a
 // measurement is replayed only under the conditions it was taken in.
 std::string settings_text(const gate_settings& g, const context& ctx, const task& t) {
@@ -161,23 +178,29 @@ std::string speedup_text(const search::tune_point& p) {
   return b;
 }
 
+json result_json(const tune_cli& o, const task& t, const kernel_bundle& k, const search::tune_result& r,
+                 const kernel_bundle& winner, const std::string& written, const std::string& run_id) {
+  json j = {{"schema", "lathe.tune/1"}, {"task", t.name}, {"kernel", k.name}, {"strategy", o.strategy},
+            {"default", r.defaults}, {"default_hash", r.default_hash}, {"admitted", r.admitted},
+            {"refused", r.refused_count}, {"stop", r.stop}, {"timed", r.timed}, {"replayed", r.replayed},
+            {"seconds", r.seconds}, {"winner", r.winner}, {"winner_hash", winner.hash}, {"improved", r.improved},
+            {"dir", written}};
+  j["points"] = json::array();
+  for (const auto& p : r.points) j["points"].push_back(point_json(p));
+  if (r.best) j["best"] = point_json(r.points[*r.best]);
+  if (r.crown) {
+    j["crown"] = {{"outcome", std::string(to_string(r.crown->result))}, {"evaluation", r.crown->id}};
+    if (r.crown->paired) j["crown"]["speedup"] = r.crown->paired->ratio;
+    if (r.crown->decision) j["crown"]["decision"] = std::string(to_string(*r.crown->decision));
+  }
+  j["run"] = run_id;
+  return j;
+}
+
 void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const search::tune_result& r,
-                const kernel_bundle& winner, const std::string& written) {
+                const kernel_bundle& winner, const std::string& written, const std::string& run_id) {
   if (o.json_out) {
-    json j = {{"schema", "lathe.tune/1"}, {"task", t.name}, {"kernel", k.name}, {"strategy", o.strategy},
-              {"default", r.defaults}, {"default_hash", r.default_hash}, {"admitted", r.admitted},
-              {"refused", r.refused_count}, {"stop", r.stop}, {"timed", r.timed}, {"replayed", r.replayed},
-              {"seconds", r.seconds}, {"winner", r.winner}, {"winner_hash", winner.hash}, {"improved", r.improved},
-              {"dir", written}};
-    j["points"] = json::array();
-    for (const auto& p : r.points) j["points"].push_back(point_json(p));
-    if (r.best) j["best"] = point_json(r.points[*r.best]);
-    if (r.crown) {
-      j["crown"] = {{"outcome", std::string(to_string(r.crown->result))}, {"evaluation", r.crown->id}};
-      if (r.crown->paired) j["crown"]["speedup"] = r.crown->paired->ratio;
-      if (r.crown->decision) j["crown"]["decision"] = std::string(to_string(*r.crown->decision));
-    }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", result_json(o, t, k, r, winner, written, run_id).dump(2).c_str());
     return;
   }
   std::printf("tune      %s %s: strategy %s, %zu configurations admitted, %zu refused by constraints\n",
@@ -199,16 +222,33 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
   std::printf("winner    %s%s\n", config_label(r.winner).c_str(),
               r.improved ? "" : " (the default: no configuration was decided faster)");
   if (!written.empty()) std::printf("written   %s\n", written.c_str());
+  if (!run_id.empty()) std::printf("run       %s (lathe runs show %s; lathe tune --resume %s goes on after a kill)\n", run_id.c_str(),
+                                   run_id.c_str(), run_id.c_str());
 }
 
-int run_tune(const common_options& common, const tune_cli& o) {
+int run_tune(const common_options& common, const tune_cli& given) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
+  auto ctx = open_context(ws, true);
+  if (!ctx) return fail_with(ctx.error().message, 2);
+  // --resume: the stored run's arguments; what it measured comes back from the cache.
+  tune_cli o = given;
+  std::optional<run> resumed;
+  if (!given.resume.empty()) {
+    if (!given.task.empty() || !given.kernel.empty())
+      return fail_with("--resume " + given.resume + " goes on with that run's own task and kernel: give neither", 2);
+    auto rr = run_to_resume(*ctx, given.resume, run_kind::tune);
+    if (!rr) return fail_with(rr.error().message, 2);
+    auto a = stored_args(*rr, "", "tunes");
+    if (!a) return fail_with(a.error().message, 2);
+    o = with_args(given, *a);
+    resumed = std::move(*rr);
+  } else if (o.task.empty() || o.kernel.empty()) {
+    return fail_with("lathe tune needs TASK and KERNEL (or --resume RUN; `lathe tune --help`)", 2);
+  }
   auto strat = search::parse_tune_strategy(o.strategy);
   if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::tune_strategy_words + ")", 2);
   if (o.evals < 0 || o.seconds < 0) return fail_with("--evals and --time take 0 (no limit) or more", 2);
-  auto ctx = open_context(ws, true);
-  if (!ctx) return fail_with(ctx.error().message, 2);
   auto t = find_task(o.task, ctx->where);
   if (!t) return fail_with(t.error().message, 2);
   auto found = find_task_kernel(*t, o.kernel);
@@ -261,19 +301,48 @@ int run_tune(const common_options& common, const tune_cli& o) {
                    p.eta > 0 ? cat(" · ETA ", std::to_string(static_cast<long long>(std::ceil(p.eta))), " s").c_str() : "");
     };
   }
+  // A search is a run of the store (`lathe runs`, `lathe report`, --resume), begun before the first
+  // measurement so that a killed one is listed; a simulation measures nothing and is not one.
+  run rec = resumed ? *resumed : run{};
+  const bool recorded = !o.simulate;
+  auto save = [&](run_state st, const std::string& message, const std::string& summary) {
+    if (!recorded) return;
+    rec.state = st;
+    rec.message = message;
+    if (!summary.empty()) rec.summary = summary;
+    if (auto w = db.put_run(rec); !w)
+      std::fprintf(stderr, "lathe: the tune run %s was not recorded: %s\n", rec.id.c_str(), w.error().message.c_str());
+  };
+  if (recorded) {
+    if (!resumed) {
+      rec.id = new_run_id(run_kind::tune);
+      rec.kind = run_kind::tune;
+      rec.task = t->name;
+    }
+    rec.args = args_json(o).dump();
+    save(run_state::running, "", "");
+  }
   auto r = search::tune(*t, *k, tgt, v, so, &cache, progress);
-  if (!r) return fail_with(r.error().message, 1);
+  if (!r) {
+    save(run_state::failed, r.error().message, "");
+    return fail_with(r.error().message, 1);
+  }
 
   auto winner = configure(*k, r->winner);
-  if (!winner) return fail_with(winner.error().message, 1);
-  const fs::path out = o.out_dir.empty() ? ctx->ws.runs() / tune_id() / "best" : fs::path(o.out_dir);
+  if (!winner) {
+    save(run_state::failed, winner.error().message, "");
+    return fail_with(winner.error().message, 1);
+  }
+  const fs::path out = !o.out_dir.empty() ? fs::path(o.out_dir) : ctx->ws.runs() / (recorded ? rec.id : "tune-simulated") / "best";
   std::string written;
   if (o.simulate) {
     // nothing was decided: nothing to write
   } else if (auto w = write_bundle(*winner, out); w) written = out.string();
   else std::fprintf(stderr, "lathe: the tuned kernel was not written to %s: %s\n", out.c_str(), w.error().message.c_str());
 
-  print_tune(o, *t, *k, *r, *winner, written);
+  const std::string run_id = recorded ? rec.id : std::string();
+  save(run_state::finished, "", result_json(o, *t, *k, *r, *winner, written, run_id).dump());
+  print_tune(o, *t, *k, *r, *winner, written, run_id);
   return 0;
 }
 
@@ -282,9 +351,11 @@ int run_tune(const common_options& common, const tune_cli& o) {
 void add_tune(CLI::App& app, const common_options& common, int& exit_code) {
   auto o = std::make_shared<tune_cli>();
   CLI::App* cmd = app.add_subcommand("tune", "search a kernel's tunables ([tune] in kernel.toml) through the gate");
-  cmd->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task")->required();
-  cmd->add_option("kernel", o->kernel, "a bundle path or a kernel name of the task; its kernel.toml declares [tune]")
-      ->required();
+  cmd->add_option("task", o->task, "task directory, task.toml, or the name of a shipped task");
+  cmd->add_option("kernel", o->kernel, "a bundle path or a kernel name of the task; its kernel.toml declares [tune]");
+  cmd->add_option("--resume", o->resume,
+                  "go on with a tune run (its stored task, kernel and options; what it measured comes back from the "
+                  "cache)");
   cmd->add_option("--strategy", o->strategy, search::tune_strategy_words)->capture_default_str();
   cmd->add_option("--evals", o->evals, "most configurations measured, the default included (0: no limit)")
       ->capture_default_str();

@@ -41,7 +41,7 @@ void to_json(json& j, const run& r) {
 void from_json(const json& j, run& r) {
   r = run{};
   get(j, "id", r.id);
-  get_enum(j, "kind", r.kind, run_kind::bench);
+  get_enum(j, "kind", r.kind, run_kind::tune);
   get(j, "task", r.task);
   get_enum(j, "state", r.state, run_state::interrupted);
   get(j, "budget", r.limits);

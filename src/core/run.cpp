@@ -23,6 +23,8 @@ const char* to_string(run_kind k) {
       return "evolve";
     case run_kind::bench:
       return "bench";
+    case run_kind::tune:
+      return "tune";
   }
   return "?";
 }

@@ -9,7 +9,7 @@
 
 namespace lathe {
 
-enum class run_kind : uint8_t { decompose, optimize, evolve, bench };
+enum class run_kind : uint8_t { decompose, optimize, evolve, bench, tune };
 enum class run_state : uint8_t { running, finished, failed, interrupted };
 
 struct run {

@@ -85,6 +85,24 @@ void bench_verdict(const json& s, json& v) {
                       g.is_number() ? ", geometric mean " + ratio_words(g.get<double>()) + " over correct ones" : "");
 }
 
+// lathe tune (cli/tune_cmd.cpp's lathe.tune/1): the winner and what decided it.
+void tune_verdict(const json& s, json& v) {
+  std::string winner;
+  const json won = s.value("winner", json::object());  // kept: items() must not view a temporary
+  for (const auto& [name, value] : won.items())
+    winner += cat(winner.empty() ? "" : ",", name, "=", value.dump());
+  const json crown = s.value("crown", json::object());
+  const json& sp = crown.contains("speedup") ? crown.at("speedup") : json(nullptr);
+  if (s.value("improved", false) && sp.is_number()) v["speedup"] = sp;
+  v["headline"] = cat("kernel ", s.value("kernel", ""), ", ", std::to_string(s.value("points", json::array()).size()),
+                      " of ", std::to_string(s.value("admitted", 0)), " configurations measured (", s.value("strategy", ""),
+                      "): ",
+                      s.value("improved", false)
+                          ? cat("winner ", winner, sp.is_number() ? ", " + ratio_words(sp.get<double>()) + " over the default" : "",
+                                " (re-timed: ", crown.value("decision", ""), ")")
+                          : "the default kept (no configuration was decided faster)");
+}
+
 }  // namespace
 
 json verdict_view(builder& b, const run& r, const json& provenance) {
@@ -99,6 +117,7 @@ json verdict_view(builder& b, const run& r, const json& provenance) {
       case run_kind::evolve: evolve_verdict(b, s, v); break;
       case run_kind::decompose: decompose_verdict(s, v); break;
       case run_kind::bench: bench_verdict(s, v); break;
+      case run_kind::tune: tune_verdict(s, v); break;
     }
   }
   if (v.contains("start_seconds") && v.contains("best_seconds"))

@@ -92,6 +92,26 @@ TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   EXPECT_EQ(k["best"]["config"], j["best"]["config"]);
   EXPECT_EQ(k["winner"], k["crown"]["decision"] == "faster" ? k["best"]["config"] : k["default"]) << k.dump(2);
   for (size_t i = 1; i < k["points"].size(); ++i) EXPECT_TRUE(k["points"][i]["cached"].get<bool>());
+
+  // Each search is a run of the store: listed, finished, its summary the result, reported.
+  auto runs = run_lathe(ws() + "runs list --kind tune --json");
+  ASSERT_EQ(runs.code, 0) << runs.err;
+  const json l = lathe::testing::parse_json(runs);
+  ASSERT_EQ(l["runs"].size(), 2u) << l.dump(2);
+  const json& newest = l["runs"][0];
+  EXPECT_EQ(newest["id"], k["run"]);
+  EXPECT_EQ(newest["kind"], "tune");
+  EXPECT_EQ(newest["state"], "finished");
+  EXPECT_EQ(newest["task"], "mm");
+  EXPECT_EQ(newest["summary"]["winner"], k["winner"]);
+  EXPECT_EQ(newest["args"]["strategy"], "exhaustive");
+  auto table = run_lathe(ws() + "runs list");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("exhaustive: 3 measured"), std::string::npos) << table.out;
+  auto rep = run_lathe(ws() + "report " + k["run"].get<std::string>() + " --json");
+  ASSERT_EQ(rep.code, 0) << rep.err;
+  const json rj = lathe::testing::parse_json(rep);
+  EXPECT_NE(rj.dump().find("configurations measured"), std::string::npos) << rj.dump(2).substr(0, 3000);
 }
 
 std::string read(const fs::path& p) {
@@ -129,9 +149,26 @@ TEST_F(tune_cli, killed_after_a_configuration_it_goes_on_from_the_cache) {
   const std::string first_err = read(dir_ / "first.err");
   ASSERT_NE(first_err.find("[2/3]"), std::string::npos) << first_err;
 
-  auto again = run_lathe(ws() + "tune '" + task + "' tunable --max-time 1 --json");
+  // The killed search is a run left `running`; --resume goes on with it, from its stored arguments.
+  auto runs = run_lathe(ws() + "runs list --kind tune --json");
+  ASSERT_EQ(runs.code, 0) << runs.err;
+  const json l = lathe::testing::parse_json(runs);
+  ASSERT_EQ(l["runs"].size(), 1u) << l.dump(2);
+  EXPECT_EQ(l["runs"][0]["state"], "running");
+  const std::string id = l["runs"][0]["id"];
+  auto both = run_lathe(ws() + "tune '" + task + "' tunable --resume " + id);
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("give neither"), std::string::npos) << both.err;
+
+  auto again = run_lathe(ws() + "tune --resume " + id + " --json");
   ASSERT_EQ(again.code, 0) << again.err;
   const json j = lathe::testing::parse_json(again);
+  EXPECT_EQ(j["run"], id);
+  auto after = run_lathe(ws() + "runs list --kind tune --json");
+  ASSERT_EQ(after.code, 0) << after.err;
+  ASSERT_EQ(lathe::testing::parse_json(after)["runs"].size(), 1u);
+  EXPECT_EQ(lathe::testing::parse_json(after)["runs"][0]["state"], "finished");
+  EXPECT_TRUE(fs::exists(dir_ / "ws/.lathe/runs" / id / "best/kernel.toml"));
   // What the killed call measured (one configuration, maybe two if the kill came late) is
   // replayed; the rest is timed now.
   EXPECT_GE(j["replayed"].get<int>(), 1) << first_err;
