@@ -340,11 +340,7 @@ result<nlohmann::json> run_report(const store& db, const std::string& run_id, co
       for (const auto& e : events) b.cite(e.body, e.kind == "evaluation");
       b.notes.push_back("a bench run has no lineage graph or curve: its evaluations are below");
       break;
-    case run_kind::tune:
-      // A tune run journals no events: its measured configurations are in its summary.
-      if (json::accept((*r)->summary)) b.cite(json::parse((*r)->summary));
-      b.notes.push_back("a tune run has no lineage graph: its configurations' evaluations are below");
-      break;
+    case run_kind::tune: detail::build_tune(b, **r); break;
   }
   json out{{"schema", run_report_schema}, {"kind", "run"}, {"generated_at", utc_now()},
            {"run", run_header(**r)}, {"events", events.size()}};

@@ -12,6 +12,40 @@
 #include "report/model_detail.h"
 
 namespace lathe::report::detail {
+
+void build_tune(builder& b, const run& r) {
+  const json s = json::accept(r.summary) ? json::parse(r.summary) : json::object();
+  b.cite(s);  // every configuration's evaluation, and the crown's
+  b.notes.push_back("a tune run has no lineage graph: its configurations, in the order measured, are the curve's points "
+                    "and their evaluations are below");
+  json points = json::array();
+  double best = 1.0;
+  int64_t n = 0;
+  const json measured = s.value("points", json::array());  // kept: a loop must not view a temporary
+  for (const auto& p : measured) {
+    ++n;  // the default counts: it is the first configuration measured (checked, not timed)
+    std::string label;
+    const json config = p.value("config", json::object());
+    for (const auto& [name, value] : config.items()) label += cat(label.empty() ? "" : ",", name, "=", value.dump());
+    const bool counted = !p.value("quick", false) && (p.value("outcome", "") == "ok" || p.value("outcome", "") == "unstable") &&
+                         p.contains("speedup") && p["speedup"].is_number();
+    if (counted) best = std::max(best, p["speedup"].get<double>());
+    points.push_back({{"x", n}, {"y", best}, {"label", cat(label, ": ", p.value("outcome", ""),
+                                                               counted ? cat(" ", number_text("%.3fx", p["speedup"].get<double>())) : "",
+                                                               p.value("quick", false) ? " (quick)" : "",
+                                                               p.value("cached", false) ? " (cached)" : "")},
+                      {"measured", counted}});
+  }
+  b.progress = {{"title", "Best speedup over the default configuration"},
+                {"x_label", "configurations measured"},
+                {"y_label", "best paired speedup over the default so far (full measurements that passed their checks)"},
+                {"x_max", std::max<int64_t>(n, 1)},
+                {"budget", nullptr},
+                {"origin", nullptr},
+                {"points", points}};
+  b.evolve = nullptr;
+}
+
 namespace {
 
 json edge_of(const std::string& from, const std::string& to, const std::string& action, const std::string& locus,

@@ -42,6 +42,11 @@ class tune_cli : public ::testing::Test {
   fs::path dir_;
 };
 
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
 TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   const std::string args = "tune '" + task + "' tunable --max-time 1 --json --out '" + (dir_ / "best").string() + "'";
   auto r = run_lathe(ws() + args);
@@ -112,6 +117,14 @@ TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   ASSERT_EQ(rep.code, 0) << rep.err;
   const json rj = lathe::testing::parse_json(rep);
   EXPECT_NE(rj.dump().find("configurations measured"), std::string::npos) << rj.dump(2).substr(0, 3000);
+  // The search's convergence: one point per configuration measured, the best so far never falling.
+  ASSERT_TRUE(rj.contains("progress")) << rj.dump(2).substr(0, 3000);
+  const json& pts = rj["progress"]["points"];
+  ASSERT_EQ(pts.size(), k["points"].size());
+  for (size_t i = 1; i < pts.size(); ++i) EXPECT_GE(pts[i]["y"].get<double>(), pts[i - 1]["y"].get<double>());
+  auto html = run_lathe(ws() + "report " + k["run"].get<std::string>() + " -o '" + (dir_ / "tune.html").string() + "'");
+  ASSERT_EQ(html.code, 0) << html.err;
+  EXPECT_NE(read_file(dir_ / "tune.html").find("Best speedup over the default configuration"), std::string::npos);
 }
 
 std::string read(const fs::path& p) {
@@ -212,6 +225,10 @@ TEST_F(tune_cli, a_kernel_without_tune_is_parameterized_and_tuned) {
   EXPECT_EQ(l["params"][0]["values"], json({2, 4, 8, 16, 32, 64, 128}));
   EXPECT_EQ(l["admitted"], 7);
 
+  // --knob takes one value: the positional task and kernel after it stay positional.
+  auto first = run_lathe(ws() + "tune --knob TILE '" + task + "'" + kernel + " --list --json");
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_EQ(lathe::testing::parse_json(first)["admitted"], 7);
   auto bad = run_lathe(ws() + "tune '" + task + "'" + kernel + " --knob TILE=32,64 --list");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.err.find("leave out its literal 16"), std::string::npos) << bad.err;
