@@ -374,7 +374,8 @@ void add_tune(CLI::App& app, const common_options& common, int& exit_code) {
                 "counts; those whose names read as knobs), for a kernel without [tune]");
   cmd->add_option("--knob", o->knobs,
                   "a knob to parameterize, NAME or NAME=V1,V2,… (repeatable; implies --parameterize; names as "
-                  "--list or the error show them)");
+                  "--list or the error show them)")
+      ->allow_extra_args(false);  // one value per --knob: never the positional TASK KERNEL after it
   cmd->add_flag("--list", o->list, "print the space (tunables, values, defaults, admitted configurations) and stop");
   cmd->add_flag("--json", o->json_out, "print the result as JSON (schema lathe.tune/1; with --list lathe.tune-space/1)");
   cmd->add_flag("--quiet", o->quiet, "no progress lines on stderr");

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "spec/bundle.h"
@@ -230,6 +231,90 @@ TEST(parameterize, a_switch_set_to_zero_and_large_literals) {
   EXPECT_EQ(ks[0].values, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(ks[1].name, "BIG_BLOCK");
   EXPECT_EQ(ks[1].values, (std::vector<int64_t>{768, 1536, 3072, 6144, 12288}));
+}
+
+// What a review of the first version found (each case failed before its fix).
+TEST(parameterize, a_comment_after_a_pragma_count_is_left_alone) {
+  const kernel_bundle b = snippet("int f(const int* x) { int s = 0;\n#pragma GCC unroll 4 // unroll by 4\n"
+                                  "  for (int i = 0; i < 8; ++i) s += x[i];\n  return s; }\n");
+  auto p = parameterize(b, find_knobs(b));
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_NE(p->sources.at("kernel.cpp").find("#pragma GCC unroll lathe_knob_UNROLL_1 // unroll by 4"), std::string::npos)
+      << p->sources.at("kernel.cpp");
+  // A comment between the words and the count: the site is not touched at all.
+  EXPECT_TRUE(find_knobs(snippet("void g() {\n#pragma GCC unroll /* 4 */ 4\n  for (int i = 0; i < 4; ++i) {}\n}\n")).empty());
+}
+
+TEST(parameterize, the_macros_go_after_active_includes_and_survive_a_header_included_twice) {
+  kernel_bundle b = snippet("#include <cstdio>\n#ifdef USE_OTHER\n#include <cmath>\n#endif\n#include \"h.h\"\n#include \"h.h\"\n"
+                            "int main() { int x[8] = {1, 2, 3, 4, 5, 6, 7, 8}; std::printf(\"%d\\n\", f(x)); }\n");
+  b.sources["h.h"] = "#ifndef H_H\n#define H_H\nconstexpr int TILE = 4;\ninline int f(const int* x) { int s = 0;\n"
+                     "#pragma GCC unroll 2\n  for (int i = 0; i < 2 * TILE; ++i) s += x[i];\n  return s; }\n#endif\n";
+  b.manifest.files.push_back("h.h");
+  b.hash = bundle_hash(b);
+  const std::string expected = build_and_run(b, "header-original");
+  ASSERT_EQ(expected, "36\n");
+  auto p = parameterize(b, find_knobs(b));
+  ASSERT_TRUE(p) << p.error().message;
+  for (const tune_config& c : {p->manifest.tune.defaults, tune_config{{"TUNE_TILE", 2}, {"UNROLL_1", 8}}}) {
+    auto k = configure(*p, c);
+    ASSERT_TRUE(k) << k.error().message;
+    k->manifest.defines["USE_OTHER"] = "1";  // the conditional include compiled too
+    // TILE = 2 sums the first four: a different kernel, still a build that runs.
+    EXPECT_EQ(build_and_run(*k, "header-" + std::to_string(c.at("UNROLL_1"))), c.at("TUNE_TILE") == 4 ? "36\n" : "10\n");
+  }
+}
+
+TEST(parameterize, macros_defined_twice_undefined_or_set_by_the_manifest) {
+  EXPECT_TRUE(find_knobs(snippet("#ifdef __CUDA_ARCH__\n#define BLOCK 256\n#else\n#define BLOCK 64\n#endif\nint b = BLOCK;\n")).empty());
+  EXPECT_TRUE(find_knobs(snippet("#define TILE 8\n#undef TILE\n#define TILE 16\nint t = TILE;\n")).empty());
+  kernel_bundle two = snippet("#define BLOCK 64\n#include \"h.h\"\nint b = BLOCK;\n");
+  two.sources["h.h"] = "#define BLOCK 64\n";
+  EXPECT_TRUE(find_knobs(two).empty());
+  // An include guard with a value is no knob.
+  EXPECT_TRUE(find_knobs(snippet("#ifndef BLOCK_REDUCE_H\n#define BLOCK_REDUCE_H 1\nint r;\n#endif\n")).empty());
+
+  // [defines] sets a guarded macro: its value is the default; an unguarded one is ambiguous.
+  kernel_bundle g = snippet("#ifndef BLOCK\n#define BLOCK 64\n#endif\nint b = BLOCK;\n");
+  g.manifest.defines["BLOCK"] = "256";
+  g.hash = bundle_hash(g);
+  const auto ks = find_knobs(g);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].value, 256);
+  auto p = parameterize(g, ks);
+  ASSERT_TRUE(p) << p.error().message;
+  EXPECT_EQ(p->manifest.tune.defaults.at("BLOCK"), 256);
+  const fs::path dir = fs::temp_directory_path() / ("lathe-parameterize-defines-" + std::to_string(::getpid()));
+  ASSERT_TRUE(write_bundle(*p, dir));
+  auto back = load_bundle(dir);  // [defines] and [tune].default agree
+  EXPECT_TRUE(back) << back.error().message;
+  fs::remove_all(dir);
+  kernel_bundle u = snippet("#define BLOCK 64\nint b = BLOCK;\n");
+  u.manifest.flags.push_back("-DBLOCK=128");
+  EXPECT_TRUE(find_knobs(u).empty());
+  // A new macro never takes a name the manifest defines.
+  kernel_bundle n = snippet("constexpr int TILE = 8;\nint t = TILE;\n");
+  n.manifest.defines["TUNE_TILE"] = "3";
+  ASSERT_EQ(find_knobs(n).size(), 1u);
+  EXPECT_EQ(find_knobs(n)[0].name, "TUNE_TILE_2");
+}
+
+TEST(parameterize, knob_words_and_a_callers_values) {
+  const auto ks = find_knobs(snippet("#define NROWS 64\n#define WORKSPACE 64\n#define ACCURACY 8\n#define ROWS_PER_BLOCK 4\n"
+                                     "constexpr int kBlockSize = 128;\nint z = NROWS + WORKSPACE + ACCURACY + ROWS_PER_BLOCK + kBlockSize;\n"));
+  std::map<std::string, bool> like;
+  for (const knob& k : ks) like[k.name] = k.knob_like;
+  EXPECT_EQ(like, (std::map<std::string, bool>{{"ACCURACY", false}, {"NROWS", false}, {"ROWS_PER_BLOCK", true},
+                                               {"TUNE_kBlockSize", true}, {"WORKSPACE", false}}));
+  const kernel_bundle b = snippet(kSum);
+  knob twice = knob_named("BLOCK");
+  twice.values = {16, 64, 64};
+  auto dup = parameterize(b, {twice});
+  ASSERT_FALSE(dup);
+  EXPECT_NE(dup.error().message.find("64 twice"), std::string::npos) << dup.error().message;
+  auto again = parameterize(b, {knob_named("BLOCK"), knob_named("BLOCK")});
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.error().message.find("chosen twice"), std::string::npos) << again.error().message;
 }
 
 TEST(parameterize, cuda_unroll_counts_and_constants_compile_at_other_values) {

@@ -50,12 +50,26 @@ std::vector<int64_t> space_around(int64_t v, knob_kind k) {
 // Whether a name reads as a tuning knob: a word of block, tile, thread or unroll vocabulary, a
 // tile dimension (BM, BN, BK, TM, TN, WM, WN) or a BLIS-style blocking (MC, NC, KC, MR, NR).
 bool knob_like(std::string_view name) {
-  std::string up(name);
-  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  static const char* const words[] = {"BLOCK", "THREAD", "TILE", "CHUNK", "UNROLL", "VEC", "ITEMS", "WARPS",
-                                      "STAGES", "ROWS", "COLS", "SPLIT", "LANES", "ACC", "GROUP", "WORK"};
-  for (const char* w : words)
-    if (up.find(w) != std::string::npos) return true;
+  // The name's words: split at '_' and where a lower-case letter meets an upper-case one
+  // (kBlockSize: K, BLOCK, SIZE), so that NROWS, WORKSPACE or ACCURACY are not read as knobs.
+  std::vector<std::string> words(1);
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '_') {
+      words.emplace_back();
+      continue;
+    }
+    if (i > 0 && std::isupper(static_cast<unsigned char>(c)) && std::islower(static_cast<unsigned char>(name[i - 1])))
+      words.emplace_back();
+    words.back() += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  static const std::set<std::string> knob_words{"BLOCK", "BLOCKS", "THREAD", "THREADS", "TILE", "TILES", "CHUNK",
+                                                "UNROLL", "VEC", "VECTOR", "ITEMS", "WARP", "WARPS", "STAGES",
+                                                "ROWS", "COLS", "SPLIT", "LANES", "ACC", "GROUP", "WORK"};
+  for (const std::string& w : words)
+    if (knob_words.count(w)) return true;
+  std::string up;
+  for (const std::string& w : words) up += w;
   if (up.size() != 2) return false;
   const auto in = [](char c, std::string_view set) { return set.find(c) != std::string_view::npos; };
   return (in(up[0], "BTW") && in(up[1], "MNK")) || (in(up[0], "MNK") && in(up[1], "CR"));
@@ -95,6 +109,12 @@ std::vector<found> knobs_of(const std::string& file, const std::string& text) {
         const long p = tl.prev_code(i);
         const bool guarded = p >= 0 && tk[p].kind == token_kind::preprocessor &&
                              directive_name(tl.text(p)) == "ifndef" && directive_body(tl.text(p)) == name;
+        // An include guard that carries a value (`#ifndef X_H` / `#define X_H 1` first in the
+        // file, an #endif last) is no knob: defining it from outside would empty the file.
+        if (guarded && tl.prev_code(static_cast<size_t>(p)) < 0) {
+          const long last = tl.prev_code(tk.size());
+          if (last >= 0 && tk[last].kind == token_kind::preprocessor && directive_name(tl.text(last)) == "endif") continue;
+        }
         found f;
         f.k = knob{name, guarded ? knob_kind::guarded_define : knob_kind::define, file, tk[i].line,
                    "#define " + name + " " + rest, name, *v, {}, knob_like(name)};
@@ -108,10 +128,16 @@ std::vector<found> knobs_of(const std::string& file, const std::string& text) {
           count.erase(count.find_last_not_of(" \t") + 1);
           const auto v = literal(count);
           if (!v || *v == 0) break;
-          // The count's bytes inside the directive's text: its last occurrence.
+          // The count's bytes inside the directive's text: right after the first `unroll` and its
+          // blanks. Anything else there (a comment between them) and the site is left alone.
           const std::string_view dt = tl.text(i);
-          const size_t at = dt.rfind(count);
+          size_t at = dt.find("unroll");
           if (at == std::string_view::npos) break;
+          at += 6;
+          while (at < dt.size() && (dt[at] == ' ' || dt[at] == '\t')) ++at;
+          if (dt.compare(at, count.size(), count) != 0 ||
+              (at + count.size() < dt.size() && std::isalnum(static_cast<unsigned char>(dt[at + count.size()]))))
+            break;
           found f;
           f.k = knob{"", knob_kind::unroll_count, file, tk[i].line, "#pragma " + body, std::string(w.substr(0, w.size() - 1)),
                      *v, {}, true};
@@ -173,14 +199,63 @@ std::set<std::string> names_in(const kernel_bundle& b) {
   return out;
 }
 
+// The macros the manifest defines from outside: [defines] and -D flags, name -> value.
+std::map<std::string, std::string> outside_defines(const kernel_bundle& b) {
+  std::map<std::string, std::string> out = b.manifest.defines;
+  for (const std::string& f : b.manifest.flags) {
+    if (!f.starts_with("-D") || f.size() == 2) continue;
+    const size_t eq = f.find('=');
+    out[f.substr(2, eq == std::string::npos ? std::string::npos : eq - 2)] = eq == std::string::npos ? "1" : f.substr(eq + 1);
+  }
+  return out;
+}
+
+// How often each macro is #defined, and whether it is ever #undef'd, in every file and branch:
+// a macro defined twice (two files, `#ifdef` and `#else`) or undefined again is no knob, since
+// wrapping one definition would leave the other in force.
+struct macro_uses {
+  std::map<std::string, int> defines;
+  std::set<std::string> undefs;
+};
+macro_uses macros_in(const kernel_bundle& b) {
+  macro_uses out;
+  for (const std::string& f : detail::code_files(b)) {
+    const token_list tl = tokenize(b.sources.at(f));
+    for (size_t i = 0; i < tl.tokens.size(); ++i) {
+      if (tl.tokens[i].kind != token_kind::preprocessor) continue;
+      const std::string_view d = directive_name(tl.text(i));
+      if (d != "define" && d != "undef") continue;
+      const std::string body = directive_body(tl.text(i));
+      const std::string name = body.substr(0, body.find_first_of(" \t("));
+      if (d == "define") ++out.defines[name];
+      else out.undefs.insert(name);
+    }
+  }
+  return out;
+}
+
 // find_knobs with the bytes, names made unique.
 std::vector<found> all_knobs(const kernel_bundle& b) {
   std::vector<found> out;
   if (!b.manifest.tune.empty()) return out;
   std::set<std::string> taken = names_in(b);
+  const auto outside = outside_defines(b);
+  for (const auto& [name, _] : outside) taken.insert(name);
+  const macro_uses macros = macros_in(b);
   int unrolls = 0;
   for (const std::string& f : detail::code_files(b)) {
     for (found& k : knobs_of(f, b.sources.at(f))) {
+      if (k.k.kind == knob_kind::define || k.k.kind == knob_kind::guarded_define) {
+        if (macros.defines.at(k.k.name) > 1 || macros.undefs.count(k.k.name)) continue;
+        if (auto o = outside.find(k.k.name); o != outside.end()) {
+          // Defined from outside too: an unguarded #define overrides it (with a warning), so what
+          // the kernel computes with is ambiguous; a guarded one takes the outside value.
+          const auto v = literal(o->second);
+          if (k.k.kind == knob_kind::define || !v) continue;
+          k.k.value = *v;
+          k.k.what += " (" + o->first + "=" + o->second + " from the manifest)";
+        }
+      }
       if (k.k.kind == knob_kind::unroll_count) k.k.name = "UNROLL_" + std::to_string(++unrolls);
       if (k.k.kind == knob_kind::unroll_count || k.k.kind == knob_kind::constexpr_value) {
         const std::string base = k.k.name;
@@ -232,10 +307,10 @@ result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<kno
       return fail(errc::invalid_argument, "'" + c.name + "' is not a knob of kernel " + b.name +
                                               (names.empty() ? " (it has none)" : " (its knobs: " + names + ")"));
     }
-    if (std::find(picked.begin(), picked.end(), &*it) == picked.end()) {
-      picked.push_back(&*it);
-      wanted.push_back(&c);
-    }
+    if (std::find(picked.begin(), picked.end(), &*it) != picked.end())
+      return fail(errc::invalid_argument, "knob " + it->k.name + " is chosen twice");
+    picked.push_back(&*it);
+    wanted.push_back(&c);
   }
   kernel_bundle out = b;
   std::map<std::string, std::vector<std::pair<const found*, const knob*>>> by_file;
@@ -252,9 +327,10 @@ result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<kno
       if (f.k.kind != knob_kind::constexpr_value && f.k.kind != knob_kind::unroll_count) continue;
       first = std::min(first, f.begin);
       block += "#ifndef " + f.k.name + "\n#define " + f.k.name + " " + std::to_string(f.k.value) + "\n#endif\n";
-      if (f.k.kind == knob_kind::unroll_count)
-        block += "static constexpr int lathe_knob_" + f.k.name + " = " + f.k.name + ";  // " + f.k.site +
-                 " counts are not macro-expanded\n";
+      if (f.k.kind == knob_kind::unroll_count)  // guarded too: a header may be included twice
+        block += "#ifndef LATHE_KNOB_" + f.k.name + "_DECLARED\n#define LATHE_KNOB_" + f.k.name +
+                 "_DECLARED\nstatic constexpr int lathe_knob_" + f.k.name + " = " + f.k.name + ";  // " + f.k.site +
+                 " counts are not macro-expanded\n#endif\n";
     }
     // Every edit on the original text, applied from the last byte to the first.
     struct edit {
@@ -277,7 +353,7 @@ result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<kno
       const token_list tl = tokenize(text);
       for (size_t i = 0; i < tl.tokens.size() && tl.tokens[i].begin < first; ++i)
         if (tl.tokens[i].kind == token_kind::preprocessor && directive_name(tl.text(i)) == "include" &&
-            tl.tokens[i].depth == 0 && tl.tokens[i].where != branch::inactive) {
+            tl.tokens[i].depth == 0 && tl.tokens[i].where == branch::active) {
           at = tl.tokens[i].end;
           if (at < text.size() && text[at] == '\n') ++at;
         }
@@ -294,6 +370,10 @@ result<kernel_bundle> parameterize(const kernel_bundle& b, const std::vector<kno
     if (std::find(t.values.begin(), t.values.end(), picked[i]->k.value) == t.values.end())
       return fail(errc::invalid_argument, "the values given for " + t.name + " leave out its literal " +
                                               std::to_string(picked[i]->k.value) + " (the default)");
+    std::vector<int64_t> sorted = t.values;
+    std::sort(sorted.begin(), sorted.end());
+    if (auto d = std::adjacent_find(sorted.begin(), sorted.end()); d != sorted.end())
+      return fail(errc::invalid_argument, "the values given for " + t.name + " name " + std::to_string(*d) + " twice");
     for (int64_t v : t.values)
       if (v < 0 || v > max_knob_value || (picked[i]->k.kind == knob_kind::unroll_count && v == 0))
         return fail(errc::invalid_argument, "a value of " + t.name + " outside " +

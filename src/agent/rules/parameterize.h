@@ -4,17 +4,24 @@
 //
 //   - an object-like `#define NAME 256` (already inside `#ifndef NAME` or not): the tunable is
 //     NAME itself, and the define is wrapped in `#ifndef NAME … #endif` so that -DNAME=… wins;
-//   - `constexpr <integer type> NAME = 32;`: the literal becomes the macro TUNE_NAME, defined
-//     (under #ifndef) before the file's first knob;
+//   - `constexpr <integer type> NAME = 32;` (int, unsigned, signed, long, short, size_t,
+//     int32_t, int64_t, uint32_t, uint64_t; static, const, inline, __device__, __constant__
+//     around them): the literal becomes the macro TUNE_NAME, defined (under #ifndef) after the
+//     file's last active #include above its first knob;
 //   - an unroll count, `#pragma unroll 4` (CUDA) or `#pragma GCC unroll 4`: neither compiler
 //     expands macros in those pragmas, but both take a constant expression, so the count becomes
 //     `lathe_knob_UNROLL_k`, a `static constexpr int` set from the macro UNROLL_k.
 //
 // Only code is looked at (never a comment, a string or an `#if 0` branch), literals are
-// decimal integers 0..2^24 (unroll counts from 1), and a name already used in the bundle is never
-// reused for a new macro. Which knobs matter is the search's business: by
-// default the unroll counts and the names that read as knobs (BLOCK, THREADS, TILE, CHUNK, VEC,
-// UNROLL…) are parameterized; a caller may name others. Every value keeps the literal as the
+// decimal integers 0..2^24 (unroll counts from 1), and a name already used in the bundle or the
+// manifest is never reused for a new macro. Not knobs: a macro defined more than once (two files,
+// `#ifdef` / `#else`) or #undef'd, since wrapping one definition would leave another in force; an
+// include guard with a value; an unguarded #define that the manifest also defines ([defines] or a
+// -D flag: which value wins is ambiguous). A guarded one that the manifest defines takes the
+// manifest's value as its default, which is the value the kernel is built with. Which knobs matter is the search's business: by
+// default the unroll counts and the names with a word that reads as a knob (BLOCK, THREADS, TILE,
+// CHUNK, VEC, UNROLL…; words split at '_' and at case changes, so NROWS or WORKSPACE are not) are
+// parameterized; a caller may name others. Every value keeps the literal as the
 // default, so the parameterized kernel at its default is the kernel it came from; whether another
 // value is still correct is what the gate checks, configuration by configuration.
 //
