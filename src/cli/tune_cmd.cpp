@@ -1,6 +1,7 @@
 // lathe tune TASK KERNEL: the kernel's tunables searched through the gate (search/tune.h,
 // docs/tune.md), measured configurations cached in the store's measurements.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -205,9 +206,11 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
   }
   std::printf("tune      %s %s: strategy %s, %zu configurations admitted, %zu refused by constraints\n",
               t.name.c_str(), k.name.c_str(), o.strategy.c_str(), r.admitted, r.refused_count);
-  std::printf("%-32s %-16s %s\n", "configuration", "outcome", "speedup over the default");
+  int width = 32;  // the longest configuration's label, so that the columns line up
+  for (const auto& p : r.points) width = std::max(width, static_cast<int>(config_label(p.config).size()));
+  std::printf("%-*s %-16s %s\n", width, "configuration", "outcome", "speedup over the default");
   for (const auto& p : r.points)
-    std::printf("%-32s %-16s %s%s%s\n", config_label(p.config).c_str(), std::string(to_string(p.result)).c_str(),
+    std::printf("%-*s %-16s %s%s%s\n", width, config_label(p.config).c_str(), std::string(to_string(p.result)).c_str(),
                 speedup_text(p).c_str(), p.quick ? " (quick)" : "", p.cached ? " (cached)" : "");
   std::printf("stop      %s: %zu measured (%lld timed, %lld from the cache), %.1f s\n", r.stop.c_str(), r.points.size(),
               static_cast<long long>(r.timed), static_cast<long long>(r.replayed), r.seconds);
