@@ -229,26 +229,46 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
                                    run_id.c_str(), run_id.c_str());
 }
 
+// --resume: the stored run's arguments (what it measured comes back from the cache), the run in
+// `resumed`; otherwise the command line's. Errors are the user's.
+result<tune_cli> options_for(context& ctx, const tune_cli& given, std::optional<run>& resumed) {
+  if (given.resume.empty()) {
+    if (given.task.empty() || given.kernel.empty())
+      return fail(errc::invalid_argument, "lathe tune needs TASK and KERNEL (or --resume RUN; `lathe tune --help`)");
+    return given;
+  }
+  if (!given.task.empty() || !given.kernel.empty())
+    return fail(errc::invalid_argument, "--resume " + given.resume + " goes on with that run's own task and kernel: give neither");
+  auto rr = run_to_resume(ctx, given.resume, run_kind::tune);
+  if (!rr) return tl::unexpected(rr.error());
+  auto a = stored_args(*rr, "", "tunes");
+  if (!a) return tl::unexpected(a.error());
+  resumed = std::move(*rr);
+  return with_args(given, *a);
+}
+
+// The store's measurements as tune's cache (search/tune.h): a point per key, as JSON.
+search::tune_cache measurements_of(store& db) {
+  return {[&db](const std::string& key) -> std::optional<search::tune_point> {
+            auto m = db.get_measurement(key);
+            if (!m || !*m) return std::nullopt;
+            return point_from(json::parse(**m, nullptr, false));
+          },
+          [&db](const std::string& key, const search::tune_point& p) {
+            if (auto w = db.put_measurement(key, point_json(p).dump()); !w)
+              std::fprintf(stderr, "lathe: a measured configuration was not cached: %s\n", w.error().message.c_str());
+          }};
+}
+
 int run_tune(const common_options& common, const tune_cli& given) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
-  // --resume: the stored run's arguments; what it measured comes back from the cache.
-  tune_cli o = given;
   std::optional<run> resumed;
-  if (!given.resume.empty()) {
-    if (!given.task.empty() || !given.kernel.empty())
-      return fail_with("--resume " + given.resume + " goes on with that run's own task and kernel: give neither", 2);
-    auto rr = run_to_resume(*ctx, given.resume, run_kind::tune);
-    if (!rr) return fail_with(rr.error().message, 2);
-    auto a = stored_args(*rr, "", "tunes");
-    if (!a) return fail_with(a.error().message, 2);
-    o = with_args(given, *a);
-    resumed = std::move(*rr);
-  } else if (o.task.empty() || o.kernel.empty()) {
-    return fail_with("lathe tune needs TASK and KERNEL (or --resume RUN; `lathe tune --help`)", 2);
-  }
+  auto resolved = options_for(*ctx, given, resumed);
+  if (!resolved) return fail_with(resolved.error().message, 2);
+  const tune_cli& o = *resolved;
   auto strat = search::parse_tune_strategy(o.strategy);
   if (!strat) return fail_with("unknown strategy '" + o.strategy + "' (" + search::tune_strategy_words + ")", 2);
   if (o.evals < 0 || o.seconds < 0) return fail_with("--evals and --time take 0 (no limit) or more", 2);
@@ -276,16 +296,7 @@ int run_tune(const common_options& common, const tune_cli& given) {
   so.simulate = o.simulate;
   so.settings = settings_text(o.gate, *ctx, *t);
   store& db = *ctx->db;
-  search::tune_cache cache{
-      [&db](const std::string& key) -> std::optional<search::tune_point> {
-        auto m = db.get_measurement(key);
-        if (!m || !*m) return std::nullopt;
-        return point_from(json::parse(**m, nullptr, false));
-      },
-      [&db](const std::string& key, const search::tune_point& p) {
-        if (auto w = db.put_measurement(key, point_json(p).dump()); !w)
-          std::fprintf(stderr, "lathe: a measured configuration was not cached: %s\n", w.error().message.c_str());
-      }};
+  search::tune_cache cache = measurements_of(db);
   lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   // halving's first rung: a quarter of the series and half the processes and rounds.
   gate_settings quick = o.gate;
