@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -334,7 +335,10 @@ TEST_F(solve_loop, problems_run_at_once_with_jobs) {
   most = 0;
   auto again = solve(ps, runner, o);
   ASSERT_TRUE(again) << again.error().message;
-  EXPECT_EQ(most.load(), 2);
+  // Two at once when two were left to run: which problems the killed loop finished depends on
+  // the threads' timing (problem 5 may have run beside problem 4, leaving 4 alone; the full
+  // suite on a loaded VM saw most == 1 that way).
+  EXPECT_EQ(most.load(), std::min(2, runs.load()));
   ASSERT_EQ(again->records.size(), 5u);
   for (size_t i = 0; i < ps.size(); ++i) EXPECT_EQ(again->records[i].problem, ps[i].problem);
   EXPECT_EQ(again->skipped + runs.load(), 5);
