@@ -9,6 +9,7 @@
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/json_run.h"
+#include "spec/tune.h"  // config_label
 
 namespace lathe::cli {
 namespace {
@@ -102,10 +103,7 @@ std::string result_text(const run& r) {
     return out;
   }
   if (r.kind == run_kind::tune) {
-    std::string winner;
-    const json won = s.value("winner", json::object());  // kept: items() must not view a temporary
-    for (const auto& [name, value] : won.items())
-      winner += (winner.empty() ? "" : ",") + name + "=" + value.dump();
+    const std::string winner = config_label(s.value("winner", json::object()).get<tune_config>());
     std::snprintf(buf, sizeof buf, "%s: %zu measured, ", s.value("strategy", std::string("?")).c_str(),
                   s.value("points", json::array()).size());
     std::string out = buf;

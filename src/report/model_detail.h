@@ -66,6 +66,9 @@ json optional_number(const std::optional<double>& x);
 void build_decompose(builder& b, const run& r, const std::vector<event>& events);
 void build_optimize(builder& b, const run& r, const std::vector<event>& events);
 void build_evolve(builder& b, const run& r, const std::vector<event>& events);
+// A tune configuration ({"BLOCK": 64, …}) as spec/tune.h's config_label writes it, "BLOCK=64,…"
+// (report/ does not link spec/).
+std::string config_text(const json& config);
 // tune (no events: its summary, lathe.tune/1): the configurations' evaluations cited and the
 // search's convergence, the best speedup over the default against configurations measured.
 void build_tune(builder& b, const run& r);

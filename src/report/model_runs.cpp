@@ -13,6 +13,12 @@
 
 namespace lathe::report::detail {
 
+std::string config_text(const json& config) {
+  std::string out;
+  for (const auto& [name, value] : config.items()) out += cat(out.empty() ? "" : ",", name, "=", value.dump());
+  return out;
+}
+
 void build_tune(builder& b, const run& r) {
   const json s = json::accept(r.summary) ? json::parse(r.summary) : json::object();
   b.cite(s);  // every configuration's evaluation, and the crown's
@@ -24,9 +30,7 @@ void build_tune(builder& b, const run& r) {
   const json measured = s.value("points", json::array());  // kept: a loop must not view a temporary
   for (const auto& p : measured) {
     ++n;  // the default counts: it is the first configuration measured (checked, not timed)
-    std::string label;
-    const json config = p.value("config", json::object());
-    for (const auto& [name, value] : config.items()) label += cat(label.empty() ? "" : ",", name, "=", value.dump());
+    const std::string label = config_text(p.value("config", json::object()));
     const bool counted = !p.value("quick", false) && (p.value("outcome", "") == "ok" || p.value("outcome", "") == "unstable") &&
                          p.contains("speedup") && p["speedup"].is_number();
     if (counted) best = std::max(best, p["speedup"].get<double>());

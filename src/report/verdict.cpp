@@ -87,10 +87,7 @@ void bench_verdict(const json& s, json& v) {
 
 // lathe tune (cli/tune_cmd.cpp's lathe.tune/1): the winner and what decided it.
 void tune_verdict(const json& s, json& v) {
-  std::string winner;
-  const json won = s.value("winner", json::object());  // kept: items() must not view a temporary
-  for (const auto& [name, value] : won.items())
-    winner += cat(winner.empty() ? "" : ",", name, "=", value.dump());
+  const std::string winner = config_text(s.value("winner", json::object()));
   const json crown = s.value("crown", json::object());
   const json& sp = crown.contains("speedup") ? crown.at("speedup") : json(nullptr);
   if (s.value("improved", false) && sp.is_number()) v["speedup"] = sp;
