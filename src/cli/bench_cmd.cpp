@@ -52,6 +52,7 @@ struct bench_cli {
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
   std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
+  std::string platform_word;     // --platform: where bare problem files run ("": cpu)
   bool json = false, check_only = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick, --refuse-torch-fallback
 };
@@ -249,7 +250,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
 // run here is named in `bo.skipped` instead. Returns the exit code of a failure, or nothing.
 std::optional<int> add_entry(const fs::path& d, const bench_cli& o, bool klineage, context& ctx,
                              search::bench_options& bo, std::vector<search::bench_entry>& entries) {
-  auto t = find_task(d.string(), ctx.where);
+  auto t = find_task(d.string(), ctx.where, problem_platform_word(o.platform_word));
   if (!t && gate::is_problem_file(d)) {
     // A problem file that does not import is the problem's failure, not a candidate's.
     std::string why = t.error().message;
@@ -410,6 +411,7 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
                   "success-only geometric mean with the failure count, source and held-out tasks apart)");
   b->add_option("--runs", o->runs, "klineage: independent runs per task (default 3)");
   b->add_option("--max-time", o->gate.max_time, "longest paired timing series per task, seconds")->capture_default_str();
+  add_platform_option(b, o->platform_word, "cpu");
   b->add_flag("--refuse-torch-fallback", o->gate.refuse_torch_fallback,
               "a ModelNew calling the reference's own torch ops in forward is forbidden (else reported)");
   b->add_flag("--check-only", o->check_only,

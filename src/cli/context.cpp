@@ -1,4 +1,6 @@
 #include "cli/context.h"
+
+#include "core/enum_parse.h"
 #include "core/build_paths.h"
 #include "cli/did_you_mean.h"
 
@@ -155,6 +157,17 @@ platform problem_platform_of(const std::string& kernel_arg) {
     for (const auto& f : fs::directory_iterator(k, ec))
       if (f.path().extension() == ".cu") return platform::cuda;
   return platform::cpu;
+}
+
+std::optional<platform> problem_platform_word(const std::string& word) {
+  if (word.empty()) return std::nullopt;
+  return parse_enum(word, platform::cuda);
+}
+
+std::optional<platform> problem_platform_for(const std::string& word, const std::string& kernel_arg) {
+  if (!word.empty()) return problem_platform_word(word);
+  if (!kernel_arg.empty()) return problem_platform_of(kernel_arg);
+  return std::nullopt;
 }
 
 // The one NVIDIA GPU of this machine, named without creating a CUDA context (which costs a

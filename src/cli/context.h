@@ -84,5 +84,11 @@ result<task> find_task(const std::string& arg, const paths& where,
 // The platform a kernel argument implies for a problem file: cuda for a .cu file or a directory
 // holding one, or a .py kernel that asks for the GPU (gate/python_build.h names_cuda), else cpu.
 platform problem_platform_of(const std::string& kernel_arg);
+// A verb's --platform word (add_platform_option, cli/enum_option.h) as find_task's
+// problem_platform: "" (not given) is nothing, the verb's default; else `cpu` or `cuda`.
+std::optional<platform> problem_platform_word(const std::string& word);
+// The word when given, else what `kernel_arg` implies when there is one (problem_platform_of),
+// else nothing (cpu): the problem platform of a verb with --platform and a start kernel.
+std::optional<platform> problem_platform_for(const std::string& word, const std::string& kernel_arg);
 
 }  // namespace lathe::cli

@@ -30,4 +30,16 @@ CLI::Option* add_enum_option(CLI::App* app, const std::string& name, E& into, E 
       ->default_str(to_string(into));
 }
 
+// --platform WORD: where a bare PyTorch problem file (KernelBench or KLineage format) is imported
+// and run, `cpu` (CPU PyTorch, .cpp kernels) or `cuda` (CUDA PyTorch on this machine's GPU, .cu
+// and GPU Python kernels); `into` stays empty when not given (the verb's default, cpu unless a
+// kernel argument says otherwise). A task.toml names its own platform: the option leaves it be.
+inline CLI::Option* add_platform_option(CLI::App* app, std::string& into, const std::string& default_text) {
+  return app
+      ->add_option("--platform", into,
+                   "where a bare PyTorch problem file runs: cpu | cuda (default: " + default_text +
+                       "; a task.toml says its own)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+}
+
 }  // namespace lathe::cli

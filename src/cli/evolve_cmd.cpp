@@ -37,6 +37,7 @@ namespace {
 
 struct evolve_cli {
   std::string task, start, language, descriptors, sampling, proposer = "auto", budget = "evals=60", resume;
+  std::string platform_word;  // --platform: where a bare problem file runs ("": what the start implies, cpu)
   // The gate's cascade by default: a child's first timing is cheap, contests for elites are full
   // (on one H200 this is what reaches 600+ gated evaluations per hour: bench/results/evolve-*).
   std::string child_timing = "quick";  // as given and stored with the run
@@ -57,6 +58,7 @@ const stored_options<evolve_cli> stored = {
     {"task", &evolve_cli::task},
     {"start", &evolve_cli::start},
     {"language", &evolve_cli::language},
+    {"platform", &evolve_cli::platform_word},
     {"generations", &evolve_cli::generations},
     {"islands", &evolve_cli::islands},
     {"population", &evolve_cli::population},
@@ -202,7 +204,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   if (!folder) return fail_with(folder.error(), 2);
   const std::optional<fs::path> batch = *folder;
   if (auto failed = settle_options(*ctx, o, batch)) return *failed;
-  auto t = find_task(o.task, ctx->where);
+  auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.start));
   if (!t) return fail_with(t.error().message, 2);
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
   auto sl = pick_search_language(*t, o.language);
@@ -363,6 +365,7 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
   e->add_option("--language", o->language,
                 "c-abi | modelnew: what the search writes (default: modelnew for a bare KernelBench problem, whose "
                 "children are scored against its own Model, eager PyTorch; c-abi otherwise)");
+  add_platform_option(e, o->platform_word, "cpu, or cuda when the start kernel is CUDA");
   e->add_option("--generations", o->generations, "generations")->capture_default_str();
   e->add_option("--islands", o->islands, "islands")->capture_default_str();
   e->add_option("--population", o->population, "initial members per island")->capture_default_str();

@@ -11,6 +11,7 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/lineage_view.h"
@@ -33,6 +34,7 @@ namespace {
 struct optimize_cli {
   std::string task, kernel, language, strategy = "skills", ablate = "none", budget = "steps=12,time=10m", resume,
       proposer = "auto", out_dir, propose_only, gate_batch;
+  std::string platform_word;  // --platform: where a bare problem file runs ("": what the kernel implies, cpu)
   int32_t max_repairs = 1, max_stall = 0;
   bool no_free = false, no_expert = false, json = false, quiet = false, profile = false, trust_kernel = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
@@ -44,6 +46,7 @@ const stored_options<optimize_cli> stored = {
     {"task", &optimize_cli::task},
     {"kernel", &optimize_cli::kernel},
     {"language", &optimize_cli::language},
+    {"platform", &optimize_cli::platform_word},
     {"strategy", &optimize_cli::strategy},
     {"ablate", &optimize_cli::ablate},
     {"budget", &optimize_cli::budget},
@@ -229,7 +232,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
     return fail_with("--ablate changes the cards the proposer sees: it needs --strategy skills", 2);
   auto limits = llm::parse_budget(o.budget);
   if (!limits) return fail_with("--budget: " + limits.error(), 2);
-  auto t = find_task(o.task, ctx->where);
+  auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.kernel));
   if (!t) return fail_with(t.error().message, 2);
   auto sl = pick_search_language(*t, o.language);
   if (!sl) return fail_with(sl.error().message, 2);
@@ -315,6 +318,7 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
                   "c-abi | modelnew: what the search writes (default: modelnew for a bare KernelBench problem, "
                   "which starts from and is paired against its own Model, eager PyTorch; c-abi otherwise)");
   opt->add_option("--strategy", o->strategy, "skills | none | forward-memory | expert-source")->capture_default_str();
+  add_platform_option(opt, o->platform_word, "cpu, or cuda when the start kernel is CUDA");
   opt->add_option("--budget", o->budget,
                   "limits: steps=N,evals=N,tokens=N[k|M],usd=X,time=S[s|m|h] (the run ends at the first)")
       ->capture_default_str();

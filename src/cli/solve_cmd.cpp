@@ -13,6 +13,7 @@
 #include "agent/kernel_text.h"
 #include "cli/bench_kernelbench.h"
 #include "cli/context.h"
+#include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"
@@ -34,6 +35,7 @@ inline constexpr const char* results_name = "eval_results.json";  // KernelBench
 
 struct solve_cli {
   std::string suite, out, strategy = "skills", budget = "steps=2", proposer = "auto";
+  std::string platform_word;  // --platform: where the problems run ("": cpu)
   int32_t sample = 0, level = 0, max_repairs = 1, max_stall = 0, jobs = 1;
   bool json = false, quiet = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
@@ -56,6 +58,7 @@ std::string run_args(const solve_cli& o, const fs::path& problem, const kernel_b
                {"strategy", o.strategy}, {"ablate", "none"}, {"budget", o.budget}, {"max_repairs", o.max_repairs},
                {"max_stall", o.max_stall}, {"no_expert", true}, {"solve", o.suite}, {"start_hash", start.hash},
                {"proposer", o.proposer}, {"config", s.decision.config_source}};
+  if (!o.platform_word.empty()) args["platform"] = o.platform_word;
   args.update(stored_json(o.gate, stored_timing));
   return args.dump();
 }
@@ -89,7 +92,7 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p,
     ctx = &*own;
     v = &*own_v;
   }
-  auto t = find_task(p.file.string(), ctx->where);
+  auto t = find_task(p.file.string(), ctx->where, problem_platform_word(w.o.platform_word));
   if (!t) return failure("the problem does not import: " + last_line(t.error().message));
   auto sl = pick_search_language(*t, "modelnew");
   if (!sl) return failure(sl.error().message);
@@ -256,7 +259,8 @@ std::string settings_text(const solve_cli& o, const budget& limits) {
   std::snprintf(t, sizeof t, "%g", o.gate.max_time);
   return cat("strategy ", o.strategy, ", budget ", llm::budget_text(limits), ", proposer ", o.proposer,
              ", max-repairs ", std::to_string(o.max_repairs), ", max-stall ", std::to_string(o.max_stall),
-             ", max-time ", t, o.gate.quick ? ", quick" : "");
+             ", max-time ", t, o.gate.quick ? ", quick" : "",
+             o.platform_word == "cuda" ? ", platform cuda" : "");  // cpu, the default, as before it had a name
 }
 
 int run_solve(const common_options& common, solve_cli o) {
@@ -346,6 +350,7 @@ void add_solve(CLI::App& app, const common_options& common, int& exit_code) {
   cmd->add_option("--max-time", o->gate.max_time, "longest paired timing series per evaluation, seconds")
       ->capture_default_str();
   cmd->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
+  add_platform_option(cmd, o->platform_word, "cpu");
   cmd->add_option("--jobs", o->jobs,
                   "problems run at once, each on a thread with its own model calls and builds (timings still take "
                   "turns: one per device at a time)")

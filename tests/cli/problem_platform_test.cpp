@@ -27,6 +27,22 @@ TEST(problem_platform, a_kernel_that_asks_for_the_gpu_puts_a_bare_problem_on_cud
   EXPECT_EQ(problem_platform_of((problems / "no_such_kernel.py").string()), platform::cpu);
 }
 
+// --platform (bench, solve, optimize, evolve): the word says it; without it a start kernel does,
+// and without either a bare problem stays on the CPU.
+TEST(problem_platform, the_platform_word_overrides_what_the_kernel_implies) {
+  const std::string cu = (problems / "candidates/scale_relu_ok.cu").string();
+  const std::string cpp = (problems / "candidates/scale_relu_ok.cpp").string();
+  EXPECT_EQ(problem_platform_word(""), std::nullopt);
+  EXPECT_EQ(problem_platform_word("cuda"), platform::cuda);
+  EXPECT_EQ(problem_platform_word("cpu"), platform::cpu);
+  EXPECT_EQ(problem_platform_word("gpu"), std::nullopt);  // CLI11 refuses it before it gets here
+  EXPECT_EQ(problem_platform_for("", ""), std::nullopt);
+  EXPECT_EQ(problem_platform_for("", cu), platform::cuda);
+  EXPECT_EQ(problem_platform_for("", cpp), platform::cpu);
+  EXPECT_EQ(problem_platform_for("cpu", cu), platform::cpu);
+  EXPECT_EQ(problem_platform_for("cuda", ""), platform::cuda);
+}
+
 TEST(problem_platform, a_cuda_kernelbench_problem_is_paired_against_its_own_model) {
   // Imported on the CPU here (this machine's torch may have no CUDA), then set on CUDA: the eager
   // baseline depends on the problem's format and Model, not on the platform.

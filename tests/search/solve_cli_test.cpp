@@ -244,6 +244,34 @@ TEST_F(solve_cli, a_suite_killed_mid_run_resumes_and_writes_the_layout_and_its_a
   EXPECT_NE(other.err.find("give the same options to resume it"), std::string::npos) << other.err;
 }
 
+// --platform cuda imports the problems on CUDA PyTorch (issue 48, item 3): without a GPU each
+// problem is its own failure that says so, never a run on the CPU under a CUDA name; a folder
+// solved on one platform is not resumed on another; a word outside the set is refused.
+TEST_F(solve_cli, platform_cuda_without_a_gpu_fails_each_problem_and_says_why) {
+  if (fs::exists("/dev/nvidia0")) GTEST_SKIP() << "a GPU is here: tests/gpu runs the suite on it";
+  const fs::path out = dir_ / "cuda";
+  const run_result r = run_lathe(ws() + "solve '" + suite + "' --out '" + out.string() +
+                                 "' --platform cuda --proposer llm --strategy none --budget steps=1 --quick "
+                                 "--max-time 0.3 --quiet --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  int no_gpu = 0;
+  for (const auto& p : j.at("problems")) {
+    EXPECT_EQ(p.value("status", ""), "failed") << p.dump();
+    if (p.value("message", "").find("sees no CUDA device") != std::string::npos) ++no_gpu;
+  }
+  // The problem's worker, started on CUDA, says why before anything else is tried.
+  EXPECT_EQ(no_gpu, 4) << r.out;
+  EXPECT_FALSE(fs::exists(out / "level_1_problem_1_sample_0_kernel.py"));
+  const run_result cpu = run_lathe(ws() + "solve '" + suite + "' --out '" + out.string() +
+                                   "' --proposer llm --strategy none --budget steps=1 --quick --max-time 0.3");
+  EXPECT_EQ(cpu.code, 2);
+  EXPECT_NE(cpu.err.find("platform cuda"), std::string::npos) << cpu.err;
+  const run_result bad = run_lathe(ws() + "solve '" + suite + "' --out '" + out.string() + "' --platform gpu");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--platform"), std::string::npos) << bad.err;
+}
+
 TEST_F(solve_cli, help_and_bad_input) {
   const run_result help = run_lathe("solve --help");
   EXPECT_EQ(help.code, 0);
