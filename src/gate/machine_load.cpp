@@ -22,10 +22,11 @@ double clock_tick() {
   return tick;
 }
 
-// utime + stime of a process, every thread (the fields after the command's closing parenthesis;
-// the command may hold spaces and parentheses of its own). 0 when it is gone.
-double process_cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+// utime + stime from a /proc stat file: a process's (every thread) or one thread's (the fields
+// after the command's closing parenthesis; the command may hold spaces and parentheses of its
+// own). 0 when it is gone.
+double stat_cpu_seconds(const std::string& stat_path) {
+  std::ifstream in(stat_path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t close = text.rfind(')');
   if (close == std::string::npos) return 0;
@@ -38,6 +39,8 @@ double process_cpu_seconds(pid_t pid) {
   rest >> utime >> stime;
   return static_cast<double>(utime + stime) * clock_tick();
 }
+
+double process_cpu_seconds(pid_t pid) { return stat_cpu_seconds("/proc/" + std::to_string(pid) + "/stat"); }
 
 // Busy and stolen seconds of the CPUs in lathe's affinity mask, from /proc/stat's cpuN lines:
 // user nice system idle iowait irq softirq steal (guest time is inside user already).
@@ -85,6 +88,7 @@ void load_window::add(const load_window& w) {
   steal_s += w.steal_s;
   lathe_s += w.lathe_s;
   candidate_s += w.candidate_s;
+  lathe_threads_s += w.lathe_threads_s;
   cpus = w.cpus;
   loadavg = std::max(loadavg, w.loadavg);
   windows += w.windows;
@@ -95,8 +99,11 @@ bool machine_loaded(const load_window& w) {
 }
 
 std::string describe_load(const load_window& w) {
-  return fmt("other processes used %.2f of the %.0f CPUs lathe may use, steal %.1f%%, load average %.1f",
-             w.other_cpus(), static_cast<double>(w.cpus), 100 * w.steal_fraction(), w.loadavg);
+  std::string s = fmt("other processes used %.2f of the %.0f CPUs lathe may use", w.other_cpus(),
+                      static_cast<double>(w.cpus));
+  if (w.wall_s > 0 && w.lathe_threads_s / w.wall_s >= 0.005)
+    s += fmt(" (lathe's other evaluations %.2f of them)", w.lathe_threads_s / w.wall_s);
+  return s + fmt(", steal %.1f%%, load average %.1f", 100 * w.steal_fraction(), w.loadavg);
 }
 
 const char* to_string(slowdown_cause c) {
@@ -172,7 +179,17 @@ load_meter::snapshot load_meter::take() const {
   s.t = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   uint32_t cpus = 1;
   machine_cpu_seconds(s.busy, s.steal, cpus);
-  s.lathe = process_cpu_seconds(getpid());
+  // lathe's own process is the calling thread only (it waits on the baseline's worker while a
+  // block runs); its other threads are other evaluations of a batch or an evolve generation,
+  // whose inputs, checks and comparisons load the machine as another process's work does (the
+  // same clock ticks for both readings, so that their difference is the other threads').
+  s.thread = stat_cpu_seconds("/proc/thread-self/stat");
+  s.lathe = s.thread;
+  s.lathe_threads = std::max(0.0, process_cpu_seconds(getpid()) - s.thread);
+  if (all_threads_) {
+    s.lathe += s.lathe_threads;
+    s.lathe_threads = 0;
+  }
   for (pid_t p : lathe_)
     if (p > 0) s.lathe += process_cpu_seconds(p);
   for (pid_t p : candidate_)
@@ -197,6 +214,7 @@ void load_meter::end() {
   // than the window's, and lathe's processes end only between series).
   w.lathe_s = std::max(0.0, now.lathe - open_.lathe);
   w.candidate_s = std::max(0.0, now.candidate - open_.candidate);
+  w.lathe_threads_s = std::max(0.0, now.lathe_threads - open_.lathe_threads);
   double busy = 0, steal = 0;
   machine_cpu_seconds(busy, steal, w.cpus);
   w.loadavg = loadavg_1();

@@ -24,13 +24,17 @@ struct load_window {
   double wall_s = 0;           // wall-clock seconds the window lasted
   double busy_s = 0;           // non-idle CPU time of the CPUs lathe may use (/proc/stat)
   double steal_s = 0;          // stolen from those CPUs by the hypervisor (/proc/stat)
-  double lathe_s = 0;          // lathe's own processes: lathe itself and the baseline's workers
+  double lathe_s = 0;          // lathe's timing thread and the baseline's workers
   double candidate_s = 0;      // the candidate's processes (its workers, every thread)
+  // lathe's other threads (other evaluations of the same process): inside busy_s and other_s,
+  // since their work loads the machine as another process's does; kept apart to say so.
+  double lathe_threads_s = 0;
   uint32_t cpus = 1;           // CPUs lathe may use (its affinity mask)
   double loadavg = 0;          // the 1-minute load average at the window's end (/proc/loadavg)
   uint32_t windows = 0;
 
-  // CPU time of processes that are neither lathe's nor the candidate's.
+  // CPU time of neither the timing (lathe's thread, the baseline's workers) nor the candidate:
+  // other processes and lathe's other threads.
   double other_s() const;
   // Averages over the window, in CPUs.
   double other_cpus() const { return wall_s > 0 ? other_s() / wall_s : 0; }
@@ -100,9 +104,13 @@ floor_judgement judge_floor(double median_s, double floor_s, double fresh_floor_
 // measures that side's blocks only.
 class load_meter {
  public:
-  // `lathe` and `candidate`: pids whose CPU time is lathe's or the candidate's; lathe's own
-  // process is always lathe's.
+  // `lathe` and `candidate`: pids whose CPU time is lathe's or the candidate's; of lathe's own
+  // process, the thread that calls begin() and end() is lathe's (the same thread for both), its
+  // other threads are the machine's load (lathe_threads_s).
   void set_pids(std::vector<pid_t> lathe, std::vector<pid_t> candidate);
+  // Every thread of lathe's process is lathe's: for a window in which lathe itself runs
+  // threads of the measurement (the CPU ceilings' passes, host_target.cpp).
+  void all_threads_lathes() { all_threads_ = true; }
   void begin();
   void end();
   const load_window& total() const { return total_; }
@@ -110,17 +118,19 @@ class load_meter {
 
  private:
   struct snapshot {
-    double t = 0, busy = 0, steal = 0, lathe = 0, candidate = 0;
+    double t = 0, busy = 0, steal = 0, lathe = 0, candidate = 0, thread = 0, lathe_threads = 0;
   };
   snapshot take() const;
   std::vector<pid_t> lathe_, candidate_;
+  bool all_threads_ = false;
   snapshot open_;
   bool opened_ = false;
   load_window total_;
 };
 
 // Polls the machine in 0.25-s windows, up to `max_seconds`, until a window's other-process load
-// is below the threshold; lathe's processes (`lathe`) do not count. Returns the last window.
+// is below the threshold; lathe's processes (`lathe`) do not count, lathe's other threads do
+// (another evaluation of a batch checking its candidate). Returns the last window.
 load_window wait_for_quiet(double max_seconds, const std::vector<pid_t>& lathe);
 
 }  // namespace lathe::gate

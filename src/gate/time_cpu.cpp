@@ -280,6 +280,7 @@ std::optional<stop> evaluator::judge_cpu_floor(const slot_layout& l, uint64_t wo
   for (const auto& p : cands_) ours.push_back(p.w.pid());
   load_meter m;
   m.set_pids(ours, {});
+  m.all_threads_lathes();  // the ceilings' passes run on threads of lathe's own
   double fresh_floor = 0;
   if (cfg_.remeasure_ceilings) {
     m.begin();

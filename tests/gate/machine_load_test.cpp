@@ -7,6 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <thread>
+
 #include "gate/machine_load.h"
 
 using namespace lathe::gate;
@@ -145,6 +148,44 @@ TEST(machine_load, the_meter_charges_cpu_time_to_the_candidate_lathe_or_the_mach
   EXPECT_GE(cand.total().cpus, 1u);
   EXPECT_GT(cand.total().wall_s, 0.0);
   EXPECT_EQ(cand.total().windows, 1u);
+}
+
+// Another thread of lathe's process (another evaluation of a batch: evolve gates a generation's
+// children at once) loads the machine as another process does: its CPU time is the machine's,
+// said as lathe's, never the timing's; the CPU ceilings' own threads are lathe's (2026-12-06: an
+// honest kernel was blamed as suspicious_speed on a "quiet" machine whose other core ran the
+// batch's other evaluations).
+TEST(machine_load, lathes_other_threads_are_load_unless_the_window_runs_them_itself) {
+  load_meter timing, ceilings;
+  timing.set_pids({}, {});
+  ceilings.set_pids({}, {});
+  ceilings.all_threads_lathes();
+  std::atomic<bool> stop{false};
+  timespec burned{};
+  timing.begin();
+  ceilings.begin();
+  std::thread other([&] {
+    timespec ts{};
+    volatile uint64_t sink = 0;
+    do {
+      for (int i = 0; i < 100000; ++i) sink = sink + static_cast<uint64_t>(i);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    } while (!stop.load() && ts.tv_sec + ts.tv_nsec * 1e-9 < 0.4);
+    burned = ts;
+  });
+  other.join();
+  timing.end();
+  ceilings.end();
+  const double cpu = burned.tv_sec + burned.tv_nsec * 1e-9;
+  ASSERT_GE(cpu, 0.39);
+  // A clock tick (10 ms) of error per reading, and the calling thread's own time beside it.
+  EXPECT_GE(timing.total().lathe_threads_s, cpu - 0.05);
+  EXPECT_GE(timing.total().other_s(), cpu - 0.05);  // other processes may add to it, never take away
+  EXPECT_LT(timing.total().lathe_s, 0.1);            // this thread only waited
+  EXPECT_LT(ceilings.total().lathe_threads_s, 1e-9);
+  EXPECT_GE(ceilings.total().lathe_s, cpu - 0.05);
+  const std::string d = describe_load(timing.total());
+  EXPECT_NE(d.find("lathe's other evaluations"), std::string::npos) << d;
 }
 
 }  // namespace
