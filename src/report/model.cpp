@@ -312,6 +312,7 @@ void fill_common(detail::builder& b, const run& r, const std::vector<detail::eve
   out["graph"] = {{"nodes", b.nodes}, {"edges", b.edges}, {"rejected", b.rejected}};
   out["progress"] = b.progress;
   out["evolve"] = b.evolve;
+  out["tune"] = b.tune;
   out["cards"] = cards;
   out["evaluations"] = evals;
   out["diffs"] = diffs;

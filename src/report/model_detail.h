@@ -48,6 +48,7 @@ struct builder {
   json nodes = json::array(), edges = json::array(), rejected = json::array();
   json progress;  // null when the kind has no curve
   json evolve;    // evolve runs only
+  json tune;      // tune runs only: every configuration against the default
   std::vector<std::string> notes;  // what could not be shown, in words
 
   builder(const store& d, const report_options& o) : db(d), opt(o), kernels(d) {}

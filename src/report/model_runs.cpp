@@ -19,6 +19,45 @@ std::string config_text(const json& config) {
   return out;
 }
 
+namespace {
+
+// Time against configuration: each configuration measured, its paired speedup over the default
+// with the interval (the default 1 exactly), the best first; those that did not pass, with their
+// outcome, after them. Replayed points count as measured (their evaluation is the cached one).
+json tune_configurations(const json& s) {
+  const std::string winner = config_text(s.value("winner", json::object()));
+  const std::string deflt = config_text(s.value("default", json::object()));
+  json rows = json::array();
+  const json measured = s.value("points", json::array());
+  for (const auto& p : measured) {
+    const std::string label = config_text(p.value("config", json::object()));
+    const bool timed = p.contains("speedup") && p["speedup"].is_number();
+    json row = {{"label", label},
+                {"outcome", p.value("outcome", "")},
+                {"speedup", timed ? p["speedup"] : json(nullptr)},
+                {"interval", p.contains("interval") && p["interval"].is_array() ? p["interval"] : json(nullptr)},
+                {"evaluation", p.value("evaluation", json(nullptr))},
+                {"quick", p.value("quick", false)},
+                {"cached", p.value("cached", false)},
+                {"default", label == deflt},
+                {"winner", label == winner}};
+    rows.push_back(row);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
+    const bool ta = a["speedup"].is_number(), tb = b["speedup"].is_number();
+    if (ta != tb) return ta;
+    return ta && a["speedup"].get<double>() > b["speedup"].get<double>();
+  });
+  return {{"title", "Each configuration against the default"},
+          {"x_label", "paired speedup over the default configuration (time(default) / time(configuration))"},
+          {"default", deflt},
+          {"winner", winner},
+          {"improved", s.value("improved", false)},
+          {"configurations", rows}};
+}
+
+}  // namespace
+
 void build_tune(builder& b, const run& r) {
   const json s = json::accept(r.summary) ? json::parse(r.summary) : json::object();
   b.cite(s);  // every configuration's evaluation, and the crown's
@@ -48,6 +87,7 @@ void build_tune(builder& b, const run& r) {
                 {"origin", nullptr},
                 {"points", points}};
   b.evolve = nullptr;
+  b.tune = tune_configurations(s);
 }
 
 namespace {

@@ -311,6 +311,49 @@ function progress() {
   s.appendChild(el('p', {'class': 'muted', text: (p.points || []).length + ' point(s). ' + p.y_label + '.'}));
 }
 
+// ---- tune: each configuration's paired speedup over the default, best first -----------------
+function configurations() {
+  var tn = data.tune;
+  if (!tn) return;
+  var s = section('configurations', tn.title);
+  var rows = tn.configurations || [], timed = rows.filter(function (r) { return num(r.speedup); });
+  var hi = Math.max.apply(null, timed.map(function (r) { return r.interval ? r.interval[1] : r.speedup; }).concat([1])) * 1.05;
+  var lo = Math.min.apply(null, timed.map(function (r) { return r.interval ? r.interval[0] : r.speedup; }).concat([1])) * 0.95;
+  var Wd = 760, L = 190, R = 70, T = 10, RH = 18, Ht = T + rows.length * RH + 40;
+  var X = function (x) { return L + (x - lo) / Math.max(hi - lo, 1e-9) * (Wd - L - R); };
+  var svg = sv('svg', {id: 'configuration-chart', 'class': 'curve bars', width: Wd, height: Ht});
+  rows.forEach(function (r, i) {
+    var y = T + i * RH, mid = y + RH / 2;
+    var tip = r.label + ': ' + r.outcome + (num(r.speedup) ? ' ' + ratio(r.speedup) : '') +
+              (r.interval ? ' [' + r.interval[0].toFixed(3) + ', ' + r.interval[1].toFixed(3) + ']' : '') +
+              (r.default ? ' (default)' : '') + (r.winner ? ' (winner)' : '') + (r.quick ? ' (quick)' : '') +
+              (r.cached ? ' (cached)' : '');
+    svg.appendChild(sv('text', {x: L - 6, y: mid + 4, 'text-anchor': 'end', text: clip(r.label, 30)}));
+    if (!num(r.speedup)) {
+      svg.appendChild(sv('text', {'class': 'failed', x: L + 4, y: mid + 4, text: r.outcome}, sv('title', {text: tip})));
+      return;
+    }
+    var cls = 'bar' + (r.winner ? ' winner' : '') + (r.default ? ' default' : '') + (r.quick ? ' quick' : '');
+    svg.appendChild(sv('rect', {'class': cls, x: X(lo), y: y + 3, width: Math.max(1, X(r.speedup) - X(lo)), height: RH - 6},
+                       sv('title', {text: tip})));
+    if (r.interval)
+      svg.appendChild(sv('line', {'class': 'whisker', x1: X(r.interval[0]), x2: X(r.interval[1]), y1: mid, y2: mid}));
+    svg.appendChild(sv('text', {x: X(r.speedup) + 4, y: mid + 4, text: ratio(r.speedup)}));
+  });
+  var base = T + rows.length * RH;
+  svg.appendChild(sv('line', {'class': 'axis', x1: X(1), x2: X(1), y1: T, y2: base}));
+  svg.appendChild(sv('line', {'class': 'axis', x1: L, x2: Wd - R, y1: base, y2: base}));
+  [lo, 1, hi].forEach(function (v) {  // the ends only where they do not crowd the default's 1
+    if (v === 1 || Math.abs(X(v) - X(1)) > 36)
+      svg.appendChild(sv('text', {x: X(v), y: base + 14, 'text-anchor': 'middle', text: v.toFixed(2)}));
+  });
+  svg.appendChild(sv('text', {x: (L + Wd - R) / 2, y: base + 32, 'text-anchor': 'middle', text: clip(tn.x_label, 90)}));
+  s.appendChild(el('div', {'class': 'scroll'}, svg));
+  s.appendChild(el('p', {'class': 'muted', text: rows.length + ' configuration(s), ' + timed.length + ' timed; the default ' +
+    (tn.default || '(none)') + '; the winner ' + (tn.winner || '(none)') + (tn.improved ? ' (the crown decided it faster)' :
+    ' (no configuration decided faster than the default)') + '. Bars: the paired speedup; whiskers: its 95% interval.'}));
+}
+
 // ---- evolve: the archive grid and the best score per generation ------------------------------
 function archive() {
   var ev = data.evolve;
@@ -494,6 +537,7 @@ function diffs() {
 guard('header', header);
 guard('lineage graph', graph);
 guard('progress curve', progress);
+guard('configurations', configurations);
 guard('archive', archive);
 guard('cards', cards);
 guard('lineage evidence', evidence);

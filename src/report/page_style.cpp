@@ -55,6 +55,12 @@ svg text { font-family: system-ui, sans-serif; }
 .curve circle.point.unmeasured { fill: #ffffff; stroke: var(--accent); stroke-width: 2; }
 .curve circle.origin { fill: #ffffff; stroke: #57606a; stroke-width: 1.5; }
 .curve text { font-size: 11px; fill: var(--muted); }
+.bars rect.bar { fill: var(--accent); opacity: 0.55; }
+.bars rect.bar.default { fill: #57606a; }
+.bars rect.bar.winner { opacity: 1; }
+.bars rect.bar.quick { fill: #ffffff; stroke: var(--accent); }
+.bars line.whisker { stroke: #24292f; stroke-width: 1.5; }
+.bars text.failed { fill: var(--warn); }
 .grid-svg rect.cell { fill: #f6f8fa; stroke: #d0d7de; }
 .grid-svg rect.cell.filled { stroke: #1a7f37; }
 .grid-svg text { font-size: 11px; }

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "../report/chromium.h"
 #include "lathe_cli_json.h"
 
 namespace fs = std::filesystem;
@@ -122,9 +123,37 @@ TEST_F(tune_cli, tunes_a_cpu_gemm_and_replays_it_from_the_cache) {
   const json& pts = rj["progress"]["points"];
   ASSERT_EQ(pts.size(), k["points"].size());
   for (size_t i = 1; i < pts.size(); ++i) EXPECT_GE(pts[i]["y"].get<double>(), pts[i - 1]["y"].get<double>());
+  // Time against configuration: every configuration once, the timed ones best first, the
+  // default at 1 exactly, the winner marked.
+  ASSERT_TRUE(rj.contains("tune")) << rj.dump(2).substr(0, 3000);
+  const json& rows = rj["tune"]["configurations"];
+  ASSERT_EQ(rows.size(), k["points"].size());
+  int defaults = 0, winners = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i > 0 && rows[i]["speedup"].is_number()) {
+      EXPECT_LE(rows[i]["speedup"].get<double>(), rows[i - 1]["speedup"].get<double>()) << rows.dump(2);
+    }
+    if (rows[i]["default"].get<bool>()) {
+      ++defaults;
+      EXPECT_EQ(rows[i]["speedup"], 1.0);
+    }
+    winners += rows[i]["winner"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(defaults, 1);
+  EXPECT_EQ(winners, 1);
   auto html = run_lathe(ws() + "report " + k["run"].get<std::string>() + " -o '" + (dir_ / "tune.html").string() + "'");
   ASSERT_EQ(html.code, 0) << html.err;
   EXPECT_NE(read_file(dir_ / "tune.html").find("Best speedup over the default configuration"), std::string::npos);
+  // Rendered: one bar per timed configuration, with no script error.
+  const lathe::testing::rendered shown = lathe::testing::render_page(dir_ / "tune.html");
+  EXPECT_EQ(lathe::testing::page_errors(shown), "");
+  const size_t chart = shown.dom.find("id=\"configuration-chart\"");
+  ASSERT_NE(chart, std::string::npos) << shown.dom.substr(0, 2000);
+  const std::string svg = shown.dom.substr(chart, shown.dom.find("</svg>", chart) - chart);
+  size_t bars = 0, timed = 0;
+  for (size_t at = svg.find("<rect class=\"bar"); at != std::string::npos; at = svg.find("<rect class=\"bar", at + 1)) ++bars;
+  for (const auto& r : rows) timed += r["speedup"].is_number() ? 1 : 0;
+  EXPECT_EQ(bars, timed) << svg;
 }
 
 std::string read(const fs::path& p) {
