@@ -1,0 +1,24 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Element-wise ReLU."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 4096
+dim = 2048  # 8M floats, 32 MiB
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
