@@ -170,6 +170,52 @@ TEST(mock_modelnew, leaky_relu_and_a_linear_chain) {
   EXPECT_TRUE(has(applied_entry(tanh, t.value), "return _lathe_mock_ext.fused_forward(self.proj(x))"));
 }
 
+// On a CUDA problem (the prompt's target is a CUDA device; `lathe solve --platform cuda`, issue
+// 48): the chain as one CUDA kernel through load_inline's cuda_sources, a thread per element on
+// torch's current stream, the Model's constructor as on the CPU; a card is not carried.
+TEST(mock_modelnew, a_cuda_problem_gets_a_cuda_kernel) {
+  const auto leaky = eager_start_of("tests/problems/kernelbench/level1/1_Leaky_ReLU.py");
+  field_list f = v3_fields("mutate", leaky, modelnew_language);
+  for (auto& [name, value] : f)
+    if (name == "target") value = "platform: cuda\narch: sm_90a\ndevice: NVIDIA H200\n";
+  const auto r = ask({}, prompt_v("mutate", f, 3), leaky);
+  EXPECT_EQ(schema_problems("mutate", r.value), "") << r.value.dump(1);
+  ASSERT_FALSE(refused(r.value)) << r.value.dump(1);
+  const std::string file = applied_entry(leaky, r.value);
+  EXPECT_TRUE(has(file, "cuda_sources=_lathe_mock_source,")) << file;
+  EXPECT_TRUE(has(file, "cpp_sources=r\"\"\"torch::Tensor fused_forward(torch::Tensor x, double a_negative_slope);"));
+  EXPECT_TRUE(has(file, "__device__ __forceinline__ float lathe_leaky_relu(float v, float s)"));
+  EXPECT_TRUE(has(file, "__global__ void lathe_mock_fused(const float* __restrict__ src, float* __restrict__ dst, "
+                        "int64_t n, float s_negative_slope)"));
+  EXPECT_TRUE(has(file, "  dst[i] = lathe_leaky_relu(v, s_negative_slope);\n"));
+  EXPECT_TRUE(has(file, "at::cuda::getCurrentCUDAStream()"));
+  EXPECT_TRUE(has(file, "x.is_cuda()"));
+  EXPECT_FALSE(has(file, "-fopenmp"));
+  EXPECT_FALSE(has(file, "#pragma omp"));
+  EXPECT_TRUE(has(file, "return _lathe_mock_ext.fused_forward(x, self.negative_slope)"));
+  EXPECT_EQ(r.value["adds"], json::array({"restrict"}));
+  expect_python_parses(file);
+
+  // gelu's erf on the device: CUDA's erff, not std::erf.
+  const auto lin = eager_start_of("tests/problems/kb_linear_gelu.py");
+  field_list g = v3_fields("mutate", lin, modelnew_language);
+  for (auto& [name, value] : g)
+    if (name == "target") value = "platform: cuda\narch: sm_90a\n";
+  const auto gr = ask({}, prompt_v("mutate", g, 3), lin);
+  ASSERT_FALSE(refused(gr.value)) << gr.value.dump(1);
+  const std::string gf = applied_entry(lin, gr.value);
+  EXPECT_TRUE(has(gf, "erff(")) << gf;
+  EXPECT_FALSE(has(gf, "std::erf"));
+
+  // A card: the mock's cards are CPU loop techniques; on CUDA it says so.
+  field_list m = v3_fields("materialize", lin, modelnew_language);
+  for (auto& [name, value] : m)
+    if (name == "target") value = "platform: cuda\narch: sm_90a\n";
+  const auto mr = ask({}, prompt_v("materialize", m, 3), lin);
+  ASSERT_TRUE(refused(mr.value)) << mr.value.dump(1);
+  EXPECT_NE(mr.value.value("rationale", "").find("runs on CUDA"), std::string::npos) << mr.value.dump(1);
+}
+
 // A C-ABI card applied to a ModelNew (issue 44, item 3): the prompt's cards as lathe writes them
 // (llm_proposer.cpp: "--- card N of M (<id>) ---", the card's text; the registry follows in v3).
 // The mock carries the techniques the cards' intents name into its extension's loop, and only

@@ -98,6 +98,12 @@ answer_result answer_modelnew(const context& c) {
 
   answer a;
   modelnew_options o;
+  // A CUDA problem (the target names the device): the chain as a CUDA kernel; the cards' CPU
+  // loop techniques have no place in it.
+  const std::string target = field(c.p.user, "target", c.p.operation).value_or("");
+  o.cuda = target.find("cuda") != std::string::npos || target.find("sm_") != std::string::npos;
+  if (op == "materialize" && o.cuda)
+    return refusal(c.p, "the mock carries cards only into a CPU extension's loop; this problem runs on CUDA", claimed);
   if (op == "materialize") {
     const cards_asked cards = read_cards(c.p);
     for (const auto& t : claimed)
@@ -136,8 +142,9 @@ answer_result answer_modelnew(const context& c) {
       describe(chain->expr, chain->linear.empty() ? problem->input
                                                   : "self." + chain->linear + "(" + problem->input + ")");
   const std::string what =
-      "Model.forward's elementwise chain " + chain_text + " computed in one C++ loop over the elements (load_inline; " +
-      loop_words(o.techniques) + ")" +
+      "Model.forward's elementwise chain " + chain_text +
+      (o.cuda ? std::string(" computed in one CUDA kernel, a thread per element (load_inline, cuda_sources)")
+              : " computed in one C++ loop over the elements (load_inline; " + loop_words(o.techniques) + ")") +
       (chain->linear.empty() ? "" : "; the Linear self." + chain->linear + " stays torch's") + ".";
   a.notes.push_back("fused ModelNew of " + entry + ": " + chain_text);
   if (op == "repair") {
@@ -150,7 +157,7 @@ answer_result answer_modelnew(const context& c) {
   }
   a.body["action"] = "fuse_elementwise";
   a.body["locus"] = "ModelNew.forward";
-  a.body["adds"] = o.techniques.empty() ? claimed : o.techniques;
+  a.body["adds"] = o.cuda ? std::vector<std::string>{"restrict"} : o.techniques.empty() ? claimed : o.techniques;
   if (op == "mutate") a.body["removes"] = nlohmann::ordered_json::array();
   a.body["rationale"] = what;
   if (!o.techniques.empty()) {

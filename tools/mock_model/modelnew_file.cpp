@@ -33,6 +33,17 @@ const char* helper(const std::string& fn) {
   return "";
 }
 
+// The same functions on the device: CUDA's float math (tanhf, expf, erff), inlined.
+std::string device_helper(const std::string& fn) {
+  std::string h = helper(fn);
+  for (size_t at = h.find("static inline"); at != std::string::npos; at = h.find("static inline", at))
+    h.replace(at, 13, "__device__ __forceinline__");
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"std::tanh(", "tanhf("},
+                                 {"std::exp(", "expf("}, {"std::erf(", "erff("}})
+    for (size_t at = h.find(from); at != std::string::npos; at = h.find(from, at)) h.replace(at, std::string(from).size(), to);
+  return h;
+}
+
 void functions_used(const chain_node& n, std::set<std::string>& out) {
   if (n.k == chain_node::kind::call) out.insert(n.text);
   for (const auto& a : n.args) functions_used(a, out);
@@ -118,25 +129,76 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
   return s;
 }
 
+namespace {
+
+std::string fused_signature(const fused_chain& c) {
+  std::string d = "torch::Tensor fused_forward(torch::Tensor x";
+  for (const auto& a : c.scalars) d += ", double a_" + a;
+  return d + ")";
+}
+
+}  // namespace
+
+std::string fused_cuda_declaration(const fused_chain& c) { return fused_signature(c) + ";\n"; }
+
+std::string fused_cuda_source(const fused_chain& c, const modelnew_options& o) {
+  std::string s = "// Written by lathe-mock-model: " +
+                  describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)") +
+                  ",\n// one CUDA thread per element, on torch's current stream.\n"
+                  "#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n\n#include <cstdint>\n\n";
+  std::set<std::string> used;
+  functions_used(c.expr, used);
+  for (const auto& fn : used) s += device_helper(fn);
+  s += "\n__global__ void lathe_mock_fused(const float* __restrict__ src, float* __restrict__ dst, int64_t n";
+  for (const auto& a : c.scalars) s += ", float s_" + a;
+  s += ") {\n"
+       "  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;\n"
+       "  if (i >= n) return;\n"
+       "  const float v = src[i];\n"
+       "  dst[i] = " + render(c.expr) + (o.wrong ? " * 1.0625f" : "") + ";\n}\n\n";
+  s += fused_signature(c) + " {\n";
+  s += "  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32,\n"
+       "              \"fused_forward: a float32 CUDA tensor expected, got \", x.scalar_type());\n"
+       "  const torch::Tensor in = x.contiguous();\n"
+       "  torch::Tensor out = torch::empty_like(in);\n"
+       "  const int64_t n = in.numel();\n"
+       "  if (n == 0) return out;\n"
+       "  const int threads = 256;\n"
+       "  const int64_t blocks = (n + threads - 1) / threads;\n"
+       "  lathe_mock_fused<<<static_cast<unsigned>(blocks), threads, 0, at::cuda::getCurrentCUDAStream()>>>(\n"
+       "      in.data_ptr<float>(), out.data_ptr<float>(), n";
+  for (const auto& a : c.scalars) s += ", static_cast<float>(a_" + a + ")";
+  s += ");\n"
+       "  const cudaError_t e = cudaGetLastError();\n"
+       "  TORCH_CHECK(e == cudaSuccess, \"fused_forward: launch failed: \", cudaGetErrorString(e));\n"
+       "  return out;\n}\n";
+  return s;
+}
+
 std::string modelnew_file(const py_problem& p, const fused_chain& c, const modelnew_options& o) {
-  const std::string source = fused_source(c, o);
+  const std::string source = o.cuda ? fused_cuda_source(c, o) : fused_source(c, o);
   const std::string name = "lathe_mock_" + hex(fnv1a(source));
   std::string f = p.code;
   f += "\n\n";
   f += std::string(modelnew_marker) +
        " (written mechanically, docs/proposer.md):\n"
-       "# forward's elementwise chain in one C++ loop, built by load_inline.\n"
+       "# forward's elementwise chain in one " + std::string(o.cuda ? "CUDA kernel" : "C++ loop") +
+       ", built by load_inline.\n"
        "import torch.nn as nn\n"
        "from torch.utils.cpp_extension import load_inline as _lathe_mock_load_inline\n\n"
        "_lathe_mock_source = r\"\"\"\n" +
        source +
        "\"\"\"\n\n"
        "_lathe_mock_ext = _lathe_mock_load_inline(\n"
-       "    name=\"" + name + "\",\n"
-       "    cpp_sources=_lathe_mock_source,\n"
-       "    functions=[\"fused_forward\"],\n"
-       "    extra_cflags=[\"-O3\", \"-fopenmp\"],\n"
-       "    extra_ldflags=[\"-fopenmp\"],\n"
+       "    name=\"" + name + "\",\n" +
+       (o.cuda ? "    cpp_sources=r\"\"\"" + fused_cuda_declaration(c) + "\"\"\",\n"
+                 "    cuda_sources=_lathe_mock_source,\n"
+                 "    functions=[\"fused_forward\"],\n"
+                 "    extra_cuda_cflags=[\"-O3\"],\n"
+               : "    cpp_sources=_lathe_mock_source,\n"
+                 "    functions=[\"fused_forward\"],\n"
+                 "    extra_cflags=[\"-O3\", \"-fopenmp\"],\n"
+                 "    extra_ldflags=[\"-fopenmp\"],\n") +
        ")\n\n\n"
        "class ModelNew(nn.Module):\n";
   // The Model's constructor as written: the same attributes and submodules, created in the same
