@@ -419,8 +419,8 @@ def markdown(res):
          f"parts: {', '.join(res['parts'])}", ""]
     if res.get("cost"):
         L += ["## Per candidate, cold and cached", "",
-              "| problem | kind | lathe cold | lathe cached | outcome | lathe speedup | cold stages | "
-              "kb cold | kb cached | kb verdict | kb speedup |", "|" + "---|" * 11]
+              "| problem | kind | lathe cold | lathe cached | outcome (cached) | speedup (cached) | cold stages | "
+              "kb cold | kb cached | kb verdict (cached) | kb speedup (cached) |", "|" + "---|" * 11]
         for r in res["cost"]:
             lc, lw, kc, kw = (r.get(k, {}) for k in ("lathe_cold", "lathe_cached", "kb_cold", "kb_cached"))
             st = ", ".join(f"{k} {v:.2f}" for k, v in (lc.get("stages") or {}).items())
@@ -464,7 +464,8 @@ def markdown(res):
             L += [f"{s.get('outcome')}: {s.get('message')}", ""]
         else:
             L += [f"{len(s['problems'])} problems in {s['wall_s']} s: {s['solved']} solved, {s['failed']} failed, "
-                  f"geomean {fmt(s['geomean'], 'x')}, {s['fast_p']}, {s.get('model_calls')} model calls", "",
+                  f"geomean {fmt(s['geomean'], 'x')}, " + ", ".join(f"{k} {v}" for k, v in s["fast_p"].items())
+                  + f", {s.get('model_calls')} model calls", "",
                   "| problem | status | steps | outcome | speedup | message |", "|" + "---|" * 6]
             L += [f"| {p['file']} | {p['status']} | {fmt(p['steps'])} | {p['outcome'] or '-'} | "
                   f"{fmt(p['speedup'], 'x')} | {p['message'][:160]} |" for p in s["rows"]]
