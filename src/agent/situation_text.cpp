@@ -155,7 +155,11 @@ std::string modelnew_contract_text(const task& t, const target& host) {
   if (!t.problem_runtime.empty()) s += " (" + t.problem_runtime + ")";
   s += "; a load_inline call at run time with arguments the build did not record fails (each candidate "
        "is built anew: module names and flags may differ from the parent's). ";
-  s += t.plat == platform::cuda ? "CUDA sources (cuda_sources) and Triton run on CUDA problems. "
+  // Triton compiles at its first call (a cache folder, ptxas), which the confined worker may not
+  // do: docs/python-kernels.md "On CUDA". The prompt said it ran until 2026-12-07.
+  s += t.plat == platform::cuda ? "CUDA sources (cuda_sources) run on CUDA problems; Triton kernels do not yet (a Triton "
+                                  "kernel compiles at its first call, inside the confined worker, which may not write "
+                                  "files or start ptxas: it fails there). "
                                 : "A CPU problem: C++ only (no cuda_sources). ";
   // build.cpp: a Python bundle's build compiles nothing from its manifest (flags, isa); its
   // extensions are built with the arguments load_inline was called with (lathe_ext.py).

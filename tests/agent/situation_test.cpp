@@ -107,6 +107,16 @@ TEST(contract_text, a_modelnew_says_threads_output_memory_parameter_draws_flags_
   EXPECT_EQ(abi, contract_text(t, host));
   EXPECT_TRUE(has(abi, "drawn from the task's distributions")) << abi;
   EXPECT_FALSE(has(abi, "set_num_threads")) << abi;
+  // On a CUDA problem: cuda_sources run, Triton does not yet (it compiles at its first call in
+  // the confined worker); the prompt said until 2026-12-07 that both ran.
+  t.plat = platform::cuda;
+  target gpu = host;
+  gpu.plat = platform::cuda;
+  const std::string cu = contract_text(t, gpu, candidate_language::modelnew);
+  EXPECT_TRUE(has(cu, "CUDA sources (cuda_sources) run on CUDA problems")) << cu;
+  EXPECT_TRUE(has(cu, "Triton kernels do not yet")) << cu;
+  EXPECT_FALSE(has(cu, "and Triton run")) << cu;
+  EXPECT_TRUE(has(c, "A CPU problem: C++ only (no cuda_sources)")) << c;
 }
 
 TEST(progress_text, gives_times_the_paired_ratio_the_roofline_with_its_ceilings_and_the_budget) {
