@@ -152,6 +152,21 @@ search::bench_timer do_bench_timer(context& ctx, const bench_cli& o) {
   };
 }
 
+// KernelBench's eval results file (--kernelbench-json), written under a fresh name and renamed
+// over the old one: after every problem, so that a run killed mid-suite leaves what it measured.
+bool write_kernelbench_results(const std::string& path, const std::vector<kernelbench_sample_run>& runs,
+                               const std::map<std::string, int>& problem_of, const store& db) {
+  const std::string fresh = path + ".partial";
+  {
+    std::ofstream out(fresh, std::ios::trunc);
+    out << kernelbench_results_json(runs, problem_of, db).dump(2) << "\n";
+    if (!out) return false;
+  }
+  std::error_code ec;
+  fs::rename(fresh, path, ec);
+  return !ec;
+}
+
 // KernelBench's layout (bench_kernelbench.h): one bench run per sample over every problem, then
 // the best of samples; the table per sample, or JSON with every run's aggregates.
 int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<kernelbench_candidate>& kb,
@@ -213,7 +228,15 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
       return a;
     };
     bo.candidates = from + " (KernelBench level " + std::to_string(*level) + ", sample " + std::to_string(s) + ")";
-    auto res = search::run_bench(these, given, v, *ctx.db, bo);
+    search::bench_options each = bo;  // the results file rewritten as each problem is decided
+    std::vector<kernelbench_sample_run> so_far = runs;
+    so_far.push_back({s, {}});
+    each.progress = [&](const search::bench_row& r) {
+      if (bo.progress) bo.progress(r);
+      so_far.back().result.rows.push_back(r);
+      if (!o.kernelbench_json.empty()) write_kernelbench_results(o.kernelbench_json, so_far, problem_of, *ctx.db);
+    };
+    auto res = search::run_bench(these, given, v, *ctx.db, each);
     if (!res) return fail_with(res.error().message, 1);
     md += "## Sample " + std::to_string(s) + "\n\n" + search::bench_markdown(*res, bo) + "\n";
     runs.push_back({s, std::move(*res)});
@@ -223,11 +246,8 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   md += "correct " + std::to_string(best.correct) + "/" + std::to_string(best.tasks);
   for (const auto& f : best.fast) md += ", fast_" + number_text("%.3g", f.p) + " " + number_text("%.3g", f.fraction);
   md += best.geomean ? ", geomean " + number_text("%.3g", *best.geomean) + "x over the correct\n" : "\n";
-  if (!o.kernelbench_json.empty()) {
-    std::ofstream out(o.kernelbench_json, std::ios::trunc);
-    out << kernelbench_results_json(runs, problem_of, *ctx.db).dump(2) << "\n";
-    if (!out) return fail_with("cannot write " + o.kernelbench_json, 1);
-  }
+  if (!o.kernelbench_json.empty() && !write_kernelbench_results(o.kernelbench_json, runs, problem_of, *ctx.db))
+    return fail_with("cannot write " + o.kernelbench_json, 1);
   if (!o.markdown.empty()) {
     std::ofstream out(o.markdown, std::ios::trunc);
     out << md;

@@ -264,6 +264,8 @@ TEST_F(bench_cli, kernelbench_layout_with_two_samples_per_problem) {
   EXPECT_TRUE(kbj["3"]["1"].value("correctness", false));
   EXPECT_EQ(kbj["2"]["1"]["metadata"].value("outcome", ""), "load_error");
   EXPECT_EQ(kbj["1"]["0"].value("runtime", 0.0), -1.0);  // checked, not timed
+  // Rewritten as each problem was decided, each time renamed over the last: nothing else left.
+  EXPECT_FALSE(fs::exists(results.string() + ".partial"));
   // Every candidate was built ahead of the suite, in this fresh workspace, and none failed.
   const json& pb = j["prebuild"];
   EXPECT_EQ(pb.value("candidates", 0), 6) << pb.dump();
