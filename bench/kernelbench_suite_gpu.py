@@ -152,12 +152,28 @@ def timed_mean(torch, device, call, trials):
 # ---------------------------------------------------------------------------------------------
 # Running children under a deadline.
 
+_RUNNING = []  # the child now running (its process group), for the SIGTERM handler below
+
+
+def _end_on_sigterm(signum, frame):
+    """gpu-run's `timeout` sends SIGTERM to this script only: end the running child's whole group
+    (lathe, its workers and compilers, which lead their own session) before exiting, so that none
+    keeps the GPU and the temporary folder is removed by the `with` that holds it."""
+    for pid in _RUNNING:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)
+
+
 def run(cmd, timeout, env=None, cwd=None):
     """(returncode or None on timeout, stdout, stderr, wall seconds). The child leads its own
     process group, so that a timeout ends lathe's workers and compilers with it."""
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
                          start_new_session=True)
+    _RUNNING.append(p.pid)
     try:
         out, err = p.communicate(timeout=max(1.0, timeout))
         return p.returncode, out, err, time.monotonic() - t0
@@ -165,6 +181,8 @@ def run(cmd, timeout, env=None, cwd=None):
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
         return None, out, err, time.monotonic() - t0
+    finally:
+        _RUNNING.remove(p.pid)
 
 
 def last_json(text):
@@ -507,6 +525,11 @@ def main():
     a.lathe = os.path.abspath(a.lathe)
     os.makedirs(a.out, exist_ok=True)
     a.out = os.path.abspath(a.out)
+    if "torch" in a.cost_kinds and a.kb_device == "cuda" and "cost" in a.parts:
+        # A torch-only sample names nothing of CUDA: lathe eval would import its problem on the CPU
+        # while the protocol's child ran it on the GPU, two devices in one comparison.
+        ap.error("--cost-kinds torch compares on the CPU only: with it, say --kb-device cpu")
+    signal.signal(signal.SIGTERM, _end_on_sigterm)
     parts = [p for p in a.parts.split(",") if p]
     res = {"schema": "lathe.bench.kernelbench_suite_gpu/1", "date": time.strftime("%Y-%m-%d %H:%M"),
            "machine": f"{os.uname().nodename}, {os.cpu_count()} cores", "lathe": a.lathe, "platform": a.platform,
