@@ -80,6 +80,29 @@ std::string hex(uint64_t h) {
   return buf;
 }
 
+// The extension's entry point, as the CPU and CUDA sources define it and cpp_sources declares it.
+std::string fused_signature(const fused_chain& c) {
+  std::string d = "torch::Tensor fused_forward(torch::Tensor x";
+  for (const auto& a : c.scalars) d += ", double a_" + a;
+  return d + ")";
+}
+
+// The source's first line: what the chain computes.
+std::string written_by(const fused_chain& c) {
+  return "// Written by lathe-mock-model: " + describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)");
+}
+
+// The activations the chain calls, each once, through `write` (the host or the device form).
+std::string helpers_of(const fused_chain& c, std::string (*write)(const std::string&)) {
+  std::set<std::string> used;
+  functions_used(c.expr, used);
+  std::string s;
+  for (const auto& fn : used) s += write(fn);
+  return s;
+}
+
+std::string host_helper(const std::string& fn) { return helper(fn); }
+
 }  // namespace
 
 std::string fused_source(const fused_chain& c, const modelnew_options& o) {
@@ -88,9 +111,7 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
   };
   const bool threads = uses("omp_parallel"), simd = uses("simd");
   const std::string restrict_ = uses("restrict") ? " __restrict__" : "";
-  std::string s =
-      "// Written by lathe-mock-model: " + describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)") +
-      ",\n// one pass over the elements.\n";
+  std::string s = written_by(c) + ",\n// one pass over the elements.\n";
   if (!o.cards.empty()) {
     std::string ids, names;
     for (const auto& id : o.cards) ids += (ids.empty() ? "" : ", ") + id;
@@ -98,12 +119,8 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
     s += "// Carries card " + ids + " (" + names + ") into this extension's loop.\n";
   }
   s += "#include <torch/extension.h>\n\n#include <cmath>\n#include <cstdint>\n\n";
-  std::set<std::string> used;
-  functions_used(c.expr, used);
-  for (const auto& fn : used) s += helper(fn);
-  s += "\ntorch::Tensor fused_forward(torch::Tensor x";
-  for (const auto& a : c.scalars) s += ", double a_" + a;
-  s += ") {\n"
+  s += helpers_of(c, host_helper);
+  s += "\n" + fused_signature(c) + " {\n"
        "  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat32,\n"
        "              \"fused_forward: a float32 CPU tensor expected, got \", x.scalar_type());\n"
        "  const torch::Tensor in = x.contiguous();\n"
@@ -129,26 +146,13 @@ std::string fused_source(const fused_chain& c, const modelnew_options& o) {
   return s;
 }
 
-namespace {
-
-std::string fused_signature(const fused_chain& c) {
-  std::string d = "torch::Tensor fused_forward(torch::Tensor x";
-  for (const auto& a : c.scalars) d += ", double a_" + a;
-  return d + ")";
-}
-
-}  // namespace
-
 std::string fused_cuda_declaration(const fused_chain& c) { return fused_signature(c) + ";\n"; }
 
 std::string fused_cuda_source(const fused_chain& c, const modelnew_options& o) {
-  std::string s = "// Written by lathe-mock-model: " +
-                  describe(c.expr, c.linear.empty() ? "x" : "self." + c.linear + "(x)") +
+  std::string s = written_by(c) +
                   ",\n// one CUDA thread per element, on torch's current stream.\n"
                   "#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n\n#include <cstdint>\n\n";
-  std::set<std::string> used;
-  functions_used(c.expr, used);
-  for (const auto& fn : used) s += device_helper(fn);
+  s += helpers_of(c, device_helper);
   s += "\n__global__ void lathe_mock_fused(const float* __restrict__ src, float* __restrict__ dst, int64_t n";
   for (const auto& a : c.scalars) s += ", float s_" + a;
   s += ") {\n"
