@@ -185,6 +185,21 @@ def run(cmd, timeout, env=None, cwd=None):
         _RUNNING.remove(p.pid)
 
 
+def settled(row, rc, out, err, wall, keep):
+    """The JSON document a lathe command printed, kept at `keep`; None with the row's outcome set
+    when it was killed at its time limit or printed none."""
+    j = last_json(out)
+    if rc is None:
+        row.update(outcome="timeout", message=f"killed after {wall:.0f} s (the part's time limit)")
+    elif not isinstance(j, dict):
+        row.update(outcome="no_output", message=(err or "")[-600:])
+    else:
+        with open(keep, "w") as f:
+            json.dump(j, f, indent=1)
+        return j
+    return None
+
+
 def last_json(text):
     """The JSON document a command printed (lathe prints one; the protocol's child its last line)."""
     try:
@@ -357,14 +372,8 @@ def part_suite(a, res, tmp, save):
         row = {"level": lv, "problems": counts[lv], "wall_s": round(wall, 1), "exit": rc,
                "files": sorted(os.path.basename(f) for f in glob.glob(os.path.join(dirs[lv], "*.py"))),
                "command": " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)}
-        j = last_json(out)
-        if rc is None:
-            row.update(outcome="timeout", message=f"killed after {wall:.0f} s (the part's time limit)")
-        elif not isinstance(j, dict):
-            row.update(outcome="no_output", message=(err or "")[-600:])
-        else:
-            with open(os.path.join(a.out, f"bench-{lv}.json"), "w") as f:
-                json.dump(j, f, indent=1)
+        j = settled(row, rc, out, err, wall, os.path.join(a.out, f"bench-{lv}.json"))
+        if j is not None:
             row.update(outcome="done", **summarize_bench(j, counts[lv]))
             row["evaluations_per_hour"] = round(3600 * row["evaluations"] / wall) if wall > 0 else None
         row["stderr_tail"] = (err or "")[-1500:]
@@ -401,14 +410,8 @@ def part_solve(a, res, tmp, save):
     rc, out, err, wall = run(cmd, part.left())
     row.update(problems=[os.path.basename(f) for f in files], wall_s=round(wall, 1), exit=rc,
                stderr_tail=(err or "")[-2000:])
-    j = last_json(out)
-    if rc is None:
-        row.update(outcome="timeout", message=f"killed after {wall:.0f} s (the part's time limit)")
-    elif not isinstance(j, dict):
-        row.update(outcome="no_output", message=(err or "")[-600:])
-    else:
-        with open(os.path.join(a.out, "solve.json"), "w") as f:
-            json.dump(j, f, indent=1)
+    j = settled(row, rc, out, err, wall, os.path.join(a.out, "solve.json"))
+    if j is not None:
         agg = j.get("aggregates") or {}
         row.update(outcome="done", solved=agg.get("correct"), failed=agg.get("failed"), geomean=agg.get("geomean"),
                    fast_p={f"fast_{f['p']:g}": f.get("count") for f in agg.get("fast_p", [])},
