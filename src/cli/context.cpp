@@ -285,6 +285,10 @@ result<context> open_context(const std::optional<fs::path>& workspace_dir, bool 
     const bool no_l2 = c.tgt.l2_bytes_per_s <= 0 && gate::l2_ceiling_measurable();
     const bool measure = c.tgt.copy_bytes_per_s <= 0 || no_l2 || refresh;
     if (measure) {
+      // Exclusive, as timing is: ceilings measured beside another lathe's build or series would
+      // be low, and a low ceiling puts the roofline floor above honest kernels. A lock that
+      // cannot be taken leaves the measurement unguarded; the evaluation says why it fails.
+      auto lock = gate::device_lock::acquire("cpu", gate::device_lock::mode::exclusive);
       gate::cpu_ceilings m = gate::measure_cpu_ceilings(c.tgt);
       c.tgt.copy_bytes_per_s = std::max(c.tgt.copy_bytes_per_s, m.dram_bytes_per_s);
       c.tgt.cache_bytes_per_s = std::max(c.tgt.cache_bytes_per_s, m.llc_bytes_per_s);

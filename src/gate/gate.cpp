@@ -416,7 +416,14 @@ std::optional<stop> evaluator::run() {
     return stop{outcome::unsupported_target,
                 "the kernel builds for " + isa + "; no CUDA device on this machine to run it", {}};
   }
-  if (auto s = check_all()) return s;
+  {
+    // The checks draw inputs, compute the fp64 reference and compare on the host: CPU work that
+    // must not run while another evaluation times on the CPU (its baseline would be slowed by
+    // lathe's own load), so it takes the CPU's lock shared, as a build does.
+    auto lock = device_lock::acquire("cpu", device_lock::mode::shared);
+    if (!lock) return stop{outcome::infra_error, lock.error().message, {}};
+    if (auto s = check_all()) return s;
+  }
   if (!cfg_.time) return std::nullopt;
   // The device's state around the timing: a throttled or hot GPU times slow, and a ratio taken
   // across a change of clocks says so here.

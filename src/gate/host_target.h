@@ -29,6 +29,10 @@ struct cpu_ceilings {
   // samples, each core's best), summed: 0 when sysfs names no L2.
   double l2_bytes_per_s = 0;
   double flops_per_s = 0;
+  // CPU seconds of the threads the measurement started (not the caller's): what a load meter
+  // around it counts as lathe's (load_meter::count_as_lathes), the rest of the process's threads
+  // being other evaluations' load.
+  double thread_cpu_s = 0;
 };
 // `threads`: how many threads measure (0: the CPUs in lathe's affinity mask, what a worker gets).
 cpu_ceilings measure_cpu_ceilings(const target& t, uint32_t threads = 0);

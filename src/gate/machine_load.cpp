@@ -186,15 +186,19 @@ load_meter::snapshot load_meter::take() const {
   s.thread = stat_cpu_seconds("/proc/thread-self/stat");
   s.lathe = s.thread;
   s.lathe_threads = std::max(0.0, process_cpu_seconds(getpid()) - s.thread);
-  if (all_threads_) {
-    s.lathe += s.lathe_threads;
-    s.lathe_threads = 0;
-  }
   for (pid_t p : lathe_)
     if (p > 0) s.lathe += process_cpu_seconds(p);
   for (pid_t p : candidate_)
     if (p > 0) s.candidate += process_cpu_seconds(p);
   return s;
+}
+
+void load_meter::count_as_lathes(double seconds) {
+  // The meter reads the other threads in clock ticks, the measurement its threads in nanoseconds:
+  // never more than the meter saw, so that a tick's difference does not make load negative.
+  const double s = std::clamp(seconds, 0.0, total_.lathe_threads_s);
+  total_.lathe_threads_s -= s;
+  total_.lathe_s += s;
 }
 
 void load_meter::begin() {

@@ -108,9 +108,10 @@ class load_meter {
   // process, the thread that calls begin() and end() is lathe's (the same thread for both), its
   // other threads are the machine's load (lathe_threads_s).
   void set_pids(std::vector<pid_t> lathe, std::vector<pid_t> candidate);
-  // Every thread of lathe's process is lathe's: for a window in which lathe itself runs
-  // threads of the measurement (the CPU ceilings' passes, host_target.cpp).
-  void all_threads_lathes() { all_threads_ = true; }
+  // `seconds` of lathe's other threads were the measurement's own (the CPU ceilings' passes,
+  // cpu_ceilings::thread_cpu_s): moved from the other threads' load to lathe's. Called after
+  // end(); the rest of the other threads (other evaluations of a batch) stay the machine's load.
+  void count_as_lathes(double seconds);
   void begin();
   void end();
   const load_window& total() const { return total_; }
@@ -122,7 +123,6 @@ class load_meter {
   };
   snapshot take() const;
   std::vector<pid_t> lathe_, candidate_;
-  bool all_threads_ = false;
   snapshot open_;
   bool opened_ = false;
   load_window total_;

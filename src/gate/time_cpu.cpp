@@ -280,12 +280,14 @@ std::optional<stop> evaluator::judge_cpu_floor(const slot_layout& l, uint64_t wo
   for (const auto& p : cands_) ours.push_back(p.w.pid());
   load_meter m;
   m.set_pids(ours, {});
-  m.all_threads_lathes();  // the ceilings' passes run on threads of lathe's own
   double fresh_floor = 0;
   if (cfg_.remeasure_ceilings) {
     m.begin();
     const cpu_ceilings c = measure_cpu_ceilings(cfg_.tgt);
     m.end();
+    // The ceilings' passes run on threads of lathe's own; other threads of this process (other
+    // evaluations of a batch) load the machine as another process would.
+    m.count_as_lathes(c.thread_cpu_s);
     target fresh = cfg_.tgt;
     fresh.copy_bytes_per_s = std::max(fresh.copy_bytes_per_s, c.dram_bytes_per_s);
     fresh.cache_bytes_per_s = std::max(fresh.cache_bytes_per_s, c.llc_bytes_per_s);
@@ -312,6 +314,11 @@ std::optional<stop> evaluator::time_all_cpu() {
   timing_pools pools(t_, ref_, *lay, llc, seed_base_);
   const arena_layout& a = pools.a;
   e_.policy.processes = timing_processes_;
+  // Drawing the pools and staging them into every process is CPU work, done under the CPU's lock
+  // shared (as a check is) and released before the series takes it exclusive.
+  device_lock staging;
+  if (auto l = device_lock::acquire("cpu", device_lock::mode::shared)) staging = std::move(*l);
+  else return stop{outcome::infra_error, l.error().message, {}};
   if (auto s = pools.draw(7'000'000)) return s;
   stage_laps laps(t0);
   laps.lap("inputs drawn");
@@ -330,6 +337,7 @@ std::optional<stop> evaluator::time_all_cpu() {
   if (auto s = stage_arenas(pools, setup)) return s;
   laps.lap("arenas staged and set up");
 
+  staging = device_lock{};
   auto lock = device_lock::acquire("cpu", device_lock::mode::exclusive);
   if (!lock) return stop{outcome::unstable, lock.error().message, {}};
   const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
