@@ -167,6 +167,24 @@ bool write_kernelbench_results(const std::string& path, const std::vector<kernel
   return !ec;
 }
 
+// --kernelbench-json through a suite: written once before anything is evaluated (a path that
+// cannot be written is refused then, not after the suite), after every problem (a failure said
+// once, the suite going on), and at the end.
+struct kernelbench_results_file {
+  const std::string& path;
+  const std::map<std::string, int>& problem_of;
+  const store& db;
+  bool warned = false;
+  bool write(const std::vector<kernelbench_sample_run>& runs) {
+    return path.empty() || write_kernelbench_results(path, runs, problem_of, db);
+  }
+  void keep(const std::vector<kernelbench_sample_run>& runs) {
+    if (write(runs) || warned) return;
+    warned = true;
+    std::fprintf(stderr, "warning: cannot write %s; the suite goes on\n", path.c_str());
+  }
+};
+
 // KernelBench's layout (bench_kernelbench.h): one bench run per sample over every problem, then
 // the best of samples; the table per sample, or JSON with every run's aggregates.
 int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<kernelbench_candidate>& kb,
@@ -196,6 +214,9 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
       if (id != problem_of.end() && c.level == *level && c.problem == id->second)
         if (auto got = load_kernelbench_sample(c)) ahead.emplace_back(&e.t, std::move(*got));
   }
+  kernelbench_results_file results{o.kernelbench_json, problem_of, *ctx.db};
+  if (!results.write({}))
+    return fail_with("cannot write " + o.kernelbench_json + " (--kernelbench-json): name a file in a folder you can write", 2);
   const nlohmann::json built = prebuild_suite(ctx, o.gate, ahead, o.json);
   std::vector<kernelbench_sample_run> runs;
   std::string md;
@@ -234,7 +255,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
     each.progress = [&](const search::bench_row& r) {
       if (bo.progress) bo.progress(r);
       so_far.back().result.rows.push_back(r);
-      if (!o.kernelbench_json.empty()) write_kernelbench_results(o.kernelbench_json, so_far, problem_of, *ctx.db);
+      results.keep(so_far);
     };
     auto res = search::run_bench(these, given, v, *ctx.db, each);
     if (!res) return fail_with(res.error().message, 1);
@@ -246,8 +267,7 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   md += "correct " + std::to_string(best.correct) + "/" + std::to_string(best.tasks);
   for (const auto& f : best.fast) md += ", fast_" + number_text("%.3g", f.p) + " " + number_text("%.3g", f.fraction);
   md += best.geomean ? ", geomean " + number_text("%.3g", *best.geomean) + "x over the correct\n" : "\n";
-  if (!o.kernelbench_json.empty() && !write_kernelbench_results(o.kernelbench_json, runs, problem_of, *ctx.db))
-    return fail_with("cannot write " + o.kernelbench_json, 1);
+  if (!results.write(runs)) return fail_with("cannot write " + o.kernelbench_json, 1);
   if (!o.markdown.empty()) {
     std::ofstream out(o.markdown, std::ios::trunc);
     out << md;

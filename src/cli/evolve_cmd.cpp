@@ -83,8 +83,11 @@ std::string read_text(const fs::path& p) {
 // Returns the exit code of a failure, or nothing.
 std::optional<int> settle_options(context& ctx, evolve_cli& o, const std::optional<fs::path>& batch) {
   if (!o.resume.empty()) {
+    const std::string platform_given = o.platform_word;
     auto a = resume_options(ctx, run_kind::evolve, "evolves", o, stored);
     if (!a) return fail_with(a.error().message, 2);
+    if (std::string why = platform_on_resume(platform_given, o.platform_word, o.resume); !why.empty())
+      return fail_with(why, 2);
     read_stored(*a, o.gate, stored_timing);
     if (!o.budget_given) o.budget = a->value("budget", o.budget);
   }
@@ -206,6 +209,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
   if (auto failed = settle_options(*ctx, o, batch)) return *failed;
   auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.start));
   if (!t) return fail_with(t.error().message, 2);
+  o.platform_word = std::string(to_string(t->plat));  // stored as decided: a resume goes on there
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
   auto sl = pick_search_language(*t, o.language);
   if (!sl) return fail_with(sl.error().message, 2);

@@ -218,8 +218,11 @@ int run_optimize(const common_options& common, optimize_cli o) {
   const std::optional<fs::path> batch = *folder;
   if (!o.resume.empty()) {
     // --resume: the run's own arguments (a resumed run goes on as it started).
+    const std::string platform_given = o.platform_word;
     auto a = resume_options(*ctx, run_kind::optimize, "optimizes", o, stored);
     if (!a) return fail_with(a.error().message, 2);
+    if (std::string why = platform_on_resume(platform_given, o.platform_word, o.resume); !why.empty())
+      return fail_with(why, 2);
     read_stored(*a, o.gate, stored_timing);
     stored_args = *a;
   }
@@ -234,6 +237,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   if (!limits) return fail_with("--budget: " + limits.error(), 2);
   auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.kernel));
   if (!t) return fail_with(t.error().message, 2);
+  o.platform_word = std::string(to_string(t->plat));  // stored as decided: a resume goes on there
   auto sl = pick_search_language(*t, o.language);
   if (!sl) return fail_with(sl.error().message, 2);
   o.language = std::string(to_string(sl->lang));  // stored as decided, so the run says what it writes

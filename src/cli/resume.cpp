@@ -65,4 +65,13 @@ void print_waiting(const std::string& verb, const std::string& run_id, const fs:
               verb.c_str(), folder.c_str());
 }
 
+std::string platform_on_resume(const std::string& given, const std::string& stored, const std::string& run_id) {
+  if (!stored.empty() && !problem_platform_word(stored))
+    return "run " + run_id + " stored the platform '" + stored + "', which is none of cpu | cuda";
+  if (!given.empty() && !stored.empty() && given != stored)
+    return "run " + run_id + " runs its problem on " + stored + "; --platform " + given +
+           " conflicts with it (leave --platform out to go on, or start a new run)";
+  return "";
+}
+
 }  // namespace lathe::cli

@@ -24,6 +24,11 @@ result<run> run_to_resume(context& ctx, const std::string& id, run_kind kind);
 // than `task` (empty: any). `verb` says what the run does to its task ("optimizes").
 result<nlohmann::json> stored_args(const run& r, const std::string& task, const std::string& verb);
 
+// --platform on --resume: the run stored the platform it decided when it began (`stored`), and
+// goes on there. A stored word that names no platform, or a different one given on the command
+// line (`given`, empty when not), is the user's error: its message, or empty when none.
+std::string platform_on_resume(const std::string& given, const std::string& stored, const std::string& run_id);
+
 // Batch mode: --propose-only DIR begins a run whose prompts go to DIR, --gate-batch DIR goes on
 // with the run DIR/run.txt names (which becomes `resume`; a --resume given too must agree).
 // Returns the folder, or none outside batch mode. The error is the user's: exit code 2.

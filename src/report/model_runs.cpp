@@ -24,6 +24,12 @@ namespace {
 // Time against configuration: each configuration measured, its paired speedup over the default
 // with the interval (the default 1 exactly), the best first; those that did not pass, with their
 // outcome, after them. Replayed points count as measured (their evaluation is the cached one).
+// [lo, hi], both finite numbers: JSON keeps a non-finite bound as null.
+bool finite_pair(const json& v) {
+  return v.is_array() && v.size() == 2 && v[0].is_number() && v[1].is_number() &&
+         std::isfinite(v[0].get<double>()) && std::isfinite(v[1].get<double>());
+}
+
 json tune_configurations(const json& s) {
   const std::string winner = config_text(s.value("winner", json::object()));
   const std::string deflt = config_text(s.value("default", json::object()));
@@ -35,7 +41,7 @@ json tune_configurations(const json& s) {
     json row = {{"label", label},
                 {"outcome", p.value("outcome", "")},
                 {"speedup", timed ? p["speedup"] : json(nullptr)},
-                {"interval", p.contains("interval") && p["interval"].is_array() ? p["interval"] : json(nullptr)},
+                {"interval", finite_pair(p.value("interval", json())) ? p["interval"] : json(nullptr)},
                 {"evaluation", p.value("evaluation", json(nullptr))},
                 {"quick", p.value("quick", false)},
                 {"cached", p.value("cached", false)},

@@ -317,15 +317,17 @@ function configurations() {
   if (!tn) return;
   var s = section('configurations', tn.title);
   var rows = tn.configurations || [], timed = rows.filter(function (r) { return num(r.speedup); });
-  var hi = Math.max.apply(null, timed.map(function (r) { return r.interval ? r.interval[1] : r.speedup; }).concat([1])) * 1.05;
-  var lo = Math.min.apply(null, timed.map(function (r) { return r.interval ? r.interval[0] : r.speedup; }).concat([1])) * 0.95;
+  // An interval is drawn only where both ends are finite numbers (a stored one may hold null).
+  var iv = function (r) { return r.interval && num(r.interval[0]) && num(r.interval[1]) ? r.interval : null; };
+  var hi = Math.max.apply(null, timed.map(function (r) { return iv(r) ? iv(r)[1] : r.speedup; }).concat([1])) * 1.05;
+  var lo = Math.min.apply(null, timed.map(function (r) { return iv(r) ? iv(r)[0] : r.speedup; }).concat([1])) * 0.95;
   var Wd = 760, L = 190, R = 70, T = 10, RH = 18, Ht = T + rows.length * RH + 40;
   var X = function (x) { return L + (x - lo) / Math.max(hi - lo, 1e-9) * (Wd - L - R); };
   var svg = sv('svg', {id: 'configuration-chart', 'class': 'curve bars', width: Wd, height: Ht});
   rows.forEach(function (r, i) {
     var y = T + i * RH, mid = y + RH / 2;
     var tip = r.label + ': ' + r.outcome + (num(r.speedup) ? ' ' + ratio(r.speedup) : '') +
-              (r.interval ? ' [' + r.interval[0].toFixed(3) + ', ' + r.interval[1].toFixed(3) + ']' : '') +
+              (iv(r) ? ' [' + iv(r)[0].toFixed(3) + ', ' + iv(r)[1].toFixed(3) + ']' : '') +
               (r.default ? ' (default)' : '') + (r.winner ? ' (winner)' : '') + (r.quick ? ' (quick)' : '') +
               (r.cached ? ' (cached)' : '');
     svg.appendChild(sv('text', {x: L - 6, y: mid + 4, 'text-anchor': 'end', text: clip(r.label, 30)}));
@@ -334,10 +336,12 @@ function configurations() {
       return;
     }
     var cls = 'bar' + (r.winner ? ' winner' : '') + (r.default ? ' default' : '') + (r.quick ? ' quick' : '');
-    svg.appendChild(sv('rect', {'class': cls, x: X(lo), y: y + 3, width: Math.max(1, X(r.speedup) - X(lo)), height: RH - 6},
+    // From the default's 1 to the speedup: a slower configuration's bar runs left of the axis.
+    svg.appendChild(sv('rect', {'class': cls, x: Math.min(X(1), X(r.speedup)), y: y + 3,
+                                width: Math.max(1, Math.abs(X(r.speedup) - X(1))), height: RH - 6},
                        sv('title', {text: tip})));
-    if (r.interval)
-      svg.appendChild(sv('line', {'class': 'whisker', x1: X(r.interval[0]), x2: X(r.interval[1]), y1: mid, y2: mid}));
+    if (iv(r))
+      svg.appendChild(sv('line', {'class': 'whisker', x1: X(iv(r)[0]), x2: X(iv(r)[1]), y1: mid, y2: mid}));
     svg.appendChild(sv('text', {x: X(r.speedup) + 4, y: mid + 4, text: ratio(r.speedup)}));
   });
   var base = T + rows.length * RH;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cli/context.h"
+#include "cli/resume.h"
 #include "cli/search_language.h"
 #include "spec/problem.h"
 
@@ -41,6 +42,18 @@ TEST(problem_platform, the_platform_word_overrides_what_the_kernel_implies) {
   EXPECT_EQ(problem_platform_for("", cpp), platform::cpu);
   EXPECT_EQ(problem_platform_for("cpu", cu), platform::cpu);
   EXPECT_EQ(problem_platform_for("cuda", ""), platform::cuda);
+}
+
+// --resume (optimize, evolve): the run goes on on the platform it stored; another one named on the
+// command line, or a stored word that is none, is refused with the reason.
+TEST(problem_platform, a_resumed_run_keeps_its_stored_platform) {
+  EXPECT_EQ(platform_on_resume("", "cuda", "r1"), "");
+  EXPECT_EQ(platform_on_resume("cuda", "cuda", "r1"), "");
+  EXPECT_EQ(platform_on_resume("cpu", "", "r1"), "");  // a run stored before the platform was
+  EXPECT_NE(platform_on_resume("cpu", "cuda", "r1").find("run r1 runs its problem on cuda; --platform cpu conflicts"),
+            std::string::npos);
+  EXPECT_NE(platform_on_resume("", "gpu", "r1").find("stored the platform 'gpu', which is none of cpu | cuda"),
+            std::string::npos);
 }
 
 TEST(problem_platform, a_cuda_kernelbench_problem_is_paired_against_its_own_model) {

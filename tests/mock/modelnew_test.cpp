@@ -216,6 +216,26 @@ TEST(mock_modelnew, a_cuda_problem_gets_a_cuda_kernel) {
   EXPECT_NE(mr.value.value("rationale", "").find("runs on CUDA"), std::string::npos) << mr.value.dump(1);
 }
 
+// The platform word decides, not the letters "cuda" anywhere in the target (review, 2026-12-07):
+// a CPU whose device text holds them still gets the CPU extension.
+TEST(mock_modelnew, a_cpu_target_that_mentions_cuda_stays_on_the_cpu) {
+  const auto leaky = eager_start_of("tests/problems/kernelbench/level1/1_Leaky_ReLU.py");
+  field_list f = v3_fields("mutate", leaky, modelnew_language);
+  for (auto& [name, value] : f)
+    if (name == "target") value = "platform: cpu\narch: x86-64-v3\ndevice: CUDA-lab Xeon (no sm_90 here)\n";
+  const auto r = ask({}, prompt_v("mutate", f, 3), leaky);
+  ASSERT_FALSE(refused(r.value)) << r.value.dump(1);
+  const std::string file = applied_entry(leaky, r.value);
+  EXPECT_FALSE(has(file, "cuda_sources")) << file;
+  EXPECT_FALSE(has(file, "__global__")) << file;
+  // No platform word: an sm_ architecture still names the device.
+  for (auto& [name, value] : f)
+    if (name == "target") value = "arch: sm_90a\n";
+  const auto g = ask({}, prompt_v("mutate", f, 3), leaky);
+  ASSERT_FALSE(refused(g.value)) << g.value.dump(1);
+  EXPECT_TRUE(has(applied_entry(leaky, g.value), "cuda_sources=_lathe_mock_source,"));
+}
+
 // A C-ABI card applied to a ModelNew (issue 44, item 3): the prompt's cards as lathe writes them
 // (llm_proposer.cpp: "--- card N of M (<id>) ---", the card's text; the registry follows in v3).
 // The mock carries the techniques the cards' intents name into its extension's loop, and only

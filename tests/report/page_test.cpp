@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "chromium.h"
@@ -131,6 +132,48 @@ TEST_F(report_page, a_script_error_is_caught_by_the_tests) {
   EXPECT_NE(page_errors(b).find("graph data: TypeError"), std::string::npos) << page_errors(b);
   EXPECT_NE(b.dom.find("id=\"evaluation-table\""), std::string::npos);
   EXPECT_NE(b.dom.find("data-rendered=\"lathe\""), std::string::npos);
+}
+
+// The tune chart (review, 2026-12-07): an interval with a bound JSON keeps as null (a
+// non-finite one) is drawn without its whisker instead of breaking the section, and every bar
+// starts at the default's 1, so that a slower configuration's runs left of it.
+TEST_F(report_page, the_tune_chart_bars_start_at_the_default_and_survive_a_null_bound) {
+  json model = hostile_model();
+  auto row = [](const std::string& label, json speedup, json interval, bool deflt, bool winner) {
+    return json{{"label", label}, {"outcome", speedup.is_null() ? "wrong_result" : "ok"}, {"speedup", speedup},
+                {"interval", interval}, {"evaluation", 7}, {"quick", false}, {"cached", false},
+                {"default", deflt}, {"winner", winner}};
+  };
+  model["tune"] = {{"title", "Each configuration against the default"}, {"x_label", "paired speedup"},
+                   {"default", "BLOCK=32"}, {"winner", "BLOCK=64"}, {"improved", true},
+                   {"configurations", {row("BLOCK=64", 1.3, {1.2, 1.4}, false, true),
+                                       row("BLOCK=32", 1.0, {1.0, 1.0}, true, false),
+                                       row("BLOCK=8", 0.8, {nullptr, 0.9}, false, false),
+                                       row("BLOCK=4", nullptr, nullptr, false, false)}}};
+  const rendered r = render_page(write("tune.html", lathe::report::render_html(model)));
+  ASSERT_EQ(r.code, 0);
+  EXPECT_EQ(page_errors(r), "");
+  const size_t at = r.dom.find("id=\"configuration-chart\"");
+  ASSERT_NE(at, std::string::npos) << r.dom.substr(0, 2000);
+  const std::string svg = r.dom.substr(at, r.dom.find("</svg>", at) - at);
+  const std::smatch axis = [&] {
+    std::smatch m;
+    std::regex_search(svg, m, std::regex("<line class=\"axis\" x1=\"([0-9.]+)\" x2=\"([0-9.]+)\""));
+    return m;
+  }();
+  ASSERT_EQ(axis.size(), 3u) << svg;
+  const double one = std::stod(axis[1].str());
+  const std::regex bar("<rect class=\"bar[^\"]*\" x=\"([0-9.]+)\" y=\"[0-9.]+\" width=\"([0-9.]+)\"");
+  std::vector<std::pair<double, double>> bars;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator(); ++it)
+    bars.push_back({std::stod((*it)[1].str()), std::stod((*it)[2].str())});
+  ASSERT_EQ(bars.size(), 3u) << svg;  // the failed configuration has no bar
+  EXPECT_NEAR(bars[0].first, one, 0.01);                    // faster: from 1 rightwards
+  EXPECT_GT(bars[0].second, 10.0);
+  EXPECT_NEAR(bars[2].first + bars[2].second, one, 0.01);  // slower: from 1 leftwards
+  EXPECT_GT(bars[2].second, 10.0);
+  EXPECT_EQ(count_of(svg, "class=\"whisker\""), 2u) << svg;  // none for the null bound
+  EXPECT_NE(svg.find("wrong_result"), std::string::npos);
 }
 
 TEST(report_diff, aligns_lines_and_keeps_context) {

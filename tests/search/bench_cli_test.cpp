@@ -216,6 +216,19 @@ TEST_F(bench_cli, strategy_optimizes_each_task_and_names_its_run) {
 // only (--check-only: no timing, so nothing is fast). Which candidate is right is known by
 // construction (each file says), so every aggregate is checked against a count made by hand:
 // sample 0 has problems 1 and 2 right, sample 1 only problem 3, the best of both all three.
+// A results file that cannot be written is refused before the suite is evaluated (review,
+// 2026-12-07: the failure was said only at the end, after every problem ran).
+TEST_F(bench_cli, an_unwritable_kernelbench_json_is_refused_before_anything_runs) {
+  const fs::path kb = fs::path(LATHE_SOURCE_DIR) / "tests/problems/kernelbench";
+  const fs::path results = dir_ / "no_such_folder" / "eval_results.json";
+  const run_result r = run_lathe(ws() + "bench '" + (kb / "level1").string() + "' --candidates '" +
+                                 (kb / "samples").string() + "' --check-only --kernelbench-json '" +
+                                 results.string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("cannot write " + results.string() + " (--kernelbench-json)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("correct"), std::string::npos) << r.out;  // no table: nothing was evaluated
+}
+
 TEST_F(bench_cli, kernelbench_layout_with_two_samples_per_problem) {
   const fs::path kb = fs::path(LATHE_SOURCE_DIR) / "tests/problems/kernelbench";
   const fs::path results = dir_ / "eval_results.json";

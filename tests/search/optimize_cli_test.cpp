@@ -51,6 +51,12 @@ TEST_F(optimize_cli, a_bare_kernelbench_problem_starts_from_its_own_model_as_a_m
   EXPECT_TRUE(j["steps"].empty());
   const json shown = parse(run_lathe(ws() + "runs show " + j.value("run", "") + " --json"));
   EXPECT_EQ(shown["run"]["args"].value("language", ""), "modelnew");
+  // The platform decided (no --platform, no CUDA kernel: the CPU) is stored, and a resume that
+  // names another is refused instead of going on where the run did not begin.
+  EXPECT_EQ(shown["run"]["args"].value("platform", ""), "cpu");
+  const run_result moved = run_lathe(ws() + "optimize --resume " + j.value("run", "") + " --platform cuda");
+  EXPECT_EQ(moved.code, 2);
+  EXPECT_NE(moved.err.find("runs its problem on cpu; --platform cuda conflicts"), std::string::npos) << moved.err;
   const fs::path best = dir_ / "ws" / ".lathe" / "runs" / j.value("run", "") / "best" / "eager.py";
   std::ifstream in(best);
   ASSERT_TRUE(in.good()) << best;

@@ -92,8 +92,7 @@ answer_result answer_card(const context& c) {
   const std::string task = field_or_empty(c.p, "task");
   if (std::regex_search(task, m, operator_line)) op = m[1];
   const std::string target = trim(field_or_empty(c.p, "target"));
-  const bool cuda = (before && before->cuda) || target.find("cuda") != std::string::npos ||
-                    target.find("sm_") != std::string::npos;
+  const bool cuda = (before && before->cuda) || target_is_cuda(target);
 
   const card_text* t = text_for(mechanism);
   const auto* def = find_feature(mechanism);

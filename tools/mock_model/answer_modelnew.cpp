@@ -101,7 +101,7 @@ answer_result answer_modelnew(const context& c) {
   // A CUDA problem (the target names the device): the chain as a CUDA kernel; the cards' CPU
   // loop techniques have no place in it.
   const std::string target = field(c.p.user, "target", c.p.operation).value_or("");
-  o.cuda = target.find("cuda") != std::string::npos || target.find("sm_") != std::string::npos;
+  o.cuda = target_is_cuda(target);
   if (op == "materialize" && o.cuda)
     return refusal(c.p, "the mock carries cards only into a CPU extension's loop; this problem runs on CUDA", claimed);
   if (op == "materialize") {

@@ -153,8 +153,7 @@ answer_result answer_seed(const context& c) {
     static const std::regex whole(R"(@@@ WHOLE ([^\s]+))");
     if (std::regex_search(c.p.user, m, whole)) entry = m[1];
   }
-  const bool cuda_target =
-      target.find("cuda") != std::string::npos || target.find("sm_") != std::string::npos;
+  const bool cuda_target = target_is_cuda(target);
   if (entry.empty()) entry = cuda_target ? "kernel.cu" : "kernel.cpp";
   const bool cuda = entry.ends_with(".cu") || start.cuda || cuda_target;
   if (cuda)

@@ -319,4 +319,13 @@ std::vector<std::string> registry_names_in(std::string_view text) {
   return out;
 }
 
+bool target_is_cuda(std::string_view target) {
+  static const std::regex platform_word(R"((?:^|[\s;])platform:\s*([A-Za-z0-9_]+))");
+  static const std::regex sm_arch(R"((?:^|[\s;:])sm_[0-9]+[a-z]?(?:$|[\s;,]))");
+  const std::string t(target);
+  std::smatch m;
+  if (std::regex_search(t, m, platform_word)) return m[1] == "cuda";
+  return std::regex_search(t, sm_arch);
+}
+
 }  // namespace lathe::mock

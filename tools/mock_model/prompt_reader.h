@@ -40,6 +40,11 @@ const std::vector<std::string>& operation_fields(std::string_view operation);
 std::optional<std::string> field(std::string_view message, std::string_view name,
                                  std::string_view operation);
 
+// Whether a prompt's `target` field names a CUDA device: its `platform: cuda` (lineage/init.cpp,
+// agent/kernel_text.cpp), or, where no platform word is written, an sm_ architecture. Not any
+// "cuda" in it: a CPU's model name or a path could hold the letters.
+bool target_is_cuda(std::string_view target);
+
 struct kernel_file {
   std::string path;
   std::string text;  // numbering removed, always ending in '\n'
