@@ -16,6 +16,7 @@
 #include "cli/verbs.h"
 #include "core/text.h"
 #include "search/tune.h"
+#include "skills/tuned.h"
 #include "spec/bundle.h"
 #include "spec/tune.h"
 
@@ -191,7 +192,10 @@ json result_json(const tune_cli& o, const task& t, const kernel_bundle& k, const
   if (r.best) j["best"] = point_json(r.points[*r.best]);
   if (r.crown) {
     j["crown"] = {{"outcome", std::string(to_string(r.crown->result))}, {"evaluation", r.crown->id}};
-    if (r.crown->paired) j["crown"]["speedup"] = r.crown->paired->ratio;
+    if (r.crown->paired) {
+      j["crown"]["speedup"] = r.crown->paired->ratio;
+      j["crown"]["interval"] = {r.crown->paired->ci_low, r.crown->paired->ci_high};
+    }
     if (r.crown->decision) j["crown"]["decision"] = std::string(to_string(*r.crown->decision));
   }
   j["run"] = run_id;
@@ -199,11 +203,7 @@ json result_json(const tune_cli& o, const task& t, const kernel_bundle& k, const
 }
 
 void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const search::tune_result& r,
-                const kernel_bundle& winner, const std::string& written, const std::string& run_id) {
-  if (o.json_out) {
-    std::printf("%s\n", result_json(o, t, k, r, winner, written, run_id).dump(2).c_str());
-    return;
-  }
+                const std::string& written, const std::string& run_id, const json& card) {
   std::printf("tune      %s %s: strategy %s, %zu configurations admitted, %zu refused by constraints\n",
               t.name.c_str(), k.name.c_str(), o.strategy.c_str(), r.admitted, r.refused_count);
   int width = 32;  // the longest configuration's label, so that the columns line up
@@ -225,8 +225,42 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
   std::printf("winner    %s%s\n", config_label(r.winner).c_str(),
               r.improved ? "" : " (the default: no configuration was decided faster)");
   if (!written.empty()) std::printf("written   %s\n", written.c_str());
+  if (card.is_object())
+    std::printf("card      %s (lathe skills show %s: the winner as a tuned-knobs card, evidence evaluation %lld)\n",
+                card["name"].get<std::string>().c_str(), card["name"].get<std::string>().c_str(),
+                static_cast<long long>(card["evidence"][0].get<int64_t>()));
   if (!run_id.empty()) std::printf("run       %s (lathe runs show %s; lathe tune --resume %s goes on after a kill)\n", run_id.c_str(),
                                    run_id.c_str(), run_id.c_str());
+}
+
+// A crowned winner is evidence for the kernel's family on this target: a tuned-knobs card
+// (skills/tuned.h) that optimize applies to kernels declaring the same tunables. Stored; returns
+// {"id", "name", "evidence"} (the crowning evaluation, then the search's measurement of the
+// winner), or null when it could not be stored (said on stderr: the search's result stands).
+json tuned_card(const task& t, const kernel_bundle& k, const target& tgt, const search::tune_result& r,
+                        const std::string& run_id, store& db) {
+  if (!r.crown || !r.crown->paired || !r.best) return json();
+  skills::tune_win w;
+  w.t = &t;
+  w.tgt = tgt;
+  w.kernel = k.name;
+  w.lang = k.manifest.lang;
+  w.default_hash = r.default_hash;
+  w.defaults = r.defaults;
+  w.winner = r.winner;
+  w.ratio = r.crown->paired->ratio;
+  w.lo = r.crown->paired->ci_low;
+  w.hi = r.crown->paired->ci_high;
+  w.evidence = {r.crown->id};
+  if (const int64_t e = r.points[*r.best].evaluation_id; e > 0 && e != r.crown->id) w.evidence.push_back(e);
+  w.run = run_id;
+  skill_card c = skills::card_from_tune(w);
+  auto name = skills::store_tuned_card(db, c);
+  if (!name) {
+    std::fprintf(stderr, "lathe: the winner was not stored as a card: %s\n", name.error().message.c_str());
+    return json();
+  }
+  return json{{"id", c.id}, {"name", *name}, {"evidence", c.evidence}};
 }
 
 // --resume: the stored run's arguments (what it measured comes back from the cache), the run in
@@ -348,15 +382,16 @@ int run_tune(const common_options& common, const tune_cli& given) {
     return fail_with(winner.error().message, 1);
   }
   const fs::path out = !o.out_dir.empty() ? fs::path(o.out_dir) : ctx->ws.runs() / (recorded ? rec.id : "tune-simulated") / "best";
-  std::string written;
-  if (o.simulate) {
-    // nothing was decided: nothing to write
-  } else if (auto w = write_bundle(*winner, out); w) written = out.string();
-  else std::fprintf(stderr, "lathe: the tuned kernel was not written to %s: %s\n", out.c_str(), w.error().message.c_str());
-
+  std::string written;  // a simulation decided nothing: nothing to write
+  if (auto w = o.simulate ? result<void>{} : write_bundle(*winner, out); !w)
+    std::fprintf(stderr, "lathe: the tuned kernel was not written to %s: %s\n", out.c_str(), w.error().message.c_str());
+  else if (!o.simulate) written = out.string();
   const std::string run_id = recorded ? rec.id : std::string();
-  save(run_state::finished, "", result_json(o, *t, *k, *r, *winner, written, run_id).dump());
-  print_tune(o, *t, *k, *r, *winner, written, run_id);
+  json j = result_json(o, *t, *k, *r, *winner, written, run_id);
+  if (json c = r->improved && recorded ? tuned_card(*t, *k, tgt, *r, run_id, db) : json(); !c.is_null()) j["card"] = c;
+  save(run_state::finished, "", j.dump());
+  if (o.json_out) std::printf("%s\n", j.dump(2).c_str());
+  else print_tune(o, *t, *k, *r, written, run_id, j.value("card", json()));
   return 0;
 }
 

@@ -50,6 +50,18 @@ struct card_trial {
   candidate_language lang = candidate_language::c_abi;
 };
 
+// What a tuned-knobs card says (docs/skills.md "Tuned knobs"): `lathe tune` crowned `values`
+// over the kernel's default `defaults` on the card's target (the crown: a fresh paired series
+// decided faster). Applying it is mechanical: the same tunables set to these values on a kernel
+// that declares them (same names, values in its space, its constraints met), then gated.
+struct card_tuning {
+  std::map<std::string, int64_t> values;    // the winner: every tunable's value
+  std::map<std::string, int64_t> defaults;  // the default configuration it was measured against
+  std::optional<double> lo, hi;             // the crowning paired ratio's 95% interval
+  std::string kernel;                       // the tuned kernel's name ("tunable")
+  std::string run;                          // the tune run that crowned it
+};
+
 enum class card_status : uint8_t {
   candidate,        // induced, not yet tried on held-out tasks
   admitted,         // reproduced on >= 2 held-out tasks by a model-written application
@@ -83,6 +95,9 @@ struct skill_card {
   card_status status = card_status::candidate;
   std::string status_reason;
   provenance prov;                              // who abstracted it
+  // Set on a card made from a tune run (action "tune"): the configuration it applies. Such a card
+  // provides no feature; its family is its tunables' names, its carrier the configuration.
+  std::optional<card_tuning> tuned;
   bool admitted() const {
     return status == card_status::admitted || status == card_status::replay_admitted;
   }

@@ -43,6 +43,23 @@ void from_json(const json& j, card_trial& t) {
   get_enum(j, "language", t.lang, candidate_language::modelnew);  // absent (older records): c-abi
 }
 
+void to_json(json& j, const card_tuning& t) {
+  j = json{{"values", t.values}, {"defaults", t.defaults}, {"kernel", t.kernel}, {"run", t.run}};
+  if (t.lo && t.hi) j["interval"] = {*t.lo, *t.hi};
+}
+
+void from_json(const json& j, card_tuning& t) {
+  t = card_tuning{};
+  get(j, "values", t.values);
+  get(j, "defaults", t.defaults);
+  get(j, "kernel", t.kernel);
+  get(j, "run", t.run);
+  if (j.contains("interval") && j["interval"].is_array() && j["interval"].size() == 2) {
+    t.lo = j["interval"][0].get<double>();
+    t.hi = j["interval"][1].get<double>();
+  }
+}
+
 void to_json(json& j, const skill_card& c) {
   j = json{{"id", c.id},
            {"name", c.name},
@@ -72,6 +89,7 @@ void to_json(json& j, const skill_card& c) {
            {"provenance", c.prov},
            {"admitted", c.admitted()}};
   put_opt(j, "declared_ratio", c.declared_ratio);
+  if (c.tuned) j["tuned"] = *c.tuned;
 }
 
 void from_json(const json& j, skill_card& c) {
@@ -103,6 +121,7 @@ void from_json(const json& j, skill_card& c) {
   get_enum(j, "status", c.status, card_status::refused);
   get(j, "status_reason", c.status_reason);
   get(j, "provenance", c.prov);
+  if (j.contains("tuned") && j["tuned"].is_object()) c.tuned = j["tuned"].get<card_tuning>();
   // "admitted" is derived from status on output; a record without a status (written before
   // there was one) is read by its flag.
   if (!j.contains("status")) {

@@ -7,6 +7,8 @@
 #include "core/text.h"
 #include "agent/situation_text.h"
 #include "skills/retrieve.h"
+#include "skills/tuned.h"
+#include "spec/tune.h"
 
 namespace lathe::search {
 namespace {
@@ -72,6 +74,14 @@ class mutation_plan final : public plan {
   std::vector<kernel_bundle> experts_;
   std::string refused_on_, refusal_;
 };
+
+// The ids whose cards may join a planned combination: a tuned card is applied alone (tuned_request).
+std::vector<std::string> untuned(const std::vector<std::string>& ids, const std::map<std::string, const skill_card*>& by_id) {
+  std::vector<std::string> out;
+  for (const auto& id : ids)
+    if (!by_id.at(id)->tuned) out.push_back(id);
+  return out;
+}
 
 // skills: the retrieved path's cards, one option per card plus the whole remaining path as one
 // planned combination; the proposer ranks the options once per best kernel; each option is
@@ -144,10 +154,11 @@ class skills_plan final : public plan {
       options.push_back({id, cat(c.name, ": ", c.intent, " (provides ", join(c.provides_features, ", "), ")"),
                          agent::card_evidence_text(c)});
     }
-    const std::string plan_id = "plan:" + join(untried, "+");
-    if (untried.size() > 1 && !tried_.count(best.hash + "|" + plan_id)) {
+    const std::vector<std::string> combinable = untuned(untried, by_id);
+    const std::string plan_id = "plan:" + join(combinable, "+");
+    if (combinable.size() > 1 && !tried_.count(best.hash + "|" + plan_id)) {
       std::vector<std::string> names_in;
-      for (const auto& id : untried) names_in.push_back(by_id.at(id)->name);
+      for (const auto& id : combinable) names_in.push_back(by_id.at(id)->name);
       options.push_back({plan_id, "all of " + join(names_in, ", ") + ", in this order",
                          "the effects of each card are given with its own option"});
     }
@@ -167,7 +178,8 @@ class skills_plan final : public plan {
     for (const auto& opt : options)
       if (std::find(ranked.begin(), ranked.end(), opt.id) == ranked.end()) ranked.push_back(opt.id);
     const std::string choice = ranked.front();
-    std::vector<std::string> ids = choice.rfind("plan:", 0) == 0 ? untried : std::vector<std::string>{choice};
+    if (choice.rfind("plan:", 0) != 0 && by_id.at(choice)->tuned) return tuned_request(*by_id.at(choice), best);
+    std::vector<std::string> ids = choice.rfind("plan:", 0) == 0 ? combinable : std::vector<std::string>{choice};
     agent::materialize_request m;
     m.t = &t_;
     m.kernel = best;
@@ -208,6 +220,33 @@ class skills_plan final : public plan {
   }
 
  private:
+  // A tuned card applied mechanically, whatever the proposer (skills/tuned.h): the best kernel
+  // configured with the card's values, or a refusal that says which value or constraint of the
+  // kernel's space refused them (the run's proposal and rejected events carry it).
+  request tuned_request(const skill_card& c, const kernel_bundle& best) const {
+    request r;
+    r.op = "configure";
+    r.source = "card:" + c.name;
+    r.card_ids = {c.id};
+    r.option = c.id;
+    const task* t = &t_;
+    const target tgt = o_.tgt;
+    r.call = [c, best, t, tgt]() -> agent::op_result<agent::proposal> {
+      auto k = skills::apply_tuned(c, best, *t, tgt);
+      if (!k) return tl::unexpected(agent::failure{agent::failure_kind::refused,
+                                                   cat("rules:tune: card ", c.name, " not applied: ", k.error().message)});
+      agent::proposal p;
+      p.kernel = std::move(*k);
+      p.action = skills::tune_action;
+      p.locus = "kernel";
+      p.edits = cat("[defines] ", config_label(c.tuned->values), " (kernel.toml; was ", config_label(best.manifest.tune.defaults), ")");
+      p.rationale = cat("rules:tune (mechanical): the tunables set to the values card ", c.name, " records: ", c.effect);
+      p.prov = {"rules", skills::tune_action, true};
+      return p;
+    };
+    return r;
+  }
+
   // For `kernel` (the best), or a seeded start kernel of the task's platform when null. A ModelNew
   // best takes cards whose C++/CUDA carriers go into its inline extension (issue 44, item 3).
   skills::retrieval retrieve_for(const std::vector<std::string>& features, const kernel_bundle* kernel = nullptr) const {
@@ -217,6 +256,7 @@ class skills_plan final : public plan {
     q.tgt = o_.tgt;
     q.t = &t_;
     q.features = features;
+    if (kernel && !kernel->manifest.tune.empty()) q.tunables = &kernel->manifest.tune;
     skills::retrieve_options ro;
     ro.admitted_only = !o_.abl.no_admission;
     ro.include_refused = o_.abl.no_admission;

@@ -8,6 +8,7 @@
 #include "core/feature_registry.h"
 #include "core/op_family.h"
 #include "core/text.h"
+#include "skills/tuned.h"
 #include "spec/problem_inputs.h"
 
 namespace lathe::skills {
@@ -59,6 +60,18 @@ rejection reject(const skill_card& c, rejection_stage st, std::string reason) {
   return rejection{c.id, c.name, st, std::move(reason), std::nullopt};
 }
 
+// A tuned-knobs card (skills/tuned.h) serves a kernel of its family on its target only, and not
+// one whose tunables already have its values.
+std::optional<rejection> tuned_rejection(const skill_card& c, const retrieve_query& q) {
+  if (!c.tuned) return std::nullopt;
+  static const tune_space none;
+  if (auto why = tuned_family_misfit(c, q.tunables ? *q.tunables : none, q.tgt))
+    return reject(c, rejection_stage::tunables, *why);
+  if (q.tunables->defaults == c.tuned->values)
+    return reject(c, rejection_stage::present, "the kernel's tunables already have these values");
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* to_string(op_relation r) {
@@ -79,6 +92,7 @@ const char* to_string(rejection_stage s) {
     case rejection_stage::present: return "present";
     case rejection_stage::requires_unmet: return "requires_unmet";
     case rejection_stage::conflict: return "conflict";
+    case rejection_stage::tunables: return "tunables";
   }
   return "?";
 }
@@ -122,6 +136,9 @@ std::optional<rejection> usable_on(const skill_card& c, language lang, platform 
   std::vector<std::string> has;
   for (const auto& [k, v] : c.carriers) has.push_back(k);
   const std::string it_has = " (it has " + (has.empty() ? std::string("none") : join(has, ", ")) + ")";
+  if (c.tuned && cand != candidate_language::c_abi)
+    return reject(c, rejection_stage::language,
+                  cat("a tuned configuration sets a C-ABI bundle's tunables; a ", to_string(cand), " kernel declares none"));
   if (cand != candidate_language::c_abi) {
     // A ModelNew builds C++ (CUDA on a CUDA problem) through load_inline: a C-ABI card's code is
     // carried into that extension, its technique adapted to the extension's function. A rule
@@ -178,11 +195,15 @@ retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q
       out.rejected.push_back(reject(c, rejection_stage::status, "refused at admission: " + c.status_reason));
       continue;
     }
-    if (o.admitted_only && !c.admitted()) {
+    // A tuned card's evidence is the gate's own crown on its target, and every application is a
+    // configured bundle the gate decides again: it serves while a candidate (skills/tuned.h).
+    if (o.admitted_only && !c.admitted() && !c.tuned) {
       out.rejected.push_back(reject(c, rejection_stage::status, std::string("not admitted (") + to_string(c.status) + ")"));
       continue;
     }
-    if (auto no = usable_on(c, q.lang, plat, q.cand)) {
+    std::optional<rejection> no = usable_on(c, q.lang, plat, q.cand);
+    if (!no) no = tuned_rejection(c, q);
+    if (no) {
       out.rejected.push_back(std::move(*no));
       continue;
     }

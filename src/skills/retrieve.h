@@ -50,6 +50,9 @@ struct retrieve_query {
   std::string op;                      // operator (relation_to(card, *t) when empty)
   std::map<std::string, int64_t> shape;  // its timed shape (t's when empty)
   std::vector<std::string> features;   // registry names the current kernel already has
+  // The kernel's tunables ([tune] in kernel.toml; null or empty: none): a tuned-knobs card
+  // (core/card.h skill_card::tuned) serves only a kernel that declares exactly its tunables.
+  const tune_space* tunables = nullptr;
 };
 
 struct retrieve_options {
@@ -62,13 +65,15 @@ struct retrieve_options {
 
 // Where a card was turned away.
 enum class rejection_stage : uint8_t {
-  status,          // refused at admission (or not admitted, with admitted_only)
+  status,          // refused at admission (or not admitted, with admitted_only; a tuned card
+                   // is retrieved while a candidate: skills/tuned.h)
   platform,        // it provides a feature the platform does not have
   language,        // no carrier for this language/platform (nor a rule invocation)
   constraint,      // a constraint fails on this target or task: `failed` says which
   present,         // the kernel (or an earlier card of the path) already has what it provides
   requires_unmet,  // a required feature is absent, even after the cards before it
   conflict,        // it conflicts with a feature the kernel (or the path) has
+  tunables,        // a tuned card: the kernel does not declare its tunables, or another target
 };
 const char* to_string(rejection_stage s);
 

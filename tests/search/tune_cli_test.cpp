@@ -281,4 +281,120 @@ TEST_F(tune_cli, a_kernel_without_tune_is_parameterized_and_tuned) {
   EXPECT_EQ(lathe::testing::parse_json(again)["admitted"], 4);
 }
 
+// Another task's copy of mm (its own name) whose kernel `name` declares the tunables ORDER and
+// TILE with the given TILE values, over the tunable kernel's source.
+fs::path sibling_task(const fs::path& dir, const std::string& src, const std::string& name, const std::string& tiles) {
+  const fs::path t = dir / "mm2";
+  if (!fs::exists(t)) {
+    fs::create_directories(t / "kernels");
+    fs::copy_file(src + "/reference.cpp", t / "reference.cpp");
+    fs::copy_file(src + "/kernels/naive.cpp", t / "kernels/naive.cpp");
+    std::string toml = read_file(src + "/task.toml");
+    toml.replace(toml.find("name = \"mm\""), 11, "name = \"mm2\"");
+    std::ofstream(t / "task.toml") << toml;
+  }
+  fs::create_directories(t / "kernels" / name);
+  fs::copy_file(src + "/kernels/tunable/kernel.cpp", t / "kernels" / name / "kernel.cpp");
+  std::ofstream(t / "kernels" / name / "kernel.toml")
+      << "language = \"cpp\"\nentry = \"kernel.cpp\"\nfiles = [\"kernel.cpp\"]\nflags = [\"-O3\"]\n\n"
+      << "[tune.params]\nORDER = [0, 1]\nTILE = [" << tiles << "]\n";  // defaults: the first values
+  return t;
+}
+
+json run_events(const std::string& ws, const std::string& run) {
+  auto r = run_lathe(ws + "runs show " + run + " --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  return lathe::testing::parse_json(r)["events"];
+}
+
+// A crowned winner becomes a tuned-knobs card (skills/tuned.h) whose evidence is the crowning
+// evaluation; optimize on another task, whose kernel declares the same tunables (another space),
+// retrieves it and gates the configured kernel (rules:tune, mechanical); on a kernel whose space
+// lacks the card's values the card is not applied, and the run's events say why.
+TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_knobs) {
+  auto r = run_lathe(ws() + "tune '" + task + "' tunable --max-time 1 --json --quiet");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = lathe::testing::parse_json(r);
+  auto listed = run_lathe(ws() + "skills list --json");
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  const json cards = lathe::testing::parse_json(listed)["cards"];
+  if (!j["improved"].get<bool>()) {  // no crown decided: no card
+    EXPECT_FALSE(j.contains("card")) << j.dump(2);
+    EXPECT_TRUE(cards.empty()) << cards.dump(2);
+    GTEST_SKIP() << "the crown was not decided faster on this machine (" << j["crown"].dump() << "): no card to apply";
+  }
+  ASSERT_TRUE(j.contains("card")) << j.dump(2);
+  ASSERT_EQ(cards.size(), 1u) << cards.dump(2);
+  const json& c = cards[0];
+  EXPECT_EQ(c["name"], j["card"]["name"]);
+  EXPECT_EQ(c["action"], "tune");
+  EXPECT_EQ(c["operator"], "gemm");
+  EXPECT_EQ(c["status"], "candidate");
+  EXPECT_EQ(c["provenance"]["kind"], "rules");
+  EXPECT_TRUE(c["provenance"]["mechanical"].get<bool>());
+  ASSERT_FALSE(c["evidence"].empty());
+  EXPECT_EQ(c["evidence"][0], j["crown"]["evaluation"]);  // the crowning series, stored by the gate
+  EXPECT_GT(c["evidence"][0].get<int64_t>(), 0);
+  EXPECT_EQ(c["declared_ratio"], j["crown"]["speedup"]);
+  EXPECT_EQ(c["tuned"]["values"], j["winner"]);
+  EXPECT_EQ(c["tuned"]["defaults"], j["default"]);
+  EXPECT_EQ(c["tuned"]["interval"], j["crown"]["interval"]);
+  EXPECT_EQ(c["tuned"]["run"], j["run"]);
+  EXPECT_NE(c["scope"].get<std::string>().find("ORDER, TILE"), std::string::npos) << c.dump(2);
+
+  // The same knobs, another space: TILE in 16, 32, 64 holds the winner's value.
+  const fs::path mm2 = sibling_task(dir_, task, "sibling", "16, 32, 64");
+  auto optimize = [&](const std::string& kernel) {
+    return run_lathe(ws() + "optimize '" + mm2.string() + "' " + kernel + " --strategy skills --proposer rules --no-free " +
+                     "--quick --max-time 1 --json --quiet --out '" + (dir_ / kernel).string() + "'");
+  };
+  auto o = optimize("sibling");
+  ASSERT_EQ(o.code, 0) << o.err;
+  const json oj = lathe::testing::parse_json(o);
+  std::string configured, evaluated;
+  for (const json& e : run_events(ws(), oj["run"])) {
+    if (e["kind"] == "proposal" && e["body"]["op"] == "configure") {
+      EXPECT_TRUE(e["body"]["ok"].get<bool>()) << e.dump(2);
+      EXPECT_EQ(e["body"]["source"], "card:" + c["name"].get<std::string>());
+      EXPECT_EQ(e["body"]["provenance"]["detail"], "tune");
+      EXPECT_TRUE(e["body"]["provenance"]["mechanical"].get<bool>());
+      configured = e["body"]["kernel"];
+    }
+    if (e["kind"] == "evaluation" && e["body"]["purpose"] == "candidate" && e["body"]["kernel"] == configured) {
+      EXPECT_TRUE(e["body"]["outcome"] == "ok" || e["body"]["outcome"] == "unstable") << e.dump(2);
+      evaluated = configured;
+    }
+  }
+  ASSERT_FALSE(configured.empty()) << "no configure proposal in run " << oj["run"];
+  EXPECT_EQ(evaluated, configured) << "the gate never evaluated the configured kernel";
+  // Accepted when the gate decided it faster (and again on the re-measure); the best written out
+  // is then the configured kernel (the card's values as its defines).
+  if (!oj["steps"].empty()) {
+    EXPECT_EQ(oj["steps"][0]["cards"], json::array({c["id"]}));
+    EXPECT_EQ(oj["best"]["hash"], configured);
+    auto e = run_lathe(ws() + "eval '" + mm2.string() + "' '" + (dir_ / "sibling").string() + "' --no-time --json");
+    ASSERT_EQ(e.code, 0) << e.err;
+    EXPECT_EQ(lathe::testing::parse_json(e)["kernel_hash"], configured);
+  }
+
+  // TILE's space without the winner's value: not applied, nothing gated, the reason in the events.
+  const int64_t tile = j["winner"]["TILE"];
+  sibling_task(dir_, task, "narrow", tile == 64 ? "16, 32" : "32, 64, 128");
+  auto n = optimize("narrow");
+  ASSERT_EQ(n.code, 0) << n.err;
+  const json nj = lathe::testing::parse_json(n);
+  EXPECT_TRUE(nj["steps"].empty()) << nj.dump(2);
+  bool said = false;
+  for (const json& e : run_events(ws(), nj["run"])) {
+    EXPECT_FALSE(e["kind"] == "evaluation" && e["body"]["purpose"] == "candidate") << e.dump(2);
+    if (e["kind"] == "rejected") {
+      const std::string why = e["body"]["summary"];
+      said = said || (why.find("TILE = " + std::to_string(tile) + " is outside the kernel's declared values") !=
+                          std::string::npos &&
+                      why.find(c["name"].get<std::string>()) != std::string::npos);
+    }
+  }
+  EXPECT_TRUE(said) << run_events(ws(), nj["run"]).dump(2);
+}
+
 }  // namespace

@@ -1,0 +1,177 @@
+// Tuned knobs as cards (skills/tuned.h) on the mm task's tunable kernel
+// (tests/integration/tasks/mm/kernels/tunable: ORDER in {0, 1}, TILE in {16, 64}, the constraint
+// ORDER == 1 || TILE <= 16): the card a win makes, its JSON, which kernels retrieval serves it to
+// (the same tunables on the same target, a candidate retrieved under admitted_only) and why it
+// turns others away, and its mechanical application: a configured bundle, or the value or
+// constraint that refused it. The win here is given; tests/search/tune_cli_test.cpp makes one
+// through the real gate.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/json_card.h"
+#include "skills/retrieve.h"
+#include "skills/tuned.h"
+#include "spec/bundle.h"
+#include "spec/task_file.h"
+#include "spec/tune.h"
+
+using namespace lathe;
+using namespace lathe::skills;
+
+namespace {
+
+struct tuned_knobs : ::testing::Test {
+  void SetUp() override {
+    const std::filesystem::path dir = std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/mm";
+    auto t = load_task(dir / "task.toml");
+    ASSERT_TRUE(t) << t.error().message;
+    mm = *t;
+    auto k = load_bundle(dir / "kernels/tunable");
+    ASSERT_TRUE(k) << k.error().message;
+    kernel = *k;
+    tgt.plat = platform::cpu;
+    tgt.arch = "x86-64-v3";
+    tgt.device = "test CPU";
+    tgt.cores = 2;
+    win.t = &mm;
+    win.tgt = tgt;
+    win.kernel = kernel.name;
+    win.default_hash = "feedbeef";
+    win.defaults = kernel.manifest.tune.defaults;
+    win.winner = {{"ORDER", 1}, {"TILE", 64}};
+    win.ratio = 3.5;
+    win.lo = 3.1;
+    win.hi = 3.9;
+    win.evidence = {42, 17};
+    win.run = "tune-x";
+  }
+  // The kernel with its space replaced (the same source, another family member).
+  kernel_bundle with_space(std::vector<tunable> params, std::vector<std::string> constraints) const {
+    kernel_bundle k = kernel;
+    k.manifest.tune.params = std::move(params);
+    k.manifest.tune.constraints = std::move(constraints);
+    return k;
+  }
+  task mm;
+  kernel_bundle kernel;
+  target tgt;
+  tune_win win;
+};
+
+TEST_F(tuned_knobs, a_win_becomes_a_card_with_its_evidence_scope_and_action) {
+  const skill_card c = card_from_tune(win);
+  EXPECT_EQ(c.action, "tune");
+  EXPECT_EQ(c.op, "gemm");
+  EXPECT_EQ(c.target, "x86-64-v3");
+  EXPECT_EQ(c.evidence, (std::vector<int64_t>{42, 17}));
+  ASSERT_TRUE(c.declared_ratio);
+  EXPECT_DOUBLE_EQ(*c.declared_ratio, 3.5);
+  EXPECT_EQ(c.status, card_status::candidate);
+  EXPECT_EQ(to_string(c.prov), to_string(provenance{"rules", "tune", true}));
+  EXPECT_NE(c.scope.find("ORDER, TILE"), std::string::npos) << c.scope;
+  EXPECT_NE(c.scope.find("gemm"), std::string::npos) << c.scope;
+  EXPECT_NE(c.effect.find("3.500x [3.100, 3.900]"), std::string::npos) << c.effect;
+  ASSERT_TRUE(c.tuned);
+  EXPECT_EQ(c.tuned->values, win.winner);
+  EXPECT_EQ(c.tuned->defaults, (tune_config{{"ORDER", 0}, {"TILE", 16}}));
+  EXPECT_TRUE(c.provides_features.empty());
+  // The same kernel on the same target: the same card; another target: another card.
+  EXPECT_EQ(card_from_tune(win).id, c.id);
+  tune_win other = win;
+  other.tgt.arch = "x86-64-v4";
+  EXPECT_NE(card_from_tune(other).id, c.id);
+
+  // Stored as JSON and read back with its configuration.
+  const skill_card back = json(c).get<skill_card>();
+  ASSERT_TRUE(back.tuned);
+  EXPECT_EQ(back.tuned->values, c.tuned->values);
+  EXPECT_EQ(back.tuned->defaults, c.tuned->defaults);
+  EXPECT_EQ(back.tuned->lo, c.tuned->lo);
+  EXPECT_EQ(back.tuned->run, "tune-x");
+  EXPECT_FALSE(json(skill_card{}).contains("tuned"));
+}
+
+TEST_F(tuned_knobs, applied_to_a_kernel_of_its_family_it_is_the_configured_bundle) {
+  const skill_card c = card_from_tune(win);
+  auto k = apply_tuned(c, kernel, mm, tgt);
+  ASSERT_TRUE(k) << k.error().message;
+  auto want = configure(kernel, win.winner);
+  ASSERT_TRUE(want);
+  EXPECT_EQ(k->hash, want->hash);
+  EXPECT_EQ(k->manifest.defines.at("ORDER"), "1");
+  EXPECT_EQ(k->manifest.defines.at("TILE"), "64");
+  EXPECT_NE(k->hash, kernel.hash);
+}
+
+TEST_F(tuned_knobs, values_outside_the_space_or_against_its_constraints_are_refused_with_the_reason) {
+  const skill_card c = card_from_tune(win);
+  auto narrow = apply_tuned(c, with_space({{"ORDER", {0, 1}}, {"TILE", {16, 32}}}, {}), mm, tgt);
+  ASSERT_FALSE(narrow);
+  EXPECT_NE(narrow.error().message.find("TILE = 64 is outside the kernel's declared values (16, 32)"), std::string::npos)
+      << narrow.error().message;
+  // A constraint over the shape symbols: the timed set's N = 256 is not a multiple of 64 * 3.
+  auto bound = apply_tuned(c, with_space({{"ORDER", {0, 1}}, {"TILE", {16, 64}}}, {"N % (TILE * 3) == 0 || TILE == 16"}), mm, tgt);
+  ASSERT_FALSE(bound);
+  EXPECT_NE(bound.error().message.find("breaks the kernel's constraint 'N % (TILE * 3) == 0 || TILE == 16' on shape set"),
+            std::string::npos)
+      << bound.error().message;
+  auto names = apply_tuned(c, with_space({{"ORDER", {0, 1}}}, {}), mm, tgt);
+  ASSERT_FALSE(names);
+  EXPECT_NE(names.error().message.find("sets the tunables ORDER, TILE; the kernel declares ORDER"), std::string::npos)
+      << names.error().message;
+  target v4 = tgt;
+  v4.arch = "x86-64-v4";
+  auto elsewhere = apply_tuned(c, kernel, mm, v4);
+  ASSERT_FALSE(elsewhere);
+  EXPECT_NE(elsewhere.error().message.find("tuned on x86-64-v3"), std::string::npos) << elsewhere.error().message;
+}
+
+TEST_F(tuned_knobs, retrieval_serves_it_to_its_family_only) {
+  const skill_card c = card_from_tune(win);
+  retrieve_options o;
+  o.admitted_only = true;  // optimize's skills strategy: a tuned card serves while a candidate
+  retrieve_query q;
+  q.tgt = tgt;
+  q.t = &mm;
+  q.tunables = &kernel.manifest.tune;
+  retrieval r = retrieve({c}, q, o);
+  ASSERT_EQ(r.path.size(), 1u) << (r.rejected.empty() ? "" : r.rejected.front().reason);
+  EXPECT_EQ(r.path.front(), c.id);
+
+  // A kernel without tunables, or with others: turned away at `tunables`, with the reason.
+  q.tunables = nullptr;
+  r = retrieve({c}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::tunables);
+  EXPECT_NE(r.rejected.front().reason.find("declares none"), std::string::npos) << r.rejected.front().reason;
+  // Another target.
+  q.tunables = &kernel.manifest.tune;
+  q.tgt.arch = "x86-64-v4";
+  r = retrieve({c}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::tunables);
+  // A kernel already configured with its values: present.
+  q.tgt = tgt;
+  auto done = configure(kernel, win.winner);
+  ASSERT_TRUE(done);
+  q.tunables = &done->manifest.tune;
+  r = retrieve({c}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::present);
+  // A ModelNew has no tunables to set.
+  q.tunables = &kernel.manifest.tune;
+  q.cand = candidate_language::modelnew;
+  r = retrieve({c}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::language);
+  // Refused cards stay refused.
+  skill_card refused = c;
+  refused.status = card_status::refused;
+  q.cand = candidate_language::c_abi;
+  r = retrieve({refused}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::status);
+}
+
+}  // namespace
