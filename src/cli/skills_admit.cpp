@@ -22,7 +22,7 @@ namespace {
 
 struct admit_cli {
   std::vector<std::string> cards, tasks;
-  std::string proposer = "auto";
+  std::string proposer = "auto", kernel;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
   bool all = false, json = false, keep_going = false;
 };
@@ -106,6 +106,7 @@ int run_admit(const common_options& common, const admit_cli& o) {
     lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
     skills::admit_options ao;
     ao.tgt = plat == platform::cuda ? *ctx->gpu : ctx->tgt;
+    ao.start_kernel = o.kernel;
     if (!o.json)
       std::fprintf(stderr, "… admission of %zu %s card(s) on %zu held-out task(s) with the %s\n", mine.size(),
                    to_string(plat), ground.size(), (*session)->decision.why.c_str());
@@ -159,6 +160,8 @@ void add_skills_admit(CLI::App* skills, const common_options& common, int& exit_
   admit->add_option("--card", o->cards, "only this card (name or id; repeatable)");
   admit->add_option("--task", o->tasks, "only these held-out tasks (repeatable; default: every shipped held-out task); a bare "
                     "KernelBench problem file is ground too, its trials starting from its own Model as a ModelNew");
+  admit->add_option("--kernel", o->kernel, "start each held-out task's trials from its kernel of this name (default: the "
+                    "task's baseline); a tuned-knobs card is tried only on kernels declaring its tunables");
   admit->add_flag("--all", o->all, "try admitted and refused cards again, not only candidates");
   admit->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
   admit->add_option("--max-time", o->gate.max_time, "longest paired timing series per trial, seconds")->capture_default_str();

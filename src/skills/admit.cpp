@@ -13,6 +13,7 @@
 #include "spec/task_file.h"
 #include "skills/constraints.h"
 #include "skills/retrieve.h"
+#include "skills/tuned.h"
 
 namespace lathe::skills {
 
@@ -72,6 +73,16 @@ class trial_runner {
       tr.reason = no->reason;
       return tr;
     }
+    if (c.tuned) {
+      // A tuned card is applied mechanically (skills/tuned.h), not by the proposer.
+      auto k = apply_tuned(c, g.start, t, o_.tgt);
+      if (!k) {
+        tr.reason = "not applied: " + k.error().message;
+        return tr;
+      }
+      tr.prov = {"rules", tune_action, true};
+      return gated(t, *k, g.start, tr);
+    }
     if (!g.features) {
       g.features.emplace();
       for (const auto& d : v_.features(t, g.start).found) g.features->push_back(d.what);
@@ -103,10 +114,20 @@ class trial_runner {
       tr.reason = "the materialized kernel is the start kernel (nothing changed)";
       return tr;
     }
-    tr.kernel_after = prop->kernel.hash;
+    return gated(t, prop->kernel, g.start, tr);
+  }
+
+ private:
+  // The applied card's kernel against the start kernel, one paired series (unstable asked again).
+  card_trial gated(const task& t, const kernel_bundle& after, const kernel_bundle& start, card_trial tr) {
+    if (after.hash == start.hash) {
+      tr.reason = "the applied card gives the start kernel (nothing changed)";
+      return tr;
+    }
+    tr.kernel_after = after.hash;
     evaluation e;
     for (int32_t attempt = 0; attempt <= o_.unstable_retries; ++attempt) {
-      e = v_.compare(t, prop->kernel, g.start, tr.prov);
+      e = v_.compare(t, after, start, tr.prov);
       ++cost_.gate_evaluations;
       tr.evaluations.push_back(e.id);
       if (e.result != outcome::unstable) break;
@@ -135,7 +156,6 @@ class trial_runner {
     return tr;
   }
 
- private:
   lineages::verifier& v_;
   agent::proposer& p_;
   const admit_options& o_;
@@ -164,6 +184,41 @@ std::string verdicts_text(const std::vector<card_trial>& trials) {
     parts.push_back(t.task + ": " + to_string(t.verdict) + (t.ratio ? " " + ratio_text(*t.ratio) : "") +
                     (t.reason.empty() ? "" : " (" + t.reason + ")"));
   return parts.empty() ? "no held-out task to try it on" : join(parts, "; ");
+}
+
+// Why `g` is no admission ground for `c` (refused: never a trial, never in the card's log).
+std::optional<std::string> not_ground(const skill_card& c, const ground& g, const std::set<std::string>& own,
+                                      const target& tgt) {
+  if (std::find(c.source_tasks.begin(), c.source_tasks.end(), g.t->name) != c.source_tasks.end())
+    return "task " + g.t->name + " is a source task of the card";
+  if (own.count(g.start.hash)) return "kernel " + g.start.hash.substr(0, 12) + " belongs to one of the card's own lineages";
+  // A tuned card is tried on kernels of its family only: another kernel has no such tunables.
+  if (c.tuned)
+    if (auto why = tuned_family_misfit(c, g.start.manifest.tune, tgt))
+      return "kernel " + g.start.name + " is not of the tuned card's family: " + *why;
+  return std::nullopt;
+}
+
+// The decision on a card tried: admitted when reproduced on min_tasks distinct held-out tasks,
+// else refused. A tuned card with no trial (no held-out kernel declares its tunables) stays as it
+// was: nothing was tried, and retrieval serves it while a candidate.
+void decide(skill_card& c, const std::vector<card_trial>& trials, size_t reproduced, int32_t min_tasks) {
+  if (c.tuned && trials.empty()) {
+    c.status_reason = "no held-out kernel declares its tunables: not tried, left " + std::string(to_string(c.status));
+    return;
+  }
+  if (int32_t(reproduced) >= min_tasks) {
+    bool all_rules = true;
+    for (const auto& t : trials)
+      if (t.verdict == trial_verdict::reproduced) all_rules &= t.prov.kind == "rules";
+    c.status = all_rules ? card_status::replay_admitted : card_status::admitted;
+    c.status_reason = "reproduced on " + std::to_string(reproduced) + " held-out task(s)" +
+                      (all_rules ? " by rule replay (mechanical)" : "") + ": " + verdicts_text(trials);
+  } else {
+    c.status = card_status::refused;
+    c.status_reason = "reproduced on " + std::to_string(reproduced) + " of the " + std::to_string(min_tasks) +
+                      " held-out tasks needed: " + verdicts_text(trials);
+  }
 }
 
 }  // namespace
@@ -226,11 +281,8 @@ result<admission> admit(const std::vector<skill_card>& cards, const std::vector<
                             : "declares no measured effect: nothing to reproduce";
     } else {
       for (auto& g : grounds) {
-        const bool source = std::find(c.source_tasks.begin(), c.source_tasks.end(), g.t->name) != c.source_tasks.end();
-        if (source || own->count(g.start.hash)) {
-          out.refused.push_back({g.t->name, c.id, source ? "task " + g.t->name + " is a source task of the card"
-                                                         : "kernel " + g.start.hash.substr(0, 12) +
-                                                               " belongs to one of the card's own lineages"});
+        if (auto why = not_ground(c, g, *own, o.tgt)) {
+          out.refused.push_back({g.t->name, c.id, *why});
           continue;
         }
         auto tr = runner.run(c, g);
@@ -240,18 +292,7 @@ result<admission> admit(const std::vector<skill_card>& cards, const std::vector<
         ca.trials.push_back(std::move(*tr));
         if (o.stop_when_admitted && int32_t(reproduced.size()) >= o.min_tasks) break;
       }
-      if (int32_t(reproduced.size()) >= o.min_tasks) {
-        bool all_rules = true;
-        for (const auto& t : ca.trials)
-          if (t.verdict == trial_verdict::reproduced) all_rules &= t.prov.kind == "rules";
-        c.status = all_rules ? card_status::replay_admitted : card_status::admitted;
-        c.status_reason = "reproduced on " + std::to_string(reproduced.size()) + " held-out task(s)" +
-                          (all_rules ? " by rule replay (mechanical)" : "") + ": " + verdicts_text(ca.trials);
-      } else {
-        c.status = card_status::refused;
-        c.status_reason = "reproduced on " + std::to_string(reproduced.size()) + " of the " +
-                          std::to_string(o.min_tasks) + " held-out tasks needed: " + verdicts_text(ca.trials);
-      }
+      decide(c, ca.trials, reproduced.size(), o.min_tasks);
     }
     c.trials.clear();
     if (auto put = s.put_card(c); !put) return tl::unexpected(put.error());
@@ -260,7 +301,7 @@ result<admission> admit(const std::vector<skill_card>& cards, const std::vector<
     ca.reproduced = int32_t(reproduced.size());
     for (platform pl : plats) {
       auto& r = out.rates[to_string(pl)];
-      ++r.decided;
+      r.decided += c.status == card_status::candidate ? 0 : 1;  // a tuned card left untried
       if (c.admitted()) ++r.admitted;
     }
     out.cards.push_back(std::move(ca));

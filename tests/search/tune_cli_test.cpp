@@ -281,16 +281,17 @@ TEST_F(tune_cli, a_kernel_without_tune_is_parameterized_and_tuned) {
   EXPECT_EQ(lathe::testing::parse_json(again)["admitted"], 4);
 }
 
-// Another task's copy of mm (its own name) whose kernel `name` declares the tunables ORDER and
+// Another task's copy of mm (its own name, held out as mm is) whose kernel `name` declares the tunables ORDER and
 // TILE with the given TILE values, over the tunable kernel's source.
-fs::path sibling_task(const fs::path& dir, const std::string& src, const std::string& name, const std::string& tiles) {
-  const fs::path t = dir / "mm2";
+fs::path sibling_task(const fs::path& dir, const std::string& src, const std::string& name, const std::string& tiles,
+                      const std::string& task_name = "mm2") {
+  const fs::path t = dir / task_name;
   if (!fs::exists(t)) {
     fs::create_directories(t / "kernels");
     fs::copy_file(src + "/reference.cpp", t / "reference.cpp");
     fs::copy_file(src + "/kernels/naive.cpp", t / "kernels/naive.cpp");
     std::string toml = read_file(src + "/task.toml");
-    toml.replace(toml.find("name = \"mm\""), 11, "name = \"mm2\"");
+    toml.replace(toml.find("name = \"mm\""), 11, "name = \"" + task_name + "\"");
     std::ofstream(t / "task.toml") << toml;
   }
   fs::create_directories(t / "kernels" / name);
@@ -312,9 +313,14 @@ json run_events(const std::string& ws, const std::string& run) {
 // retrieves it and gates the configured kernel (rules:tune, mechanical); on a kernel whose space
 // lacks the card's values the card is not applied, and the run's events say why.
 TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_knobs) {
-  auto r = run_lathe(ws() + "tune '" + task + "' tunable --max-time 1 --json --quiet");
-  ASSERT_EQ(r.code, 0) << r.err;
-  const json j = lathe::testing::parse_json(r);
+  // A loaded machine may leave the crown undecided: the search is then replayed from the cache and
+  // only the crown measured again, up to three times.
+  json j;
+  for (int attempt = 0; attempt < 3 && !(j.is_object() && j["improved"].get<bool>()); ++attempt) {
+    auto r = run_lathe(ws() + "tune '" + task + "' tunable --max-time 1 --json --quiet");
+    ASSERT_EQ(r.code, 0) << r.err;
+    j = lathe::testing::parse_json(r);
+  }
   auto listed = run_lathe(ws() + "skills list --json");
   ASSERT_EQ(listed.code, 0) << listed.err;
   const json cards = lathe::testing::parse_json(listed)["cards"];
@@ -395,6 +401,36 @@ TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_kn
     }
   }
   EXPECT_TRUE(said) << run_events(ws(), nj["run"]).dump(2);
+
+  // Admission tries it only on held-out kernels of its family: mm2's baseline (naive) declares no
+  // tunables, so it is no ground, nothing is tried and the card stays a candidate.
+  const std::string name = c["name"];
+  auto none = run_lathe(ws() + "skills admit --card " + name + " --task '" + mm2.string() + "' --quick --max-time 1 --json");
+  ASSERT_EQ(none.code, 0) << none.err;
+  const json na = lathe::testing::parse_json(none)["platforms"][0];
+  ASSERT_EQ(na["cards"].size(), 1u) << na.dump(2);
+  EXPECT_EQ(na["cards"][0]["status"], "candidate");
+  EXPECT_TRUE(na["cards"][0]["trials"].empty());
+  ASSERT_EQ(na["refused_ground"].size(), 1u) << na.dump(2);
+  EXPECT_NE(na["refused_ground"][0]["reason"].get<std::string>().find("declares none"), std::string::npos) << na.dump(2);
+  // From the kernels that declare its tunables, on two held-out tasks: each trial the configured
+  // kernel gated against the start (rules:tune), admitted (replay: mechanical) when both reproduce.
+  const fs::path mm3 = sibling_task(dir_, task, "sibling", "16, 32, 64", "mm3");
+  auto a = run_lathe(ws() + "skills admit --card " + name + " --task '" + mm2.string() + "' --task '" + mm3.string() +
+                     "' --kernel sibling --quick --max-time 1 --json");
+  ASSERT_EQ(a.code, 0) << a.err;
+  const json aj = lathe::testing::parse_json(a)["platforms"][0]["cards"][0];
+  ASSERT_EQ(aj["trials"].size(), 2u) << aj.dump(2);
+  int reproduced = 0;
+  for (const json& t : aj["trials"]) {
+    EXPECT_EQ(t["provenance"]["detail"], "tune") << t.dump(2);
+    EXPECT_TRUE(t["provenance"]["mechanical"].get<bool>());
+    EXPECT_FALSE(t["kernel_after"].get<std::string>().empty()) << t.dump(2);
+    EXPECT_FALSE(t["evaluations"].empty()) << t.dump(2);
+    reproduced += t["verdict"] == "reproduced" ? 1 : 0;
+  }
+  EXPECT_EQ(aj["reproduced"], reproduced);
+  EXPECT_EQ(aj["status"], reproduced == 2 ? "replay-admitted" : "refused") << aj.dump(2);
 }
 
 }  // namespace
