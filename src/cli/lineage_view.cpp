@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/text.h"
+#include "spec/tune.h"
 
 namespace lathe::cli {
 
@@ -99,8 +100,17 @@ void print_card(const skill_card& c) {
     std::string text = carrier.size() > 400 ? carrier.substr(0, 400) + "\n          …" : carrier;
     std::printf("carrier   (%s)\n%s\n", key.c_str(), text.c_str());
   }
-  std::printf("evidence  %zu evaluation(s) of %s kernels; sources %s\n", c.evidence.size(),
-              std::string(to_string(c.evidence_lang)).c_str(), join(c.sources, ", ").c_str());
+  if (c.tuned) {
+    char interval[64] = "";
+    if (c.tuned->lo && c.tuned->hi) std::snprintf(interval, sizeof interval, " [%.3f, %.3f]", *c.tuned->lo, *c.tuned->hi);
+    std::printf("tuned     %s over the default %s%s (kernel %s, run %s)\n", config_label(c.tuned->values).c_str(),
+                config_label(c.tuned->defaults).c_str(), interval, c.tuned->kernel.c_str(), c.tuned->run.c_str());
+  }
+  std::vector<std::string> ids;
+  for (int64_t e : c.evidence) ids.push_back(std::to_string(e));
+  std::printf("evidence  %zu evaluation(s) of %s kernels%s; sources %s\n", c.evidence.size(),
+              std::string(to_string(c.evidence_lang)).c_str(), ids.empty() ? "" : (" (" + join(ids, ", ") + ")").c_str(),
+              join(c.sources, ", ").c_str());
   std::printf("provenance %s\n", to_string(c.prov).c_str());
   for (const auto& n : c.verification_log) std::printf("log       %s\n", n.c_str());
   for (const auto& t : c.trials)

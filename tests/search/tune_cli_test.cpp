@@ -347,6 +347,15 @@ TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_kn
   EXPECT_EQ(c["tuned"]["interval"], j["crown"]["interval"]);
   EXPECT_EQ(c["tuned"]["run"], j["run"]);
   EXPECT_NE(c["scope"].get<std::string>().find("ORDER, TILE"), std::string::npos) << c.dump(2);
+  auto shown = run_lathe(ws() + "skills show " + c["name"].get<std::string>());
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  const std::string win = "ORDER=" + std::to_string(j["winner"]["ORDER"].get<int64_t>()) +
+                          ",TILE=" + std::to_string(j["winner"]["TILE"].get<int64_t>());
+  EXPECT_NE(shown.out.find("tuned     " + win + " over the default ORDER=0,TILE=16"), std::string::npos) << shown.out;
+  EXPECT_NE(shown.out.find("evidence  " + std::to_string(c["evidence"].size()) + " evaluation(s) of c-abi kernels (" +
+                           std::to_string(c["evidence"][0].get<int64_t>())),
+            std::string::npos)
+      << shown.out;
 
   // The same knobs, another space: TILE in 16, 32, 64 holds the winner's value.
   const fs::path mm2 = sibling_task(dir_, task, "sibling", "16, 32, 64");
