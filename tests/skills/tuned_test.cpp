@@ -3,13 +3,17 @@
 // ORDER == 1 || TILE <= 16): the card a win makes, its JSON, which kernels retrieval serves it to
 // (the same tunables on the same target, a candidate retrieved under admitted_only) and why it
 // turns others away, and its mechanical application: a configured bundle, or the value or
-// constraint that refused it. The win here is given; tests/search/tune_cli_test.cpp makes one
+// constraint that refused it; and what optimize's skills plan asks for it (a `configure` request,
+// alone, called here, not gated). The win here is given; tests/search/tune_cli_test.cpp makes one
 // through the real gate.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "agent/rules/rules_proposer.h"
 #include "core/json_card.h"
+#include "core/test_util.h"
+#include "search/plan.h"
 #include "skills/retrieve.h"
 #include "skills/tuned.h"
 #include "spec/bundle.h"
@@ -172,6 +176,68 @@ TEST_F(tuned_knobs, retrieval_serves_it_to_its_family_only) {
   r = retrieve({refused}, q, o);
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected.front().stage, rejection_stage::status);
+}
+
+TEST_F(tuned_knobs, optimize_applies_it_alone_and_mechanically_or_says_why_not) {
+  test::temp_dir dir;
+  auto db = store::open(dir.path() / "lathe.db");
+  ASSERT_TRUE(db) << db.error().message;
+  const skill_card tuned = card_from_tune(win);
+  ASSERT_TRUE(db->put_card(tuned));
+  skill_card omp;  // an admitted card of the rule engine, beside it
+  omp.id = omp.name = "omp-card";
+  omp.intent = "Add omp_parallel";
+  omp.op = "gemm";
+  omp.provides_features = {"omp_parallel"};
+  omp.carriers["cpp/cpu"] = "#pragma omp parallel for";
+  omp.declared_ratio = 1.9;
+  omp.target = "x86-64-v3";
+  omp.status = card_status::admitted;
+  ASSERT_TRUE(db->put_card(omp));
+  search::optimize_options o;
+  o.strat = search::strategy::skills;
+  o.tgt = tgt;
+  agent::rules::rules_proposer rules;
+  std::vector<std::string> offered;
+  auto made = search::make_plan(mm, rules, *db, o, [&](const agent::rank_request& rq) {
+    for (const auto& p : rq.paths) offered.push_back(p.id);
+    return result<std::vector<std::string>>(std::vector<std::string>{tuned.id});
+  });
+  ASSERT_TRUE(made) << made.error().message;
+  search::plan& plan = **made;
+
+  auto first = plan.next(kernel, {}, "cpu", {}, {}, {});
+  ASSERT_TRUE(first) << first.error().message;
+  // Both cards offered, each alone: a tuned card joins no planned combination.
+  EXPECT_EQ(offered.size(), 2u);
+  for (const auto& id : offered) EXPECT_NE(id.rfind("plan:", 0), 0u) << id;
+  EXPECT_EQ(first->op, "configure");
+  EXPECT_EQ(first->source, "card:" + tuned.name);
+  EXPECT_EQ(first->card_ids, std::vector<std::string>{tuned.id});
+  auto got = first->call();  // mechanical: no proposer call
+  ASSERT_TRUE(got) << got.error().message;
+  auto want = configure(kernel, win.winner);
+  ASSERT_TRUE(want);
+  EXPECT_EQ(got->kernel.hash, want->hash);
+  EXPECT_EQ(got->prov.kind, "rules");
+  EXPECT_EQ(got->prov.detail, "tune");
+  EXPECT_TRUE(got->prov.mechanical);
+  plan.proposed(*first, kernel);
+  auto second = plan.next(kernel, {}, "cpu", {}, {}, {});
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(second->source, "card:omp-card");  // tried once per best kernel
+
+  // A kernel of the family whose space lacks TILE = 64: the request refuses, with the reason.
+  kernel_bundle narrow = with_space({{"ORDER", {0, 1}}, {"TILE", {16, 32}}}, {});
+  narrow.hash = "narrow";
+  auto third = plan.next(narrow, {}, "cpu", {}, {}, {});
+  ASSERT_TRUE(third) << third.error().message;
+  ASSERT_EQ(third->op, "configure");
+  auto refused = third->call();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, agent::failure_kind::refused);
+  EXPECT_NE(refused.error().message.find("TILE = 64 is outside the kernel's declared values (16, 32)"), std::string::npos)
+      << refused.error().message;
 }
 
 }  // namespace
