@@ -67,7 +67,7 @@ std::optional<rejection> tuned_rejection(const skill_card& c, const retrieve_que
   static const tune_space none;
   if (auto why = tuned_family_misfit(c, q.tunables ? *q.tunables : none, q.tgt))
     return reject(c, rejection_stage::tunables, *why);
-  if (q.tunables->defaults == c.tuned->values)
+  if (q.tunables && q.tunables->defaults == c.tuned->values)
     return reject(c, rejection_stage::present, "the kernel's tunables already have these values");
   return std::nullopt;
 }

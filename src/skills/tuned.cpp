@@ -93,7 +93,7 @@ result<std::string> store_tuned_card(store& db, skill_card c) {
 }
 
 std::optional<std::string> tuned_family_misfit(const skill_card& c, const tune_space& s, const target& tgt) {
-  if (!c.tuned) return "not a tuned card";
+  if (!c.tuned || c.tuned->values.empty()) return "not a tuned card (no configuration to set)";
   if (platform_of_arch(c.target) != tgt.plat || c.target != tgt.arch)
     return cat("tuned on ", c.target, "; this target is ", tgt.arch, " (", to_string(tgt.plat), ")");
   std::vector<std::string> declared;

@@ -169,6 +169,15 @@ TEST_F(tuned_knobs, retrieval_serves_it_to_its_family_only) {
   r = retrieve({c}, q, o);
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected.front().stage, rejection_stage::language);
+  // A tuned card without a configuration (hand-written, imported) serves no kernel.
+  skill_card empty = c;
+  empty.tuned->values.clear();
+  q.cand = candidate_language::c_abi;
+  q.tunables = nullptr;
+  r = retrieve({empty}, q, o);
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected.front().stage, rejection_stage::tunables);
+  q.tunables = &kernel.manifest.tune;
   // Refused cards stay refused.
   skill_card refused = c;
   refused.status = card_status::refused;
