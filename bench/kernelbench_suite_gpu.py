@@ -350,6 +350,35 @@ def summarize_bench(j, problems):
     return out
 
 
+class GpuSampler:
+    """nvidia-smi's utilization.gpu every 250 ms while a command runs (the GPU-idle fraction of a
+    suite, issue 48): the mean and the fraction of samples at 0%. Nothing where nvidia-smi is not."""
+
+    def __init__(self, path):
+        self.path, self.proc = path, None
+        if shutil.which("nvidia-smi"):
+            self.f = open(path, "w")
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", "250"], stdout=self.f, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        if not self.proc:
+            return {}
+        self.proc.terminate()
+        self.proc.wait()
+        self.f.close()
+        vals = []
+        for line in open(self.path):
+            try:
+                vals.append(float(line.strip()))
+            except ValueError:
+                pass
+        if not vals:
+            return {}
+        return {"gpu_samples": len(vals), "gpu_util_mean_pct": round(statistics.mean(vals), 1),
+                "gpu_idle_fraction": round(sum(1 for v in vals if v == 0) / len(vals), 3)}
+
+
 def part_suite(a, res, tmp, save):
     part = Part(a.suite_limit)
     cands = samples_dir(a, tmp)
@@ -367,9 +396,12 @@ def part_suite(a, res, tmp, save):
         ws = os.path.join(tmp, f"suite-{lv}-ws")
         kbj = os.path.join(a.out, f"eval-results-{lv}.json")
         cmd = [a.lathe, "--workspace", ws, "bench", dirs[lv], "--candidates", cands,
-               *platform_args(a), "--quick", "--max-time", str(a.max_time), "--json", "--kernelbench-json", kbj]
+               *platform_args(a), "--quick", "--max-time", str(a.max_time), "--json", "--kernelbench-json", kbj,
+               "--in-flight", str(a.in_flight)]
+        sampler = GpuSampler(os.path.join(tmp, f"gpu-util-{lv}.csv"))
         rc, out, err, wall = run(cmd, share)
-        row = {"level": lv, "problems": counts[lv], "wall_s": round(wall, 1), "exit": rc,
+        row = {"level": lv, "problems": counts[lv], "wall_s": round(wall, 1), "exit": rc, "in_flight": a.in_flight,
+               **sampler.stop(),
                "files": sorted(os.path.basename(f) for f in glob.glob(os.path.join(dirs[lv], "*.py"))),
                "command": " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)}
         j = settled(row, rc, out, err, wall, os.path.join(a.out, f"bench-{lv}.json"))
@@ -460,7 +492,10 @@ def markdown(res):
             L += [f"{r.get('outcome')}: {r.get('message')}", ""]
             continue
         L += [f"{r['problems']} problems x {len(r['samples'])} samples = {r['evaluations']} evaluations in "
-              f"{r['wall_s']} s: {r['evaluations_per_hour']} evaluations per hour", "",
+              f"{r['wall_s']} s: {r['evaluations_per_hour']} evaluations per hour, {r.get('in_flight', 1)} in flight"
+              + (f"; GPU utilization {r['gpu_util_mean_pct']}% on average, idle (0%) in "
+                 f"{100 * r['gpu_idle_fraction']:.0f}% of {r['gpu_samples']} samples of 250 ms"
+                 if r.get("gpu_samples") else ""), "",
               "| sample | correct | failed | no candidate | fast_1 | fast_1.5 | fast_2 | geomean |", "|" + "---|" * 8]
         for s in r["samples"]:
             L.append(f"| {s['sample']} | {s['correct']}/{s['tasks']} | {s['failed']} | {s['no_candidate']} | "
@@ -506,6 +541,7 @@ def main():
     ap.add_argument("--problems", default="", help="the suite with these problem numbers only (in each level)")
     ap.add_argument("--solve-problems", type=int, default=10, help="level-1 problems solved (the first N)")
     ap.add_argument("--max-time", type=float, default=0.5, help="bench's --max-time")
+    ap.add_argument("--in-flight", type=int, default=1, help="bench's --in-flight (evaluations at once)")
     ap.add_argument("--cost-kinds", default="inline_cuda,triton", help="of torch, inline_cuda, triton")
     ap.add_argument("--eval-arg", action="append", default=[], help="one more argument for lathe eval (repeat)")
     ap.add_argument("--kb-device", default="cuda", choices=["cuda", "cpu"])

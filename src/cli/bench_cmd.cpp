@@ -51,6 +51,7 @@ struct bench_cli {
   search::bench_protocol protocol = search::bench_protocol::lathe;
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
+  int32_t in_flight = 1;  // given candidates: evaluations at once (search::bench_options::in_flight)
   std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
   std::string platform_word;     // --platform: where bare problem files run ("": cpu)
   bool json = false, check_only = false;
@@ -397,6 +398,9 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   bo.protocol = o.protocol;
   bo.runs = runs;
   bo.check_only = o.check_only;
+  if (o.in_flight > 1 && (!o.strategy.empty() || klineage))
+    return fail_with("--in-flight gates given candidates at once; --strategy and --protocol klineage run one at a time", 2);
+  bo.in_flight = o.in_flight;
   std::vector<search::bench_entry> entries;
   for (const auto& d : *dirs)
     if (auto failed = add_entry(d, o, klineage, *ctx, bo, entries)) return *failed;
@@ -457,6 +461,11 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
   b->add_flag("--check-only", o->check_only,
               "correctness only: each candidate checked, never timed (no speedups; nothing is fast)");
   b->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series");
+  b->add_option("--in-flight", o->in_flight,
+                "given candidates: this many evaluations at once (builds, checks and inputs overlap; timing on a "
+                "device stays one at a time); results in the suite's order")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "

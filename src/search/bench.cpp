@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "core/json.h"
@@ -109,50 +111,76 @@ bench_producer given_candidates() {
   };
 }
 
+namespace {
+
+// One entry's row from its attempt: unproduced, measured by its producer, or gated here (the part
+// that may run beside other entries' under bench_options::in_flight).
+bench_row decide_row(const bench_entry& e, const bench_attempt& a, lineages::verifier& v, store& db,
+                     const bench_options& o) {
+  bench_row row;
+  row.result.task = e.t.name;
+  row.role = to_string(e.t.role);
+  row.run = a.run;
+  if (auto early = unproduced(a, row)) return *early;
+  if (a.speedup || a.outcome) {
+    // Measured by its producer (optimize's final paired series against the start = baseline).
+    row.candidate_hash = a.candidate->hash;
+    const outcome got = a.outcome.value_or(outcome::ok);
+    row.result.outcome = to_string(got);
+    row.message = a.message;
+    row.evaluation = a.evaluation;
+    row.result.status = correct(got) ? task_status::correct : task_status::failed;
+    if (got == outcome::ok) row.result.speedup = a.speedup;
+    // The producer's final paired series, read back for its interval.
+    if (row.result.speedup && a.evaluation > 0)
+      if (auto ev = db.get_evaluation(a.evaluation); ev && ev->paired) set_interval(row.result, *ev->paired);
+    return row;
+  }
+  evaluation ev = o.check_only ? v.check(e.t, *a.candidate, e.baseline, {"human", "bench", false})
+                               : v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
+  for (int32_t again = 0; !o.check_only && again < o.unstable_retries && ev.result == outcome::unstable; ++again)
+    ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
+  row.evaluation = ev.id;
+  row.candidate_hash = a.candidate->hash;
+  row.result.outcome = std::string(to_string(ev.result));
+  row.message = ev.message.substr(0, ev.message.find('\n'));
+  row.result.status = correct(ev.result) ? task_status::correct : task_status::failed;
+  if (lineages::passed(ev) && !o.check_only) {
+    row.result.speedup = lineages::ratio(ev);
+    if (row.result.speedup && ev.paired) set_interval(row.result, *ev.paired);
+  }
+  return row;
+}
+
+}  // namespace
+
 result<bench_result> run_bench(const std::vector<bench_entry>& entries, const bench_producer& produce,
                                lineages::verifier& v, store& db, const bench_options& o) {
   bench_result out;
   run& r = out.r;
   if (auto opened = open_run(r, db, o); !opened) return tl::unexpected(opened.error());
-  for (const auto& e : entries) {
-    bench_row row;
-    row.result.task = e.t.name;
-    row.role = to_string(e.t.role);
-    const bench_attempt a = produce(e, 0);
-    row.run = a.run;
-    if (auto early = unproduced(a, row)) {
-      row = *early;
-    } else if (a.speedup || a.outcome) {
-      // Measured by its producer (optimize's final paired series against the start = baseline).
-      row.candidate_hash = a.candidate->hash;
-      const outcome got = a.outcome.value_or(outcome::ok);
-      row.result.outcome = to_string(got);
-      row.message = a.message;
-      row.evaluation = a.evaluation;
-      row.result.status = correct(got) ? task_status::correct : task_status::failed;
-      if (got == outcome::ok) row.result.speedup = a.speedup;
-      // The producer's final paired series, read back for its interval.
-      if (row.result.speedup && a.evaluation > 0)
-        if (auto ev = db.get_evaluation(a.evaluation); ev && ev->paired) set_interval(row.result, *ev->paired);
-    } else {
-      evaluation ev = o.check_only ? v.check(e.t, *a.candidate, e.baseline, {"human", "bench", false})
-                                   : v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
-      for (int32_t again = 0; !o.check_only && again < o.unstable_retries && ev.result == outcome::unstable; ++again)
-        ev = v.compare(e.t, *a.candidate, e.baseline, {"human", "bench", false});
-      row.evaluation = ev.id;
-      row.candidate_hash = a.candidate->hash;
-      row.result.outcome = std::string(to_string(ev.result));
-      row.message = ev.message.substr(0, ev.message.find('\n'));
-      row.result.status = correct(ev.result) ? task_status::correct : task_status::failed;
-      if (lineages::passed(ev) && !o.check_only) {
-        row.result.speedup = lineages::ratio(ev);
-        if (row.result.speedup && ev.paired) set_interval(row.result, *ev.paired);
-      }
-    }
+  // A window of at most in_flight evaluations; the oldest is finished (its event written, its
+  // progress said) before another starts, so rows come out in the entries' order. The producer
+  // runs on this thread, in order.
+  std::deque<std::future<bench_row>> window;
+  auto finish_oldest = [&]() -> result<void> {
+    bench_row row = window.front().get();
+    window.pop_front();
     if (auto ev = db.add_run_event(r.id, "task", row_json(row).dump()); !ev) return tl::unexpected(ev.error());
     if (o.progress) o.progress(row);
     out.rows.push_back(std::move(row));
+    return {};
+  };
+  const size_t width = static_cast<size_t>(std::max(1, o.in_flight));
+  for (const auto& e : entries) {
+    const bench_attempt a = produce(e, 0);
+    window.push_back(std::async(width > 1 ? std::launch::async : std::launch::deferred,
+                                [&e, a, &v, &db, &o] { return decide_row(e, a, v, db, o); }));
+    while (window.size() >= width)
+      if (auto done = finish_oldest(); !done) return tl::unexpected(done.error());
   }
+  while (!window.empty())
+    if (auto done = finish_oldest(); !done) return tl::unexpected(done.error());
   std::vector<task_result> results;
   for (const auto& row : out.rows) results.push_back(row.result);
   out.summary = summarize(results, o.ps);

@@ -96,6 +96,10 @@ struct bench_options {
   // Correctness only (KernelBench's first pass): each candidate checked, never timed; a correct
   // one has no speedup (never fast).
   bool check_only = false;
+  // Lathe protocol, given candidates: this many evaluations at once (their builds, checks and
+  // inputs overlap; timing on a device stays one at a time, under its lock). Rows, events and
+  // `progress` keep the entries' order whatever finishes first.
+  int32_t in_flight = 1;
   std::string run_id;         // empty: new_run_id(run_kind::bench)
   std::function<void(const bench_row&)> progress;
 };

@@ -240,21 +240,7 @@ result<uint8_t*> problem_oracle::region(uint64_t bytes) {
   return map_;
 }
 
-result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& problem, platform p) {
-  static std::mutex mu;
-  static std::map<std::pair<std::string, int>, std::shared_ptr<problem_oracle>> oracles;
-  std::error_code ec;
-  const std::string key = fs::weakly_canonical(problem, ec).string();
-  std::lock_guard<std::mutex> g(mu);
-  if (auto it = oracles.find({key, static_cast<int>(p)}); it != oracles.end()) {
-    std::shared_ptr<problem_oracle> o = it->second;
-    bool alive = true;  // a request in flight (the lock taken) is not a death
-    if (std::unique_lock<std::mutex> idle(o->lock(), std::try_to_lock); idle.owns_lock())
-      alive = o->alive();
-    if (alive) return o;
-    oracles.erase(it);  // evaluations that hold it keep it until they end
-  }
-  if (!fs::is_regular_file(problem, ec)) return fail(errc::not_found, problem.string() + ": no such problem file");
+result<std::shared_ptr<problem_oracle>> problem_oracle::start_first(const fs::path& problem, platform p) {
   std::string tried;
   for (const fs::path& python : python_interpreters()) {
     auto o = start(python, problem, p);
@@ -280,13 +266,52 @@ result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& p
     else rt += " (cpu, ";
     rt += "python " + d->value("python", std::string("?")) + ")";
     (*o)->runtime_ = rt;
-    std::shared_ptr<problem_oracle> s(std::move(*o));
-    oracles[{key, static_cast<int>(p)}] = s;
-    return s;
+    return std::shared_ptr<problem_oracle>(std::move(*o));
   }
   return fail(errc::unsupported,
               "no Python with torch: tried " + (tried.empty() ? std::string("none found") : tried) +
                   " (set LATHE_PYTHON; on Debian: apt-get install python3-torch)");
+}
+
+result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& problem, platform p) {
+  // The map behind `mu`, held for lookups only; a start (an import of torch and the problem, seconds)
+  // holds that problem's own lock, so that evaluations of other problems (bench --in-flight,
+  // solve --jobs) start theirs at the same time while a second evaluation of the same problem waits
+  // for the first one's oracle instead of starting another.
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int>, std::shared_ptr<problem_oracle>> oracles;
+  static std::map<std::pair<std::string, int>, std::shared_ptr<std::mutex>> starting;
+  std::error_code ec;
+  const std::pair<std::string, int> key{fs::weakly_canonical(problem, ec).string(), static_cast<int>(p)};
+  auto alive_one = [&]() -> std::shared_ptr<problem_oracle> {  // with `mu` held
+    auto it = oracles.find(key);
+    if (it == oracles.end()) return nullptr;
+    std::shared_ptr<problem_oracle> o = it->second;
+    bool alive = true;  // a request in flight (the lock taken) is not a death
+    if (std::unique_lock<std::mutex> idle(o->lock(), std::try_to_lock); idle.owns_lock()) alive = o->alive();
+    if (alive) return o;
+    oracles.erase(it);  // evaluations that hold it keep it until they end
+    return nullptr;
+  };
+  std::shared_ptr<std::mutex> own;
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (auto o = alive_one()) return o;
+    auto& slot = starting[key];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    own = slot;
+  }
+  std::lock_guard<std::mutex> one_start(*own);
+  {
+    std::lock_guard<std::mutex> g(mu);
+    if (auto o = alive_one()) return o;  // started by the evaluation this one waited for
+  }
+  if (!fs::is_regular_file(problem, ec)) return fail(errc::not_found, problem.string() + ": no such problem file");
+  auto started = start_first(problem, p);
+  if (!started) return started;
+  std::lock_guard<std::mutex> g(mu);
+  oracles[key] = *started;
+  return started;
 }
 
 result<task> import_problem(const fs::path& file, platform p) {

@@ -50,6 +50,8 @@ class problem_oracle {
 
  private:
   problem_oracle() = default;
+  // The first of python_interpreters() that imports torch, started on `problem` and described.
+  static result<std::shared_ptr<problem_oracle>> start_first(const std::filesystem::path& problem, platform p);
   static result<std::unique_ptr<problem_oracle>> start(const std::filesystem::path& python,
                                                        const std::filesystem::path& problem,
                                                        platform p);

@@ -300,4 +300,32 @@ TEST_F(bench_cli, kernelbench_layout_with_two_samples_per_problem) {
   const json& pb2 = j2["prebuild"];
   EXPECT_EQ(pb2.value("candidates", 0), 2) << pb2.dump();
   EXPECT_EQ(pb2.value("cached", 0), 2) << pb2.dump();
+
+}
+
+// --in-flight 2 (issue 46, item 1's first step): the layout's suite with two evaluations at once
+// gives the verdicts the one-at-a-time run gives (kernelbench_layout_with_two_samples_per_problem,
+// known by construction), rows in the suite's order; refused where the candidates are not given.
+TEST_F(bench_cli, in_flight_evaluations_give_the_same_verdicts_in_the_same_order) {
+  const fs::path kb = fs::path(LATHE_SOURCE_DIR) / "tests/problems/kernelbench";
+  const run_result wide = run_lathe(ws() + "bench '" + (kb / "level1").string() + "' --candidates '" +
+                                    (kb / "samples").string() + "' --check-only --in-flight 2 --json");
+  ASSERT_EQ(wide.code, 0) << wide.err;
+  const json jw = parse(wide);
+  ASSERT_EQ(jw["samples"].size(), 2u) << jw.dump();
+  const std::vector<std::vector<std::string>> want = {{"correct", "correct", "wrong_result"},
+                                                      {"wrong_result", "load_error", "correct"}};
+  for (size_t s = 0; s < 2; ++s) {
+    const json& rows = jw["samples"][s]["summary"]["tasks"];
+    ASSERT_EQ(rows.size(), 3u) << rows.dump();
+    for (size_t p = 0; p < 3; ++p) {
+      const std::string& w = want[s][p];
+      EXPECT_EQ(rows[p].value("status", ""), w == "correct" ? "correct" : "failed") << rows[p].dump();
+      if (w != "correct") EXPECT_EQ(rows[p].value("outcome", ""), w) << rows[p].dump();
+      if (p > 0) EXPECT_LT(rows[p - 1].value("task", ""), rows[p].value("task", ""));  // the suite's order
+    }
+  }
+  const run_result mixed = run_lathe(ws() + "bench '" + (kb / "level1").string() + "' --strategy none --in-flight 2");
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.err.find("--in-flight gates given candidates at once"), std::string::npos) << mixed.err;
 }
