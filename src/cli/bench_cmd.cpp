@@ -2,6 +2,7 @@
 // the suite's tasks and each one's candidate, and prints; search/bench.h gates and aggregates.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <list>
 #include <map>
 #include <cstdio>
 #include <fstream>
@@ -406,6 +407,17 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     if (auto failed = add_entry(d, o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
   lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+  // --in-flight: a context (its own store connection) and a verifier per evaluation at once; this
+  // thread keeps `ctx`'s connection for the run's events (search/bench.h bench_options::lanes).
+  std::list<context> lane_ctx;
+  std::list<lineages::gate_verifier> lane_v;
+  for (int32_t k = 0; o.in_flight > 1 && k < o.in_flight; ++k) {
+    auto c = open_context(ws, true);
+    if (!c) return fail_with(c.error().message, 2);
+    lane_ctx.push_back(std::move(*c));
+    lane_v.emplace_back(make_gate_hooks(lane_ctx.back(), o.gate));
+    bo.lanes.push_back(&lane_v.back());
+  }
   if (!o.json)
     bo.progress = [](const search::bench_row& r) {
       std::fprintf(stderr, "… %s: %s%s\n", r.result.task.c_str(), to_string(r.result.status),

@@ -40,6 +40,16 @@ result<device_lock> device_lock::acquire(const std::string& device, mode m) {
   return l;
 }
 
+result<std::vector<device_lock>> device_lock::acquire_all(std::initializer_list<std::pair<const char*, mode>> locks) {
+  std::vector<device_lock> held;
+  for (const auto& [device, m] : locks) {
+    auto l = acquire(device, m);
+    if (!l) return tl::unexpected(l.error());
+    held.push_back(std::move(*l));
+  }
+  return held;
+}
+
 device_lock& device_lock::operator=(device_lock&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) close(fd_);

@@ -3,7 +3,10 @@
 // on a file in a root-only (or user-only) directory, so candidate code cannot hold it.
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -14,6 +17,9 @@ class device_lock {
   enum class mode { shared, exclusive };
   // Blocks until the lock is held. `device` names it ("cpu", "cuda0").
   static result<device_lock> acquire(const std::string& device, mode m);
+  // Each lock in order ("cpu" before "cuda0", as every holder takes them, so that none waits in
+  // a cycle); all held, or none with the first failure.
+  static result<std::vector<device_lock>> acquire_all(std::initializer_list<std::pair<const char*, mode>> locks);
   device_lock() = default;
   device_lock(device_lock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   device_lock& operator=(device_lock&& o) noexcept;

@@ -419,9 +419,13 @@ std::optional<stop> evaluator::run() {
   {
     // The checks draw inputs, compute the fp64 reference and compare on the host: CPU work that
     // must not run while another evaluation times on the CPU (its baseline would be slowed by
-    // lathe's own load), so it takes the CPU's lock shared, as a build does.
-    auto lock = device_lock::acquire("cpu", device_lock::mode::shared);
-    if (!lock) return stop{outcome::infra_error, lock.error().message, {}};
+    // lathe's own load), so it takes the CPU's lock shared, as a build does. A CUDA task's checks
+    // run on the device too: they take its lock shared, so that no other evaluation's series
+    // (which holds it exclusive) is timed beside them (bench --in-flight, evolve's batches).
+    using mode = device_lock::mode;
+    auto held = cuda_ ? device_lock::acquire_all({{"cpu", mode::shared}, {"cuda0", mode::shared}})
+                      : device_lock::acquire_all({{"cpu", mode::shared}});
+    if (!held) return stop{outcome::infra_error, held.error().message, {}};
     if (auto s = check_all()) return s;
   }
   if (!cfg_.time) return std::nullopt;

@@ -203,11 +203,14 @@ std::optional<stop> evaluator::time_all_cuda() {
   const slot_layout& l = wd.l;
   const uint32_t S = wd.S;
   e_.policy.processes = timing_processes_;
+  // Draws, starts and uploads under both locks shared (as a check), none beside another's series.
+  using mode = device_lock::mode;
+  auto staging = device_lock::acquire_all({{"cpu", mode::shared}, {"cuda0", mode::shared}});
+  if (!staging) return stop{outcome::infra_error, staging.error().message, {}};
   if (!wd.redraw)
     if (auto s = wd.draw_once(t_, ref_, seed_base_)) return s;
 
-  // Several fresh processes per side, each with its own memory (docs/gate.md). The worker that
-  // ran the checks is not timed: it is not created like the baseline's.
+  // Several fresh processes per side (docs/gate.md); the checks' worker is not timed.
   link_.reset();  // closed in the problem's worker before the buffer's owner ends
   cand_worker_ = worker{};
   if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, std::vector<timing_proc>& pool) {
@@ -217,11 +220,9 @@ std::optional<stop> evaluator::time_all_cuda() {
   if (wd.redraw && !dev_trials_)
     if (auto s = check_device_draws(wd)) return s;
 
-  // GPU timings hold the GPU and keep CPU timings (whose load would jitter the launches) away.
-  auto lock = device_lock::acquire("cpu", device_lock::mode::shared);
-  if (!lock) return stop{outcome::unstable, lock.error().message, {}};
-  auto gpu_lock = device_lock::acquire("cuda0", device_lock::mode::exclusive);
-  if (!gpu_lock) return stop{outcome::unstable, gpu_lock.error().message, {}};
+  staging->clear();  // the series: the GPU held, CPU timings (their load jitters launches) away
+  auto held = device_lock::acquire_all({{"cpu", mode::shared}, {"cuda0", mode::exclusive}});
+  if (!held) return stop{outcome::unstable, held.error().message, {}};
   const double timeout = cfg_.call_timeout_s + cfg_.policy.block_seconds * 20;
   wd.seeds.assign(cands_.size() + bases_.size() + copies_.size(), 0);
   wd.next_seed = seed_base_ + (uint64_t{1} << 40);  // apart from every check's seeds

@@ -172,10 +172,19 @@ result<bench_result> run_bench(const std::vector<bench_entry>& entries, const be
     return {};
   };
   const size_t width = static_cast<size_t>(std::max(1, o.in_flight));
-  for (const auto& e : entries) {
+  if (width > 1 && o.lanes.size() < width)
+    return fail(errc::invalid_argument, "bench: " + std::to_string(width) + " evaluations at once need as many "
+                                        "verifiers, each on its own store connection (bench_options::lanes)");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const bench_entry& e = entries[i];
     const bench_attempt a = produce(e, 0);
-    window.push_back(std::async(width > 1 ? std::launch::async : std::launch::deferred,
-                                [&e, a, &v, &db, &o] { return decide_row(e, a, v, db, o); }));
+    // Only the gate's evaluations run beside others, each through its lane; a row decided without
+    // one (no candidate, or measured by its producer) is made on this thread, with `db`.
+    bench_row probe;
+    const bool gated = !unproduced(a, probe) && !a.speedup && !a.outcome;
+    lineages::verifier& lane = width > 1 && gated ? *o.lanes[i % width] : v;
+    window.push_back(std::async(width > 1 && gated ? std::launch::async : std::launch::deferred,
+                                [&e, a, &lane, &db, &o] { return decide_row(e, a, lane, db, o); }));
     while (window.size() >= width)
       if (auto done = finish_oldest(); !done) return tl::unexpected(done.error());
   }

@@ -100,6 +100,10 @@ struct bench_options {
   // inputs overlap; timing on a device stays one at a time, under its lock). Rows, events and
   // `progress` keep the entries' order whatever finishes first.
   int32_t in_flight = 1;
+  // With in_flight > 1: one verifier per evaluation at once (entry i gates through lanes[i %
+  // in_flight]), each on a store connection of its own: a connection takes one transaction at a
+  // time, and this thread writes the run's events through `db` meanwhile. At least in_flight.
+  std::vector<lineages::verifier*> lanes;
   std::string run_id;         // empty: new_run_id(run_kind::bench)
   std::function<void(const bench_row&)> progress;
 };

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -315,6 +316,7 @@ TEST_F(bench_cli, in_flight_evaluations_give_the_same_verdicts_in_the_same_order
   ASSERT_EQ(jw["samples"].size(), 2u) << jw.dump();
   const std::vector<std::vector<std::string>> want = {{"correct", "correct", "wrong_result"},
                                                       {"wrong_result", "load_error", "correct"}};
+  std::set<int64_t> ids;
   for (size_t s = 0; s < 2; ++s) {
     const json& rows = jw["samples"][s]["summary"]["tasks"];
     ASSERT_EQ(rows.size(), 3u) << rows.dump();
@@ -323,6 +325,10 @@ TEST_F(bench_cli, in_flight_evaluations_give_the_same_verdicts_in_the_same_order
       EXPECT_EQ(rows[p].value("status", ""), w == "correct" ? "correct" : "failed") << rows[p].dump();
       if (w != "correct") EXPECT_EQ(rows[p].value("outcome", ""), w) << rows[p].dump();
       if (p > 0) EXPECT_LT(rows[p - 1].value("task", ""), rows[p].value("task", ""));  // the suite's order
+      // Every evaluation stored (each lane writes through a connection of its own), each once.
+      const int64_t id = rows[p].value("evaluation", int64_t{0});
+      EXPECT_GT(id, 0) << rows[p].dump();
+      EXPECT_TRUE(ids.insert(id).second) << rows[p].dump();
     }
   }
   const run_result mixed = run_lathe(ws() + "bench '" + (kb / "level1").string() + "' --strategy none --in-flight 2");
