@@ -21,7 +21,7 @@ namespace lathe::search {
 
 // One proposer request of a step.
 struct request {
-  std::string op;      // "materialize" | "mutate"
+  std::string op;      // "materialize" | "mutate" | "configure" (a tuned card: no proposer call)
   std::string source;  // "card:<name>", "plan:<n1>+<n2>", "free", "memory", "expert-source", "none"
   std::vector<std::string> card_ids;
   std::string option;  // the retrieval option it came from (card id or "plan:<ids>")

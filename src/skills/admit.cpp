@@ -193,9 +193,14 @@ std::optional<std::string> not_ground(const skill_card& c, const ground& g, cons
     return "task " + g.t->name + " is a source task of the card";
   if (own.count(g.start.hash)) return "kernel " + g.start.hash.substr(0, 12) + " belongs to one of the card's own lineages";
   // A tuned card is tried on kernels of its family only: another kernel has no such tunables.
-  if (c.tuned)
+  if (c.tuned) {
     if (auto why = tuned_family_misfit(c, g.start.manifest.tune, tgt))
       return "kernel " + g.start.name + " is not of the tuned card's family: " + *why;
+    // Of the family but unable to take the values (outside its space, refused by a constraint):
+    // no trial, rather than a trial that could only fail and refuse the card.
+    if (auto applied = apply_tuned(c, g.start, *g.t, tgt); !applied)
+      return "kernel " + g.start.name + " cannot take the tuned values: " + applied.error().message;
+  }
   return std::nullopt;
 }
 

@@ -195,9 +195,10 @@ retrieval retrieve(const std::vector<skill_card>& cards, const retrieve_query& q
       out.rejected.push_back(reject(c, rejection_stage::status, "refused at admission: " + c.status_reason));
       continue;
     }
-    // A tuned card's evidence is the gate's own crown on its target, and every application is a
-    // configured bundle the gate decides again: it serves while a candidate (skills/tuned.h).
-    if (o.admitted_only && !c.admitted() && !c.tuned) {
+    // A tuned card crowned in this store: its evidence is the gate's own crown on its target, and
+    // every application is a configured bundle the gate decides again, so it serves while a
+    // candidate (skills/tuned.h crowned_here). An imported or hand-written one waits for admission.
+    if (o.admitted_only && !c.admitted() && !crowned_here(c)) {
       out.rejected.push_back(reject(c, rejection_stage::status, std::string("not admitted (") + to_string(c.status) + ")"));
       continue;
     }

@@ -42,7 +42,7 @@ skill_card card_from_tune(const tune_win& w) {
   const std::string win = config_label(w.winner), def = config_label(w.defaults);
   const std::string ratio = ratio_text(w.ratio, w.lo, w.hi);
   skill_card c;
-  c.id = content_hash("tune|" + w.default_hash + "|" + w.tgt.arch).substr(0, 16);
+  c.id = content_hash("tune|" + w.default_hash + "|" + w.tgt.arch + "|" + win).substr(0, 16);
   c.name = kebab(cat("tuned-", t.op.empty() ? t.name : t.op, "-", names_of(w.winner), "-", w.tgt.arch));
   c.intent = cat("Set the tunables ", names_of(w.winner), " to ", win, ": the configuration lathe tune crowned for ",
                  w.kernel, " of ", t.name, " on ", w.tgt.arch);
@@ -85,11 +85,20 @@ result<std::string> store_tuned_card(store& db, skill_card c) {
     auto other = db.get_card(name);
     if (!other) return tl::unexpected(other.error());
     if (*other && (*other)->id != c.id) continue;
+    if (*other) {  // the same values crowned again: admission's decision and trials stand
+      c.status = (*other)->status;
+      c.status_reason = (*other)->status_reason;
+      c.trials = (*other)->trials;
+    }
     c.name = name;
     if (auto w = db.put_card(c); !w) return tl::unexpected(w.error());
     return name;
   }
   return fail(errc::internal, "no free card name for '" + base + "'");
+}
+
+bool crowned_here(const skill_card& c) {
+  return c.tuned && c.prov.kind == "rules" && c.prov.detail == tune_action && c.prov.mechanical && !c.evidence.empty();
 }
 
 std::optional<std::string> tuned_family_misfit(const skill_card& c, const tune_space& s, const target& tgt) {
@@ -120,12 +129,9 @@ result<kernel_bundle> apply_tuned(const skill_card& c, const kernel_bundle& k, c
     }
   }
   // The kernel's constraints on every shape set, with the target's limits, as tune admits a
-  // configuration (spec/tune.h enumerate_configs).
-  std::vector<std::pair<std::string, std::map<std::string, int64_t>>> sets;
-  for (const shape_set& ss : t.shapes) sets.emplace_back(ss.name, ss.symbols);
-  if (sets.empty()) sets.emplace_back("", std::map<std::string, int64_t>{});
-  for (auto& [set, syms] : sets) {
-    for (const auto& [name, v] : target_limits(tgt)) syms.emplace(name, v);
+  // configuration (spec/tune.h: one rule for both).
+  if (auto free = tunable_names_free(s, t, tgt); !free) return tl::unexpected(free.error());
+  for (auto& [set, syms] : constraint_symbols(t, tgt)) {
     for (const auto& [name, v] : want) syms[name] = v;
     for (const std::string& con : s.constraints) {
       auto ok = eval_condition(con, syms);

@@ -40,13 +40,22 @@ struct tune_win {
   std::string run;                   // the tune run
 };
 
-// The card of a win (not stored): id from the kernel's default hash and the target's
-// architecture, so tuning the same kernel again on the same target updates its card. Status
-// `candidate` (no held-out trial); provenance rules:tune.
+// The card of a win (not stored): id from the kernel's default hash, the target's architecture
+// and the winning values, so that the same values crowned again are the same card and other values
+// another one (admission's trials stay with the values they tried). Status `candidate` (no
+// held-out trial); provenance rules:tune.
 skill_card card_from_tune(const tune_win& w);
 
-// Stores the card under a free name (its own, else -2, -3…) and returns the name.
+// Stores the card under a free name (its own, else -2, -3…) and returns the name. A card already
+// stored under its id (the same values crowned again) keeps its status and trials: a re-tune does
+// not undo what admission decided.
 result<std::string> store_tuned_card(store& db, skill_card c);
+
+// Whether a tuned card is lathe tune's own crown in this store: provenance rules:tune and evidence
+// naming the crowning evaluation. Only such a card serves `optimize` while still a candidate
+// (retrieve.cpp); an imported one (its evidence dropped on import) or one written by hand waits
+// for admission like any other card.
+bool crowned_here(const skill_card& c);
 
 // Whether a tuned card is for this kernel's family on this target: the kernel declares exactly the
 // card's tunables and the target's platform and architecture are the card's. The reason when not.

@@ -208,8 +208,20 @@ std::map<std::string, int64_t> target_limits(const target& t) {
   return out;
 }
 
-result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, const target& tgt) {
-  if (s.empty()) return fail(errc::invalid_argument, "no tunables to enumerate");
+std::vector<std::pair<std::string, std::map<std::string, int64_t>>> constraint_symbols(const task& t,
+                                                                                      const target& tgt) {
+  const auto limits = target_limits(tgt);
+  std::vector<std::pair<std::string, std::map<std::string, int64_t>>> sets;
+  for (const shape_set& ss : t.shapes) {
+    auto m = limits;
+    m.insert(ss.symbols.begin(), ss.symbols.end());
+    sets.emplace_back(ss.name, std::move(m));
+  }
+  if (sets.empty()) sets.emplace_back("", limits);
+  return sets;
+}
+
+result<void> tunable_names_free(const tune_space& s, const task& t, const target& tgt) {
   const auto limits = target_limits(tgt);
   for (const tunable& p : s.params) {
     if (limits.count(p.name)) return fail(errc::invalid_argument, "tunable '" + p.name + "' has the name of a target limit");
@@ -218,6 +230,12 @@ result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, c
         return fail(errc::invalid_argument, "tunable '" + p.name + "' has the name of a shape symbol of task " + t.name +
                                                 " (shape set '" + ss.name + "'): rename it");
   }
+  return {};
+}
+
+result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, const target& tgt) {
+  if (s.empty()) return fail(errc::invalid_argument, "no tunables to enumerate");
+  if (auto free = tunable_names_free(s, t, tgt); !free) return tl::unexpected(free.error());
   size_t total = 1;
   for (const tunable& p : s.params) {
     if (p.values.empty()) return fail(errc::invalid_argument, "tunable '" + p.name + "' has no value");
@@ -227,13 +245,7 @@ result<tune_enumeration> enumerate_configs(const tune_space& s, const task& t, c
     total *= p.values.size();
   }
   // The symbols of each shape set, with the limits; a task without shapes still checks once.
-  std::vector<std::pair<std::string, std::map<std::string, int64_t>>> sets;
-  for (const shape_set& ss : t.shapes) {
-    auto m = limits;
-    m.insert(ss.symbols.begin(), ss.symbols.end());
-    sets.emplace_back(ss.name, std::move(m));
-  }
-  if (sets.empty()) sets.emplace_back("", limits);
+  auto sets = constraint_symbols(t, tgt);
   // Each configuration is checked by every constraint on every shape set: that work is bounded too.
   if (static_cast<double>(total) * static_cast<double>(sets.size()) * static_cast<double>(s.constraints.size()) >
       static_cast<double>(max_constraint_checks))

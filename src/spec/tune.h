@@ -39,6 +39,16 @@ result<kernel_bundle> configure(const kernel_bundle& b, const tune_config& c);
 // TARGET_SMEM_BYTES per block with opt-in, TARGET_SMEM_PER_SM_BYTES, TARGET_REGISTERS_PER_SM).
 std::map<std::string, int64_t> target_limits(const target& t);
 
+// What a constraint sees, per shape set of `t` (one unnamed set for a task without shapes): the
+// target's limits, then the set's shape symbols (a limit wins a clash); the configuration's values
+// are added by the caller. The one rule for tune (enumerate_configs) and a tuned card's application.
+std::vector<std::pair<std::string, std::map<std::string, int64_t>>> constraint_symbols(const task& t,
+                                                                                      const target& tgt);
+
+// An error when a tunable has the name of a target limit or of one of `t`'s shape symbols (a value
+// would stand in for the shape in a constraint): the space cannot be tuned or configured as it is.
+result<void> tunable_names_free(const tune_space& s, const task& t, const target& tgt);
+
 // A configuration that a constraint refused, on which shape set.
 struct tune_refusal {
   tune_config config;

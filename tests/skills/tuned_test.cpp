@@ -85,6 +85,11 @@ TEST_F(tuned_knobs, a_win_becomes_a_card_with_its_evidence_scope_and_action) {
   tune_win other = win;
   other.tgt.arch = "x86-64-v4";
   EXPECT_NE(card_from_tune(other).id, c.id);
+  // Other values crowned: another card (admission's trials stay with the values they tried).
+  tune_win values = win;
+  values.winner = {{"ORDER", 0}, {"TILE", 32}};
+  EXPECT_NE(card_from_tune(values).id, c.id);
+  EXPECT_TRUE(crowned_here(c));
 
   // Stored as JSON and read back with its configuration.
   const skill_card back = json(c).get<skill_card>();
@@ -120,6 +125,14 @@ TEST_F(tuned_knobs, values_outside_the_space_or_against_its_constraints_are_refu
   EXPECT_NE(bound.error().message.find("breaks the kernel's constraint 'N % (TILE * 3) == 0 || TILE == 16' on shape set"),
             std::string::npos)
       << bound.error().message;
+  // A tunable named like a shape symbol would stand in for the shape in a constraint: refused, as
+  // lathe tune refuses the space (one rule, spec/tune.h).
+  skill_card shadow = c;
+  shadow.tuned->values = {{"N", 128}};
+  auto shadowed = apply_tuned(shadow, with_space({{"N", {128, 256}}}, {"N % 64 == 0"}), mm, tgt);
+  ASSERT_FALSE(shadowed);
+  EXPECT_NE(shadowed.error().message.find("tunable 'N' has the name of a shape symbol"), std::string::npos)
+      << shadowed.error().message;
   auto names = apply_tuned(c, with_space({{"ORDER", {0, 1}}}, {}), mm, tgt);
   ASSERT_FALSE(names);
   EXPECT_NE(names.error().message.find("sets the tunables ORDER, TILE; the kernel declares ORDER"), std::string::npos)
@@ -178,6 +191,18 @@ TEST_F(tuned_knobs, retrieval_serves_it_to_its_family_only) {
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected.front().stage, rejection_stage::tunables);
   q.tunables = &kernel.manifest.tune;
+  // Only lathe tune's own crown serves while a candidate: an imported tuned card (its evidence
+  // dropped on import) or a hand-written one waits for admission.
+  skill_card imported = c, written = c;
+  imported.evidence.clear();
+  written.prov = provenance{"human", "written", false};
+  for (const skill_card& other : {imported, written}) {
+    EXPECT_FALSE(crowned_here(other));
+    r = retrieve({other}, q, o);
+    ASSERT_EQ(r.rejected.size(), 1u);
+    EXPECT_EQ(r.rejected.front().stage, rejection_stage::status);
+    EXPECT_NE(r.rejected.front().reason.find("not admitted"), std::string::npos) << r.rejected.front().reason;
+  }
   // Refused cards stay refused.
   skill_card refused = c;
   refused.status = card_status::refused;
@@ -185,6 +210,37 @@ TEST_F(tuned_knobs, retrieval_serves_it_to_its_family_only) {
   r = retrieve({refused}, q, o);
   ASSERT_EQ(r.rejected.size(), 1u);
   EXPECT_EQ(r.rejected.front().stage, rejection_stage::status);
+}
+
+// Tuning the same kernel again (review, 2026-12-07): the same values crowned keep what admission
+// decided of them; other values are another card, a candidate of its own.
+TEST_F(tuned_knobs, the_same_values_crowned_again_keep_what_admission_decided) {
+  test::temp_dir dir;
+  auto db = store::open(dir.path() / "lathe.db");
+  ASSERT_TRUE(db) << db.error().message;
+  const skill_card c = card_from_tune(win);
+  auto first = store_tuned_card(*db, c);
+  ASSERT_TRUE(first) << first.error().message;
+  auto got = db->get_card(c.id);
+  ASSERT_TRUE(got && *got);
+  skill_card decided = **got;
+  decided.status = card_status::refused;
+  decided.status_reason = "reproduced on 0 of the 2 held-out tasks needed";
+  ASSERT_TRUE(db->put_card(decided));
+  ASSERT_TRUE(store_tuned_card(*db, card_from_tune(win)));
+  auto again = db->get_card(c.id);
+  ASSERT_TRUE(again && *again);
+  EXPECT_EQ((*again)->status, card_status::refused);
+  EXPECT_EQ((*again)->status_reason, decided.status_reason);
+  tune_win other = win;
+  other.winner = {{"ORDER", 0}, {"TILE", 32}};
+  const skill_card o = card_from_tune(other);
+  auto name = store_tuned_card(*db, o);
+  ASSERT_TRUE(name) << name.error().message;
+  EXPECT_NE(*name, *first);
+  auto third = db->get_card(o.id);
+  ASSERT_TRUE(third && *third);
+  EXPECT_EQ((*third)->status, card_status::candidate);
 }
 
 TEST_F(tuned_knobs, optimize_applies_it_alone_and_mechanically_or_says_why_not) {
