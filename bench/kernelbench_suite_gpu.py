@@ -244,6 +244,7 @@ def lathe_eval(a, ws, problem, sample, timeout):
     if not isinstance(e, dict):
         return {**row, "outcome": "no_output", "message": (err or "")[-400:]}
     p = e.get("paired") or {}
+    row["progress"] = (err or "")[-1500:]  # lathe's stage lines: where an evaluation's time went
     return {**row, "outcome": e.get("outcome"), "message": (e.get("message") or "")[:300],
             "stages": stage_map(e), "speedup": p.get("ratio"), "ci": [p.get("ci_low"), p.get("ci_high")],
             "median_s": e.get("median_seconds"), "eager_median_s": e.get("baseline_median_seconds"),

@@ -4,6 +4,7 @@
 // from the original kernel, so candidates are independent and any one of them can be chosen.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -5,6 +5,7 @@
 // an error that names what the mock does not fuse.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <tl/expected.hpp>
 #include <vector>

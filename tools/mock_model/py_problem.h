@@ -5,6 +5,7 @@
 // ships and the files the mock writes itself, and says why where it cannot.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>

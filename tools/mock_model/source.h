@@ -4,6 +4,7 @@
 // the mock writes itself, and it declines (finds nothing) where it is unsure.
 #pragma once
 
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <string_view>

@@ -8,6 +8,7 @@
 // 1/16 is far outside every task's tolerance (softmax: rtol 1e-4; bf16 GEMMs: ~1e-2).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
