@@ -31,7 +31,8 @@ namespace {
 // with 256 MiB of areas each spent 3 s on them and timed the rest of their first blocks 10x slow.
 constexpr uint64_t pool_budget = uint64_t{256} << 20;
 constexpr uint64_t output_budget = uint64_t{32} << 20;
-// Calls checked after a series: as many fp64 references as the four timing slots had before.
+// Calls checked after a series: as many fp64 references as the four timing slots had before, and
+// the latest call of the longest-running process besides (call_reservoir).
 constexpr size_t sampled_calls = 4;
 
 struct arena_run {
@@ -229,8 +230,8 @@ std::optional<stop> evaluator::check_timed_calls(const timing_pools& pools, time
       return stop{outcome::crash, "lathe: the reference of a timed call: " + r.error().message, {}};
     if (s->outputs.size() < l.output_bytes)
       return stop{outcome::crash, "lathe: a sampled call's output area is shorter than its outputs", {}};
-    const std::string where = ", timed call of block " + std::to_string(s->block) + " of " +
-                              std::to_string(ta.samples.blocks()) + when;
+    const std::string where = ", timed call " + std::to_string(s->ordinal) + " of its process, in block " +
+                              std::to_string(s->block) + " of " + std::to_string(ta.samples.blocks()) + when;
     if (auto st = check_outputs(l, d, s->outputs.data(), where)) return st;
   }
   return check_timed_candidates(false);

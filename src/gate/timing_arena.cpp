@@ -278,12 +278,44 @@ bool pool_refresher::all_intact(const uint8_t* region) const {
   return true;
 }
 
+namespace {
+// `s` made the copy of `c`, the block's call at `ordinal` of its process, with its output area and
+// the inputs it read (false when its pool no longer holds what lathe staged). A kept sample's
+// buffers are written in place: a fresh copy of a large task's areas (64 MiB each for softmax's
+// timed shape) cost more in page faults than in copying on the 2-core VM.
+bool keep_call(const arena_layout& a, const slot_layout& l, const arena_call& c, uint32_t block, uint32_t pair,
+               uint64_t ordinal, const uint8_t* region, const pool_refresher& pools, call_sample& s) {
+  s.block = block;
+  s.pair = pair;
+  s.ordinal = ordinal;
+  s.call = c;
+  const uint8_t* area = region + a.areas_begin + uint64_t{c.area} * a.area_bytes;
+  s.outputs.assign(area, area + a.area_bytes);
+  // Its pool is drawn again before the next block: its inputs are copied now, and only from a
+  // pool that still holds what lathe staged (when it does not, the evaluation ends here).
+  if (!pools.intact(region, c.pool)) return false;
+  call_inputs(a, l, region, c, s.inputs);
+  s.spec = pools.spec(c.pool);
+  return true;
+}
+}  // namespace
+
 bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
                            uint32_t pair, const uint8_t* region, const pool_refresher& pools,
                            std::mt19937_64& rng) {
   if (calls.empty() || size_ == 0) return true;
   ++blocks_;
-  if (pair_blocks_.size() <= pair) pair_blocks_.resize(pair + 1, 0);
+  if (pair_blocks_.size() <= pair) {
+    pair_blocks_.resize(pair + 1, 0);
+    pair_calls_.resize(pair + 1, 0);
+  }
+  const uint64_t before = pair_calls_[pair];
+  pair_calls_[pair] += calls.size();
+  // The block's last call, where its process has now made more calls than any other had.
+  if (!latest_ || pair_calls_[pair] > latest_->ordinal) {
+    if (!latest_) latest_.emplace();
+    if (!keep_call(a, l, calls.back(), blocks_, pair, pair_calls_[pair], region, pools, *latest_)) return false;
+  }
   stratum& st = pair_blocks_[pair]++ == 0 ? first_ : later_;
   ++st.blocks;
   size_t slot = st.kept.size();
@@ -291,21 +323,9 @@ bool call_reservoir::offer(const arena_layout& a, const slot_layout& l, const st
     slot = rng() % st.blocks;
     if (slot >= size_) return true;
   }
-  // A replaced sample's buffers are written in place: a fresh copy of a large task's areas (64 MiB
-  // each for softmax's timed shape) cost more in page faults than in copying on the 2-core VM.
   if (slot == st.kept.size()) st.kept.emplace_back();
-  call_sample& s = st.kept[slot];
-  s.block = blocks_;
-  s.pair = pair;
-  s.call = calls[rng() % calls.size()];
-  const uint8_t* area = region + a.areas_begin + uint64_t{s.call.area} * a.area_bytes;
-  s.outputs.assign(area, area + a.area_bytes);
-  // Its pool is drawn again before the next block: its inputs are copied now, and only from a
-  // pool that still holds what lathe staged (when it does not, the evaluation ends here).
-  if (!pools.intact(region, s.call.pool)) return false;
-  call_inputs(a, l, region, s.call, s.inputs);
-  s.spec = pools.spec(s.call.pool);
-  return true;
+  const size_t i = rng() % calls.size();
+  return keep_call(a, l, calls[i], blocks_, pair, before + i + 1, region, pools, st.kept[slot]);
 }
 
 std::vector<const call_sample*> call_reservoir::samples(std::mt19937_64& rng) const {
@@ -321,6 +341,13 @@ std::vector<const call_sample*> call_reservoir::samples(std::mt19937_64& rng) co
   std::vector<const call_sample*> out;
   pick(later_, from_later, out);
   pick(first_, size_ - out.size(), out);
+  // The latest call first (the likeliest to be stale), unless the sample holds it already.
+  if (latest_) {
+    const bool held = std::any_of(out.begin(), out.end(), [this](const call_sample* s) {
+      return s->block == latest_->block && s->call.area == latest_->call.area;
+    });
+    if (!held) out.insert(out.begin(), &*latest_);
+  }
   return out;
 }
 

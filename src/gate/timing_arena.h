@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <optional>
 #include <vector>
 
 #include "core/error.h"
@@ -146,9 +147,15 @@ void write_pool(const arena_layout& a, const slot_layout& l, const std::vector<u
 // process ran two or three blocks, so a uniform sample of four held first blocks only often
 // enough that redteam's memo_address read `ok` at 3.3x; a kernel that is wrong in first blocks
 // only is still checked by the one call from them.
+// Besides the sample, always the last call of the process that had made the most calls: a
+// kernel that turns stale only after a few calls of its process (redteam's memo_fingerprint,
+// from its fourth) was right in every sampled call when its processes' later blocks held calls
+// two and three only, and read `ok` at 1.67x in one full suite of several; its latest call is
+// the one with the most history behind it, checked in every series.
 struct call_sample {
-  uint32_t block = 0;  // the candidate's block it came from, counted from 1
-  uint32_t pair = 0;   // the process pair that ran it
+  uint32_t block = 0;    // the candidate's block it came from, counted from 1
+  uint32_t pair = 0;     // the process pair that ran it
+  uint64_t ordinal = 0;  // its place among the timed calls of its process, counted from 1
   arena_call call;
   std::vector<uint8_t> outputs;  // the call's output area, copied while the worker was frozen
   std::vector<uint8_t> inputs;   // the inputs it read (a slot's input area), copied then too
@@ -162,7 +169,8 @@ class call_reservoir {
   // (false when it is not: the kernel wrote its inputs).
   bool offer(const arena_layout& a, const slot_layout& l, const std::vector<arena_call>& calls,
              uint32_t pair, const uint8_t* region, const pool_refresher& pools, std::mt19937_64& rng);
-  // The calls to check, chosen from both strata as above (valid until the next offer).
+  // The calls to check, chosen from both strata as above, and the latest call as well where the
+  // sample does not hold it: size + 1 at most (valid until the next offer).
   std::vector<const call_sample*> samples(std::mt19937_64& rng) const;
   uint32_t blocks() const { return blocks_; }
 
@@ -174,7 +182,9 @@ class call_reservoir {
   size_t size_;
   uint32_t blocks_ = 0;
   std::vector<uint32_t> pair_blocks_;  // blocks offered per process pair
+  std::vector<uint64_t> pair_calls_;   // timed calls offered per process pair
   stratum first_, later_;
+  std::optional<call_sample> latest_;  // the call with the highest ordinal yet
 };
 
 }  // namespace lathe::gate
