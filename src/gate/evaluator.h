@@ -212,10 +212,11 @@ class evaluator {
   // worker imports torch for about 2 s on the 2-core VM, and twelve started one after another
   // were half of a ModelNew's timing stage); each into a pool of its own, moved into the sides'
   // pools in the rotating order afterwards, where the first stop in that order is the answer.
-  // Only for a starter that reads no side's pool (the CPU's; the CUDA one numbers the oracle's
-  // peers by the candidates started before).
-  using proc_starter =
-      std::function<std::optional<stop>(const build_output&, const std::string& who, std::vector<timing_proc>&)>;
+  // `candidate`: the candidate's process's place among the candidate's (0, 1, ...; -1 for a
+  // baseline's), which is where it lands in cands_ (the CUDA starter numbers the oracle's peers
+  // by it). A starter must read no side's pool.
+  using proc_starter = std::function<std::optional<stop>(const build_output&, const std::string& who,
+                                                         int candidate, std::vector<timing_proc>&)>;
   std::optional<stop> start_timing_sides(const proc_starter& start, bool concurrent = false);
   // Every worker of every side settled, then calls per block for each side from the median of
   // its workers' settled times, given to all its workers; the stage's expected length said. `pool_failure`: a stop the CPU's pools left during calibration, which
@@ -259,8 +260,10 @@ class evaluator {
   std::optional<stop> time_all_cuda();
   // One timing process of one side on the window layout `setup` describes: started, set up, its
   // slots' outputs poisoned (a problem's draws `staged` into them first), frozen between requests.
+  // `candidate`: as proc_starter's (device trials share a candidate's buffer with the oracle as
+  // peer 2 + candidate). Safe to run for several processes at once.
   std::optional<stop> start_timing_proc(const build_output& obj, const wire::command& setup,
-                                        uint64_t region_bytes, const std::string& who,
+                                        uint64_t region_bytes, const std::string& who, int candidate,
                                         const std::vector<std::vector<uint8_t>>& staged,
                                         std::vector<timing_proc>& pool);
   // The time below which the timing shape cannot run when a block's data is `working_set` bytes.

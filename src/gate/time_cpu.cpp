@@ -325,7 +325,7 @@ std::optional<stop> evaluator::time_all_cpu() {
   laps.lap("inputs drawn");
   link_.reset();
   cand_worker_ = worker{};
-  if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, std::vector<timing_proc>& pool) {
+  if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int, std::vector<timing_proc>& pool) {
         return start_arena_proc(obj, who, a.bytes, pool);
       }, /*concurrent=*/true))
     return s;

@@ -81,10 +81,9 @@ struct window_draws {
 };
 
 std::optional<stop> evaluator::start_timing_proc(const build_output& obj, const wire::command& setup,
-                                                 uint64_t region_bytes, const std::string& who,
+                                                 uint64_t region_bytes, const std::string& who, int candidate,
                                                  const std::vector<std::vector<uint8_t>>& staged,
                                                  std::vector<timing_proc>& pool) {
-  const bool candidate = &pool == &cands_;
   timing_proc p;
   // The tensors live on the device; the region is a staging copy of the slots (a problem's
   // draws, the slots downloaded for a check).
@@ -92,7 +91,7 @@ std::optional<stop> evaluator::start_timing_proc(const build_output& obj, const 
   if (!region) return stop{outcome::resource_limit, region.error().message, {}};
   p.region = std::move(*region);
   std::optional<stop> failed;
-  auto w = start_worker(obj, p.region, failed, who, dev_trials_ && candidate);
+  auto w = start_worker(obj, p.region, failed, who, dev_trials_ && candidate >= 0);
   if (!w) return stop{outcome::infra_error, "a timing worker (" + who + ") could not start: " + w.error().message, {}};
   p.w = std::move(*w);
   if (failed) return failed;
@@ -106,8 +105,11 @@ std::optional<stop> evaluator::start_timing_proc(const build_output& obj, const 
     r = p.w.request(poison_command(0, setup.num_slots), cfg_.call_timeout_s);
     if (!r.ok()) return from_worker(r, "poisoning outputs on the device");
   }
-  if (candidate && dev_trials_)
-    if (auto s = share_with_oracle(p.w, static_cast<uint32_t>(2 + cands_.size()))) return s;
+  if (candidate >= 0 && dev_trials_) {
+    // One request at a time to the oracle; share_with_oracle writes ipc_ and the diagnostics.
+    std::lock_guard<std::mutex> held(start_mu_);
+    if (auto s = share_with_oracle(p.w, static_cast<uint32_t>(2 + candidate))) return s;
+  }
   p.w.freeze_between_requests();  // none of its threads runs while another worker is timed
   pool.push_back(std::move(p));
   return std::nullopt;
@@ -213,9 +215,14 @@ std::optional<stop> evaluator::time_all_cuda() {
   // Several fresh processes per side (docs/gate.md); the checks' worker is not timed.
   link_.reset();  // closed in the problem's worker before the buffer's owner ends
   cand_worker_ = worker{};
-  if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, std::vector<timing_proc>& pool) {
-        return start_timing_proc(obj, wd.setup, wd.region_bytes, who, wd.staged, pool);
-      }))
+  // A Python worker imports torch and starts CUDA (seconds each: on an H100 six of them, one
+  // after another, were about 19 of a ModelNew's 21-s time stage, bench/results/gpu-suite-2026-12-07):
+  // they start at once. A C-ABI worker starts in milliseconds, one after another as before.
+  const bool at_once = python_timed_;
+  if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int candidate,
+                                      std::vector<timing_proc>& pool) {
+        return start_timing_proc(obj, wd.setup, wd.region_bytes, who, candidate, wd.staged, pool);
+      }, at_once))
     return s;
   if (wd.redraw && !dev_trials_)
     if (auto s = check_device_draws(wd)) return s;

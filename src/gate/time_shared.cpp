@@ -24,17 +24,22 @@ tl::expected<slot_layout, stop> evaluator::timing_layout() {
 std::optional<stop> evaluator::start_timing_sides(const proc_starter& start, bool concurrent) {
   struct job {
     uint32_t side;
+    int candidate;  // its place among the candidate's processes, -1 for a baseline's
     std::vector<timing_proc> started;
     std::optional<stop> s;
   };
   std::vector<job> jobs;
+  int candidates = 0;
   for (uint32_t j = 0; j < timing_processes_; ++j)
-    for (uint32_t k = 0; k < 3; ++k) jobs.push_back(job{(j + k) % 3, {}, std::nullopt});
+    for (uint32_t k = 0; k < 3; ++k) {
+      const uint32_t side = (j + k) % 3;
+      jobs.push_back(job{side, side == 0 ? candidates++ : -1, {}, std::nullopt});
+    }
   auto pool_of = [&](uint32_t side) -> std::vector<timing_proc>& {
     return side == 0 ? cands_ : side == 1 ? bases_ : copies_;
   };
   auto run = [&](job& jb, std::vector<timing_proc>& into) {
-    jb.s = jb.side == 0 ? start(cand_, "kernel", into) : start(base_, "baseline", into);
+    jb.s = jb.side == 0 ? start(cand_, "kernel", jb.candidate, into) : start(base_, "baseline", -1, into);
   };
   if (concurrent) {
     std::atomic<size_t> next{0};
