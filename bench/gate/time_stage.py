@@ -9,8 +9,13 @@ seconds. The ratio of each lap is paired by round: B's over A's in the same roun
 machine's load, which wanders by tens of percent here, weighs on both sides of a ratio alike.
 The machine's load average is printed before and after.
 
+The A/A control's interval (its width: the noise the decision's margin is made of) is printed
+per side beside the laps.
+
 Usage: bench/gate/time_stage.py --a OLD_LATHE --b NEW_LATHE [--rounds 5] [--max-time 0.5]
-                                [--out FILE.json] TASK KERNEL
+                                [--a-args "..."] [--b-args "..."] [--out FILE.json] TASK KERNEL
+
+One build against itself with other eval options: --a L --b L --b-args "--start-workers one-by-one".
 """
 import argparse, json, math, os, re, statistics, subprocess, sys, tempfile
 
@@ -23,9 +28,9 @@ def laps(diagnostics):
     return {}
 
 
-def run(lathe, ws, task, kernel, max_time):
+def run(lathe, ws, task, kernel, max_time, extra):
     out = subprocess.run([lathe, "--workspace", ws, "eval", task, kernel, "--json", "--max-time",
-                          str(max_time)], capture_output=True, text=True)
+                          str(max_time), *extra], capture_output=True, text=True)
     try:
         e = json.loads(out.stdout)
     except json.JSONDecodeError:
@@ -34,6 +39,9 @@ def run(lathe, ws, task, kernel, max_time):
     for s in e.get("stage_seconds", []):
         row["stage " + s["stage"]] = s["seconds"]
     row["wall"] = e.get("wall_seconds", 0)
+    aa = e.get("aa") or {}
+    if aa.get("ci_low") and aa.get("ci_high"):
+        row["A/A interval width"] = aa["ci_high"] - aa["ci_low"]
     row["outcome"] = e.get("outcome")
     return row
 
@@ -42,6 +50,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--a", required=True, help="the lathe binary before")
     p.add_argument("--b", required=True, help="the lathe binary after")
+    p.add_argument("--a-args", default="", help="extra `lathe eval` options of side a")
+    p.add_argument("--b-args", default="", help="extra `lathe eval` options of side b")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--max-time", type=float, default=0.5)
     p.add_argument("--out")
@@ -54,11 +64,13 @@ def main():
         for r in range(a.rounds):
             order = ["a", "b"] if r % 2 == 0 else ["b", "a"]
             for side in order:
-                rows[side].append(run(getattr(a, side), ws, a.task, a.kernel, a.max_time))
+                extra = (a.a_args if side == "a" else a.b_args).split()
+                rows[side].append(run(getattr(a, side), ws, a.task, a.kernel, a.max_time, extra))
             print(f"round {r + 1}/{a.rounds}: a {rows['a'][-1]['wall']:.2f} s, b {rows['b'][-1]['wall']:.2f} s",
                   file=sys.stderr)
     load1 = open("/proc/loadavg").read().split()[:3]
     keys = [k for k in rows["a"][0] if k != "outcome" and all(k in x for x in rows["a"] + rows["b"])]
+    print(f"a: {a.a} {a.a_args}; b: {a.b} {a.b_args}")
     print(f"task {a.task}, kernel {a.kernel}, --max-time {a.max_time}, {a.rounds} rounds; "
           f"load average before {' '.join(load0)}, after {' '.join(load1)}")
     print(f"outcomes: a {[x['outcome'] for x in rows['a']]}, b {[x['outcome'] for x in rows['b']]}")
@@ -68,10 +80,12 @@ def main():
         bv = [x[k] for x in rows["b"]]
         ratios = [y / x for x, y in zip(av, bv) if x > 0 and y > 0]
         geo = math.exp(statistics.mean(math.log(r) for r in ratios)) if ratios else float("nan")
-        print(f"{k:34} {statistics.median(av):9.2f} {statistics.median(bv):9.2f} {geo:24.2f}")
+        d = 3 if "width" in k else 2
+        print(f"{k:34} {statistics.median(av):9.{d}f} {statistics.median(bv):9.{d}f} {geo:24.2f}")
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"task": a.task, "kernel": a.kernel, "a": a.a, "b": a.b, "rounds": rows,
+            json.dump({"task": a.task, "kernel": a.kernel, "a": a.a, "b": a.b, "a_args": a.a_args,
+                       "b_args": a.b_args, "rounds": rows,
                        "load_before": load0, "load_after": load1}, f, indent=1)
 
 

@@ -208,6 +208,12 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
   sub->add_option("--seeds", o->gate.seeds, "correctness trials per shape set (at least 3)")->capture_default_str();
   sub->add_option("--max-time", o->gate.max_time, "longest paired timing series, seconds")->capture_default_str();
   sub->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  sub->add_option_function<std::string>(
+         "--start-workers",
+         [o](const std::string& v) { o->gate.workers_one_by_one = v == "one-by-one"; },
+         "at-once (default) or one-by-one: how the timing workers start (a ModelNew's import torch for "
+         "seconds each); one-by-one measures the serial start against the default on one build")
+      ->check(CLI::IsMember({"at-once", "one-by-one"}));
   sub->add_option("--target-rse", o->gate.target_rse,
                   "stop a timing series once the relative standard error of its log ratio is below "
                   "this (default 0.005 on CPU tasks, 0.0015 on CUDA tasks)");

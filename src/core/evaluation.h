@@ -42,6 +42,9 @@ struct timing_policy {
                                    // evaluation unstable. DRAM-bound kernels in separate
                                    // processes read 5-15% apart on the 2-core VM, so 0.10 would
                                    // call every memory-bound evaluation there unstable
+  bool starts_at_once = true;      // the timing workers started at once (Python ones import torch
+                                   // for seconds); false: one after another, as CUDA's were before
+                                   // 2026-12-07 (kept to measure the one against the other)
   uint32_t processes = 4;          // worker processes per side; rounds cycle through the pairs.
                                    // Each process has its own memory and a DRAM-bound kernel's
                                    // speed depends on it: identical kernels in two processes

@@ -37,7 +37,7 @@ void to_json(json& j, const timing_policy& p) {
            {"target_rse", p.target_rse},   {"block_seconds", p.block_seconds},
            {"min_rounds", p.min_rounds},   {"warmup_seconds", p.warmup_seconds}, {"settle_seconds", p.settle_seconds},
            {"aa_unstable", p.aa_unstable}, {"roofline_slack", p.roofline_slack},
-           {"processes", p.processes}};
+           {"processes", p.processes}, {"starts_at_once", p.starts_at_once}};
 }
 
 void from_json(const json& j, timing_policy& p) {
@@ -53,6 +53,8 @@ void from_json(const json& j, timing_policy& p) {
   get_double(j, "aa_unstable", p.aa_unstable);
   get_double(j, "roofline_slack", p.roofline_slack);
   get(j, "processes", p.processes);
+  p.starts_at_once = false;  // a record from before the field: not said (CUDA's started one by one)
+  get(j, "starts_at_once", p.starts_at_once);
 }
 
 void to_json(json& j, const paired_series& s) {

@@ -16,6 +16,7 @@ gate_config gate_config_for(const gate_settings& s, platform plat) {
   cfg.time = s.time;
   cfg.aa_control = s.aa_control;
   cfg.policy.max_seconds = s.max_time;
+  cfg.policy.starts_at_once = !s.workers_one_by_one;
   if (s.quick) {
     cfg.policy.processes = 2;
     cfg.policy.min_rounds = 4;

@@ -29,6 +29,9 @@ struct gate_settings {
   // half the timing cost of a slow kernel, wider intervals. The A/A margin grows with them, so
   // noise makes "faster" harder to show, never easier. The policy is stored with the evaluation.
   bool quick = false;
+  // --start-workers one-by-one: the timing workers started one after another (the policy's
+  // starts_at_once off), to measure a concurrent start against the serial one on one build.
+  bool workers_one_by_one = false;
 };
 
 // The measuring part of the configuration for a task on `plat`: mode, trials, seeds, the timing

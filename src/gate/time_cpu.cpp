@@ -327,7 +327,7 @@ std::optional<stop> evaluator::time_all_cpu() {
   cand_worker_ = worker{};
   if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int, std::vector<timing_proc>& pool) {
         return start_arena_proc(obj, who, a.bytes, pool);
-      }, /*concurrent=*/true))
+      }, cfg_.policy.starts_at_once))
     return s;
   laps.lap("workers started");
   wire::command setup = setup_command(t_, pools.l, 1);

@@ -218,7 +218,7 @@ std::optional<stop> evaluator::time_all_cuda() {
   // A Python worker imports torch and starts CUDA (seconds each: on an H100 six of them, one
   // after another, were about 19 of a ModelNew's 21-s time stage, bench/results/gpu-suite-2026-12-07):
   // they start at once. A C-ABI worker starts in milliseconds, one after another as before.
-  const bool at_once = python_timed_;
+  const bool at_once = python_timed_ && cfg_.policy.starts_at_once;
   if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int candidate,
                                       std::vector<timing_proc>& pool) {
         return start_timing_proc(obj, wd.setup, wd.region_bytes, who, candidate, wd.staged, pool);

@@ -354,6 +354,11 @@ TEST(json, evaluation_round_trips) {
   timing_policy tp;
   tp.min_rounds = 9;
   EXPECT_EQ(round_trip(tp).min_rounds, 9u);
+  EXPECT_TRUE(round_trip(tp).starts_at_once);
+  tp.starts_at_once = false;
+  EXPECT_FALSE(round_trip(tp).starts_at_once);
+  // A policy stored before the field says nothing of how its workers started: not at once.
+  EXPECT_FALSE(json::parse(R"({"processes": 4})").get<timing_policy>().starts_at_once);
   round_trip(p);
   round_trip(provenance{"llm", "anthropic/x", false});
   round_trip(budget{});

@@ -22,6 +22,16 @@ TEST(gate_settings, defaults_are_the_policy_defaults_on_cpu) {
   EXPECT_TRUE(cfg.device_trials);
 }
 
+// --start-workers one-by-one: the serial start, stored in the policy (the default starts at once).
+TEST(gate_settings, workers_start_at_once_unless_one_by_one_is_asked) {
+  EXPECT_TRUE(gate_config_for(gate_settings{}, platform::cuda).policy.starts_at_once);
+  EXPECT_TRUE(gate_config_for(gate_settings{}, platform::cpu).policy.starts_at_once);
+  gate_settings s;
+  s.workers_one_by_one = true;
+  EXPECT_FALSE(gate_config_for(s, platform::cuda).policy.starts_at_once);
+  EXPECT_FALSE(gate_config_for(s, platform::cpu).policy.starts_at_once);
+}
+
 TEST(gate_settings, cuda_asks_a_tighter_noise_target_unless_one_is_given) {
   EXPECT_EQ(gate_config_for(gate_settings{}, platform::cuda).policy.target_rse, 0.0015);
   gate_settings s;
