@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   lathe::cli::add_tune(app, common, code);
   lathe::cli::add_screen(app, common, code);
   lathe::cli::add_task(app, common, code);
+  lathe::cli::add_synth(app, common, code);
   lathe::cli::add_evolve(app, common, code);
   lathe::cli::add_export(app, common, code);
   lathe::cli::add_runs(app, common, code);

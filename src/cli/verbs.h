@@ -29,5 +29,6 @@ void add_report(CLI::App& app, const common_options& common, int& exit_code);
 void add_task(CLI::App& app, const common_options& common, int& exit_code);  // task show
 void add_solve(CLI::App& app, const common_options& common, int& exit_code);
 void add_tune(CLI::App& app, const common_options& common, int& exit_code);
+void add_synth(CLI::App& app, const common_options& common, int& exit_code);  // synth (issue 47)
 
 }  // namespace lathe::cli

@@ -1,0 +1,117 @@
+// lathe synth (issue 47, first step) on a small fixture tree (tests/data/synth): a module kept with
+// its in-file base, helper and constants inlined and nothing else; a module importing torchvision
+// refused with the reason; one whose input has no determinable shape refused; a relative import
+// refused; links out of the tree and an oversized file not read; `lathe task show` reads the
+// problems it writes. Nothing is timed (`unit`).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "lathe_cli_run.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using lathe::testing::run_lathe;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class synth : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lathe-synth-test-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const fs::path data = fs::path(LATHE_SOURCE_DIR) / "tests/data/synth";
+    fs::copy(data / "tree", dir_ / "tree", fs::copy_options::recursive);
+    // Planted links: a file and a folder outside the tree, each holding a module that would be kept.
+    fs::create_symlink(data / "outside/secret_module.py", dir_ / "tree/linked.py");
+    fs::create_directory_symlink(data / "outside", dir_ / "tree/linked_dir");
+    std::ofstream(dir_ / "tree/big.py") << std::string((1 << 20) + 16, '#');
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  const json* module(const json& manifest, const std::string& cls) {
+    for (const auto& m : manifest["modules"])
+      if (m["class"] == cls) return &m;
+    return nullptr;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
+  const auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "out").string() + "' --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json s = json::parse(r.out);
+  EXPECT_EQ(s["found"], 5) << r.out;
+  EXPECT_EQ(s["kept"], 2) << r.out;
+  EXPECT_EQ(s["refused"], 3) << r.out;
+  EXPECT_EQ(s["without_forward"], 1) << r.out;  // Base: no forward of its own
+  EXPECT_EQ(s["links_not_followed"], 2) << r.out;
+  EXPECT_EQ(s["files_refused"], 1) << r.out;  // big.py
+
+  const json m = json::parse(slurp(dir_ / "out/manifest.json"));
+  EXPECT_EQ(m["schema"], "lathe.synth_manifest/1");
+  const json* boxes = module(m, "Boxes");
+  ASSERT_NE(boxes, nullptr);
+  EXPECT_EQ((*boxes)["status"], "refused");
+  EXPECT_EQ((*boxes)["reason"], "imports torchvision.ops (not torch, math or the standard library)");
+  const json* untyped = module(m, "Untyped");
+  ASSERT_NE(untyped, nullptr);
+  EXPECT_EQ((*untyped)["status"], "refused");
+  EXPECT_NE((*untyped)["reason"].get<std::string>().find("forward argument x has neither an annotation nor a default"),
+            std::string::npos);
+  const json* doubled = module(m, "Doubled");
+  ASSERT_NE(doubled, nullptr);
+  EXPECT_EQ((*doubled)["kind"], "relative import");
+  // The links were not followed: nothing from outside the tree, and both are listed.
+  EXPECT_EQ(module(m, "Outside"), nullptr);
+  EXPECT_EQ(m["sources"][0]["links"].size(), 2u);
+  EXPECT_EQ(m["sources"][0]["unreadable"][0]["file"], "big.py");
+
+  const json* gelu = module(m, "GeluBlock");
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ((*gelu)["status"], "kept");
+  EXPECT_EQ((*gelu)["file"], "layers.py");
+  EXPECT_EQ((*gelu)["license"], "SPDX-License-Identifier: MIT");
+  const fs::path problem = dir_ / "out" / (*gelu)["problem"].get<std::string>();
+  const std::string text = slurp(problem);
+  for (const char* want : {"def scaled_gelu(", "HIDDEN = 64", "SCALE = ", "class Base(nn.Module)",
+                           "class Model(GeluBlock)", "torch.randn(8, 64)", "def get_init_inputs()"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  EXPECT_EQ(text.find("unused_helper"), std::string::npos) << text;  // not needed, not inlined
+  EXPECT_EQ(text.find("class Untyped"), std::string::npos) << text;
+
+  const auto show = run_lathe("task show '" + problem.string() + "' --json");
+  ASSERT_EQ(show.code, 0) << show.out << show.err;
+  const json layout = json::parse(show.out);
+  ASSERT_EQ(layout["inputs"].size(), 3u) << show.out;  // x, proj.weight, proj.bias
+  EXPECT_EQ(layout["inputs"][0]["name"], "x");
+  EXPECT_EQ(layout["inputs"][0]["shapes"]["problem"], json::array({8, 64}));
+  EXPECT_EQ(layout["inputs"][1]["state_dict"], "proj.weight");
+}
+
+TEST_F(synth, refuses_an_output_folder_inside_the_tree_or_holding_other_files) {
+  auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "tree/out").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("lies inside"), std::string::npos) << r.err;
+  fs::create_directories(dir_ / "busy");
+  std::ofstream(dir_ / "busy/notes.txt") << "mine";
+  r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "busy").string() + "'");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_TRUE(fs::exists(dir_ / "busy/notes.txt"));
+}
+
+}  // namespace
