@@ -215,14 +215,12 @@ std::optional<stop> evaluator::time_all_cuda() {
   // Several fresh processes per side (docs/gate.md); the checks' worker is not timed.
   link_.reset();  // closed in the problem's worker before the buffer's owner ends
   cand_worker_ = worker{};
-  // A Python worker imports torch and starts CUDA (seconds each: on an H100 six of them, one
-  // after another, were about 19 of a ModelNew's 21-s time stage, bench/results/gpu-suite-2026-12-07):
-  // they start at once. A C-ABI worker starts in milliseconds, one after another as before.
-  const bool at_once = python_timed_ && cfg_.policy.starts_at_once;
+  // Python workers start at once (torch and CUDA: ~19 s of a 21-s time stage one by one on an
+  // H100, bench/results/gpu-suite-2026-12-07); a C-ABI one starts in milliseconds, in turn.
   if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int candidate,
                                       std::vector<timing_proc>& pool) {
         return start_timing_proc(obj, wd.setup, wd.region_bytes, who, candidate, wd.staged, pool);
-      }, at_once))
+      }, python_timed_ && cfg_.policy.starts_at_once))
     return s;
   if (wd.redraw && !dev_trials_)
     if (auto s = check_device_draws(wd)) return s;
@@ -243,13 +241,11 @@ std::optional<stop> evaluator::time_all_cuda() {
   // its blocks, where the cross-check sees it). Calibration takes the faster of two blocks: on
   // the H200 one A/A run of 10 read 2.29 when a hiccup during one side's calibration sent it to
   // launch timing while the other replayed graphs.
-  bool graph_a = A.front().per_call < graph_below_seconds;
-  bool graph_b = B.front().per_call < graph_below_seconds;
+  bool graph_a = A.front().per_call < graph_below_seconds, graph_b = B.front().per_call < graph_below_seconds;
   // A replay skips a Python call's interpreter work: both sides replay or neither (python_timed_).
   if (python_timed_) graph_a = graph_b = graph_a && graph_b;
-  for (auto& tw : A) tw.graph = graph_a;
-  for (auto& tw : B) tw.graph = graph_b;
-  for (auto& tw : B2) tw.graph = graph_b;
+  for (auto* side : {&A, &B, &B2})
+    for (auto& tw : *side) tw.graph = side == &A ? graph_a : graph_b;
   if (!wd.redraw && (graph_a || graph_b))
     e_.diagnostics += "timed calls replayed from a CUDA graph read the same windows block after block: " +
                       std::string(ref_.problem() ? "a problem's inputs cannot be drawn again on the device\n"
@@ -276,9 +272,8 @@ std::optional<stop> evaluator::time_all_cuda() {
   if (auto s = outside(main)) return s;
   record(main.series);
 
-  // Roofline floor for the level of memory that holds the working set. Below it the result is
-  // not trusted: timed once more (every block on inputs drawn again), checked again, and refused
-  // if it stays below.
+  // Roofline floor for the working set's level of memory. Below it: timed once more (every block
+  // on inputs drawn again), checked again, and refused if it stays below.
   const double floor = roofline_floor(l, l.slot_bytes * S);
   if (floor > 0 && *e_.median_seconds > 0) {
     if (*e_.median_seconds < floor * cfg_.policy.roofline_slack) {
@@ -292,9 +287,9 @@ std::optional<stop> evaluator::time_all_cuda() {
       record(again.series);
     }
     e_.roofline_fraction = floor / *e_.median_seconds;
-    // The GPU's ceilings come from the probe (lathe-probe-cuda, cached and ratcheted up at
-    // context open) and cannot be measured again in this process: the rule weighs the host's
-    // load over the re-check's baseline blocks (machine_load.h judge_floor), as on the CPU.
+    // The GPU's ceilings come from the probe (lathe-probe-cuda, cached, ratcheted up at context
+    // open), not measurable again here: the rule weighs the host's load over the re-check's
+    // baseline blocks (machine_load.h judge_floor), as on the CPU.
     const floor_judgement j = judge_floor(*e_.median_seconds, floor, 0, cfg_.policy.roofline_slack,
                                           base_meter_.total());
     if (auto s = floor_stop(j)) return s;
