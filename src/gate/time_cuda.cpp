@@ -215,8 +215,7 @@ std::optional<stop> evaluator::time_all_cuda() {
   // Several fresh processes per side (docs/gate.md); the checks' worker is not timed.
   link_.reset();  // closed in the problem's worker before the buffer's owner ends
   cand_worker_ = worker{};
-  // Python workers start at once (torch and CUDA: ~19 s of a 21-s time stage one by one on an
-  // H100, bench/results/gpu-suite-2026-12-07); a C-ABI one starts in milliseconds, in turn.
+  // Python workers (torch, CUDA: seconds each) start at once, C-ABI ones in turn (docs/gate.md).
   if (auto s = start_timing_sides([&](const build_output& obj, const std::string& who, int candidate,
                                       std::vector<timing_proc>& pool) {
         return start_timing_proc(obj, wd.setup, wd.region_bytes, who, candidate, wd.staged, pool);
@@ -241,7 +240,8 @@ std::optional<stop> evaluator::time_all_cuda() {
   // its blocks, where the cross-check sees it). Calibration takes the faster of two blocks: on
   // the H200 one A/A run of 10 read 2.29 when a hiccup during one side's calibration sent it to
   // launch timing while the other replayed graphs.
-  bool graph_a = A.front().per_call < graph_below_seconds, graph_b = B.front().per_call < graph_below_seconds;
+  bool graph_a = A.front().per_call < graph_below_seconds;
+  bool graph_b = B.front().per_call < graph_below_seconds;
   // A replay skips a Python call's interpreter work: both sides replay or neither (python_timed_).
   if (python_timed_) graph_a = graph_b = graph_a && graph_b;
   for (auto* side : {&A, &B, &B2})
