@@ -10,6 +10,7 @@
 
 #include "agent/kernel_text.h"
 #include "cli/bench_kernelbench.h"
+#include "cli/bench_load.h"
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
 #include "cli/enum_option.h"
@@ -288,11 +289,11 @@ int run_kernelbench_layout(context& ctx, const bench_cli& o, const std::vector<k
   return 0;
 }
 
-// Task directory `d`'s entry, its baseline and candidate, added to `entries`; a task that cannot
-// run here is named in `bo.skipped` instead. Returns the exit code of a failure, or nothing.
-std::optional<int> add_entry(const fs::path& d, const bench_cli& o, bool klineage, context& ctx,
+// Task directory `d`'s entry (`t`: its task as load_suite read it), its baseline and candidate,
+// added to `entries`; a task that cannot run here is named in `bo.skipped` instead. Returns the
+// exit code of a failure, or nothing.
+std::optional<int> add_entry(const fs::path& d, result<task> t, const bench_cli& o, bool klineage, context& ctx,
                              search::bench_options& bo, std::vector<search::bench_entry>& entries) {
-  auto t = find_task(d.string(), ctx.where, problem_platform_word(o.platform_word));
   if (!t && gate::is_problem_file(d)) {
     // A problem file that does not import is the problem's failure, not a candidate's.
     std::string why = t.error().message;
@@ -403,8 +404,14 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     return fail_with("--in-flight gates given candidates at once; --strategy and --protocol klineage run one at a time", 2);
   bo.in_flight = o.in_flight;
   std::vector<search::bench_entry> entries;
-  for (const auto& d : *dirs)
-    if (auto failed = add_entry(d, o, klineage, *ctx, bo, entries)) return *failed;
+  // Read --in-flight at a time (bench_load.h: each problem file starts its oracle), then taken in
+  // the suite's order: the same entries, skips and first failure as one at a time.
+  auto loaded = load_suite(
+      *dirs, o.in_flight,
+      [&](const fs::path& d) { return find_task(d.string(), ctx->where, problem_platform_word(o.platform_word)); },
+      [](const fs::path& d, const result<task>& t) { return !t && !gate::is_problem_file(d); });
+  for (size_t i = 0; i < dirs->size() && loaded[i]; ++i)
+    if (auto failed = add_entry((*dirs)[i], std::move(*loaded[i]), o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
   lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
   // --in-flight: a context (its own store connection) and a verifier per evaluation at once; this

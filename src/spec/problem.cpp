@@ -17,6 +17,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "core/dtype.h"
 #include "core/hash.h"
@@ -133,12 +134,16 @@ result<std::unique_ptr<problem_oracle>> problem_oracle::start(const fs::path& py
   return o;
 }
 
+void problem_oracle::ask_to_quit() {
+  if (to_ < 0) return;
+  const char quit[] = "{\"op\":\"quit\"}\n";
+  (void)!write(to_, quit, sizeof quit - 1);
+  close(to_);
+  to_ = -1;
+}
+
 problem_oracle::~problem_oracle() {
-  if (to_ >= 0) {
-    const char quit[] = "{\"op\":\"quit\"}\n";
-    (void)!write(to_, quit, sizeof quit - 1);
-    close(to_);
-  }
+  ask_to_quit();
   if (pid_ > 0) {
     int status = 0;
     for (int i = 0; i < 50 && waitpid(pid_, &status, WNOHANG) == 0; ++i) usleep(10000);
@@ -241,14 +246,31 @@ result<uint8_t*> problem_oracle::region(uint64_t bytes) {
 }
 
 result<std::shared_ptr<problem_oracle>> problem_oracle::start_first(const fs::path& problem, platform p) {
+  // Interpreters that answered no_torch, not started again for each problem: a pyenv shim first on
+  // PATH costs 0.9 s to say so (the 2-core VM), 17 s of a 19-problem suite's load
+  // (bench/results/in-flight-2026-12-07b.md).
+  static std::mutex no_torch_mu;
+  static std::set<std::string> no_torch;
+  auto known_without = [&](const fs::path& python) {
+    std::lock_guard<std::mutex> g(no_torch_mu);
+    return no_torch.count(python.string()) > 0;
+  };
   std::string tried;
   for (const fs::path& python : python_interpreters()) {
+    if (known_without(python)) {
+      tried += (tried.empty() ? "" : ", ") + python.string();
+      continue;
+    }
     auto o = start(python, problem, p);
     if (!o) return tl::unexpected(o.error());
     auto ready = (*o)->read_line(600);
     if (!ready) return fail(ready.error().code, problem.string() + ": " + ready.error().message);
     nlohmann::json r = nlohmann::json::parse(*ready, nullptr, false);
     if (r.is_object() && r.value("error", "") == "no_torch") {
+      {
+        std::lock_guard<std::mutex> g(no_torch_mu);
+        no_torch.insert(python.string());
+      }
       tried += (tried.empty() ? "" : ", ") + python.string();
       continue;
     }
@@ -278,9 +300,20 @@ result<std::shared_ptr<problem_oracle>> problem_oracle::shared(const fs::path& p
   // holds that problem's own lock, so that evaluations of other problems (bench --in-flight,
   // solve --jobs) start theirs at the same time while a second evaluation of the same problem waits
   // for the first one's oracle instead of starting another.
+  // At exit every worker is asked to quit before the first one is waited for: each takes ~0.45 s
+  // to end (torch's teardown), 6-7 s of a 19-problem suite's wall one after another
+  // (bench/results/in-flight-2026-12-07b.md).
+  struct registry {
+    std::map<std::pair<std::string, int>, std::shared_ptr<problem_oracle>> oracles;
+    std::map<std::pair<std::string, int>, std::shared_ptr<std::mutex>> starting;
+    ~registry() {
+      for (auto& [key, o] : oracles) o->ask_to_quit();
+    }
+  };
   static std::mutex mu;
-  static std::map<std::pair<std::string, int>, std::shared_ptr<problem_oracle>> oracles;
-  static std::map<std::pair<std::string, int>, std::shared_ptr<std::mutex>> starting;
+  static registry reg;
+  auto& oracles = reg.oracles;
+  auto& starting = reg.starting;
   std::error_code ec;
   const std::pair<std::string, int> key{fs::weakly_canonical(problem, ec).string(), static_cast<int>(p)};
   auto alive_one = [&]() -> std::shared_ptr<problem_oracle> {  // with `mu` held

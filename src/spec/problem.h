@@ -56,6 +56,8 @@ class problem_oracle {
                                                        const std::filesystem::path& problem,
                                                        platform p);
   result<std::string> read_line(double timeout_s);
+  // The quit request written and the worker's stdin closed, without waiting for it to end.
+  void ask_to_quit();
   std::string stderr_tail() const;
 
   int pid_ = -1;
