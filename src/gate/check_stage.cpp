@@ -264,6 +264,39 @@ std::optional<stop> evaluator::judge_host_slot(const slot_layout& l, const trial
   return check_slot_outputs(l, d, slot, where);
 }
 
+// How many slots a timed process rotates over and how many process pairs time: the timing
+// shape's layout against the last-level cache and, on CUDA, the device's memory.
+void evaluator::size_timing(const slot_layout& l) {
+  // The last-level cache the data must not sit in: the GPU's L2 for CUDA tasks (60 MB on an
+  // H200 when the target does not say), the host's LLC otherwise.
+  const uint64_t llc = cuda_ ? (cfg_.tgt.plat == platform::cuda && cfg_.tgt.llc_bytes
+                                    ? cfg_.tgt.llc_bytes
+                                    : uint64_t{60} << 20)
+                             : (cfg_.tgt.llc_bytes ? cfg_.tgt.llc_bytes : (uint64_t{32} << 20));
+  // Rotate over enough slots that the working set of a block exceeds the LLC twice, so calls
+  // do not run from a cache the previous call warmed; capped because each slot needs its own
+  // fp64 reference (computed on the host: 4; on the device: 16).
+  const uint64_t cap = dev_trials_ ? 16 : 4;
+  timing_slots_ = l.slot_bytes >= llc ? 1
+                                       : static_cast<uint32_t>(std::min<uint64_t>(
+                                             cap, (2 * llc + l.slot_bytes - 1) / l.slot_bytes));
+  timing_processes_ = std::max<uint32_t>(cfg_.policy.processes, 1);
+  timing_processes_cap_ = std::max<uint32_t>(timing_processes_, 8);
+  if (cuda_) {
+    // Three processes per pair (and, with device trials, the oracle's copy) each hold the
+    // slots on the device: stay within half of its memory (141 GB when the target does not
+    // say, as on an H200).
+    const double memory = cfg_.tgt.plat == platform::cuda && cfg_.tgt.memory_bytes
+                              ? static_cast<double>(cfg_.tgt.memory_bytes)
+                              : 141e9;
+    const double slot = static_cast<double>(make_windows(l, timing_slots_).slot_bytes);
+    const double per_pair = (dev_trials_ ? 5.0 : 3.0) * slot * timing_slots_;
+    timing_processes_cap_ = std::clamp<uint32_t>(static_cast<uint32_t>(0.5 * memory / per_pair), 1,
+                                                 timing_processes_cap_);
+    timing_processes_ = std::min(timing_processes_, timing_processes_cap_);
+  }
+}
+
 std::optional<stop> evaluator::check_all() {
   auto t0 = clock_type::now();
   progress("check");
@@ -288,32 +321,7 @@ std::optional<stop> evaluator::check_all() {
   }
   if (cfg_.time && !comparability_) {
     auto l = make_layout(t_, timing_shape(t_));
-    // The last-level cache the data must not sit in: the GPU's L2 for CUDA tasks (60 MB on an
-    // H200 when the target does not say), the host's LLC otherwise.
-    const uint64_t llc = cuda_ ? (cfg_.tgt.plat == platform::cuda && cfg_.tgt.llc_bytes
-                                      ? cfg_.tgt.llc_bytes
-                                      : uint64_t{60} << 20)
-                               : (cfg_.tgt.llc_bytes ? cfg_.tgt.llc_bytes : (uint64_t{32} << 20));
-    // Rotate over enough slots that the working set of a block exceeds the LLC twice, so calls
-    // do not run from a cache the previous call warmed; capped because each slot needs its own
-    // fp64 reference (computed on the host: 4; on the device: 16).
-    const uint64_t cap = dev_trials_ ? 16 : 4;
-    timing_slots_ = l->slot_bytes >= llc ? 1
-                                         : static_cast<uint32_t>(std::min<uint64_t>(
-                                               cap, (2 * llc + l->slot_bytes - 1) / l->slot_bytes));
-    timing_processes_ = std::max<uint32_t>(cfg_.policy.processes, 1);
-    if (cuda_) {
-      // Three processes per pair (and, with device trials, the oracle's copy) each hold the
-      // slots on the device: stay within half of its memory (141 GB when the target does not
-      // say, as on an H200).
-      const double memory = cfg_.tgt.plat == platform::cuda && cfg_.tgt.memory_bytes
-                                ? static_cast<double>(cfg_.tgt.memory_bytes)
-                                : 141e9;
-      const double slot = static_cast<double>(make_windows(*l, timing_slots_).slot_bytes);
-      const double per_pair = (dev_trials_ ? 5.0 : 3.0) * slot * timing_slots_;
-      timing_processes_ = std::clamp<uint32_t>(static_cast<uint32_t>(0.5 * memory / per_pair), 1,
-                                               timing_processes_);
-    }
+    size_timing(*l);
     // The oracle checks timed calls one at a time (time_cuda.cpp): one slot, staged through its
     // region where IPC is missing.
     timing_bytes_ = cuda_ ? make_windows(*l, timing_slots_).slot_bytes : 0;

@@ -37,6 +37,9 @@ struct stop {
   // that could not start; a baseline slowed while the candidate lived, which a load that came and
   // went between the series reads alike on a shared VM), and a kernel that caused it does again.
   bool retry = false;
+  // Undecided because a series' interval came from too few process pairs that differed (its pair
+  // means, pairs - 1 degrees of freedom): time_all times the stage again with more pairs.
+  bool more_pairs = false;
 };
 
 // Maps how a worker request ended onto the outcome enum, with a message a user can act on.
@@ -122,18 +125,22 @@ class evaluator {
     if (cfg_.progress) cfg_.progress(s);
   }
   // The timed stage's expected length, once calibration knows a block of each side (`a_block`,
-  // `b_block` seconds): per series a warm-up cycle over the `pairs`, then rounds until the noise
-  // criterion or max_seconds, but never fewer than two cycles (timing.cpp); the A/A control runs
-  // the baseline on both sides. The worst case, short of a re-check below the floor.
-  void timing_eta(double a_block, double b_block, size_t pairs) {
+  // `b_block` seconds, of `a_calls`, `b_calls` calls): per series a warm-up cycle over the
+  // `pairs`, then rounds until the noise criterion or max_seconds, but never fewer than two cycles
+  // (timing.cpp); the A/A control runs the baseline on both sides. The worst case, short of a
+  // re-check below the floor. (It said "20 ms a call" of a 60 us kernel's block until 12-07.)
+  void timing_eta(double a_block, double b_block, uint64_t a_calls, uint64_t b_calls, size_t pairs) {
     if (!cfg_.progress || pairs == 0) return;
     const auto& p = cfg_.policy;
     auto series = [&](double round) { return pairs * round + std::max(p.max_seconds + round, 2 * pairs * round); };
     const double left = series(a_block + b_block) + (cfg_.aa_control ? series(2 * b_block) : 0.0);
-    char b[200];
-    std::snprintf(b, sizeof b, "time: the kernel %.3g ms a call, the baseline %.3g ms; about %.0f s left "
-                  "(the paired series%s)", a_block * 1e3, b_block * 1e3, left,
-                  cfg_.aa_control ? ", then the A/A control" : "");
+    char b[240];
+    std::snprintf(b, sizeof b, "time: the kernel %.3g us a call, %llu calls a block; the baseline %.3g us, "
+                  "%llu calls; about %.0f s left (the paired series%s)",
+                  a_block * 1e6 / static_cast<double>(std::max<uint64_t>(a_calls, 1)),
+                  static_cast<unsigned long long>(a_calls),
+                  b_block * 1e6 / static_cast<double>(std::max<uint64_t>(b_calls, 1)),
+                  static_cast<unsigned long long>(b_calls), left, cfg_.aa_control ? ", then the A/A control" : "");
     progress(b);
   }
   void stage_done(const char* name, clock_type::time_point since) {
@@ -142,6 +149,7 @@ class evaluator {
   }
   std::optional<stop> build_all();
   std::optional<stop> check_all();
+  void size_timing(const slot_layout& l);  // timing_slots_, timing_processes_ (and its cap)
   std::optional<stop> check_all_device(const std::vector<slot_layout>& layouts);
   // PyTorch problems on CUDA (problem_ipc.h): the problem's worker opens the checks' worker's
   // device buffer; any failure of the link ends it with a note, and host trials go on.
@@ -184,6 +192,9 @@ class evaluator {
   // The same on an output area alone (output i at l.output_offset[i] - l.input_bytes).
   std::optional<stop> check_outputs(const slot_layout& l, const trial_data& d, const uint8_t* outputs,
                                     const std::string& where);
+  // The decision timing on either platform. Undecided with too few process pairs that differed
+  // (stop::more_pairs): timed once more from fresh processes, twice the pairs (up to 8 and the
+  // device's memory), the first attempt's verdict kept in the diagnostics.
   std::optional<stop> time_all();
   // The CPU's decision timing (time_cpu.cpp, timing_arena.h): every timed call on inputs of its
   // own and an output of its own, a uniform sample of calls checked, workers frozen between
@@ -304,6 +315,7 @@ class evaluator {
   std::vector<timing_proc> cands_, bases_, copies_;  // the timing processes
   uint32_t timing_slots_ = 1;
   uint32_t timing_processes_ = 1;  // process pairs (policy.processes, fewer where memory is short)
+  uint32_t timing_processes_cap_ = 1;  // the most a stage timed again may start (time_all)
   uint64_t timing_bytes_ = 0;      // CUDA: one slot of the timing shape's window layout
   bool cuda_ = false;  // tensors live on the device: every staging is followed by an upload
   // A Python candidate on a CUDA task (python/lathe_cuda.py): its worker holds the slots on the

@@ -330,7 +330,24 @@ std::optional<stop> evaluator::idle_check(const worker& w, const std::string& wh
               {}};
 }
 
-std::optional<stop> evaluator::time_all() { return cuda_ ? time_all_cuda() : time_all_cpu(); }
+std::optional<stop> evaluator::time_all() {
+  std::optional<stop> s = cuda_ ? time_all_cuda() : time_all_cpu();
+  const uint32_t more = std::min(2 * timing_processes_, timing_processes_cap_);
+  if (!s || !s->more_pairs || more <= timing_processes_) return s;
+  // Once, from fresh processes: a series whose pairs differ is no evidence for or against the
+  // candidate until enough pairs carry its interval. The first attempt was undecided, never
+  // faster, so timing again cannot turn a decided loss into a win.
+  e_.diagnostics += "time: " + std::to_string(timing_processes_) + " process pairs that differed left it undecided (" +
+                    s->message + "): timed again with " + std::to_string(more) + "\n";
+  progress("time again with " + std::to_string(more) + " process pairs (the " +
+           std::to_string(timing_processes_) + " pairs differed: undecided)");
+  cands_.clear();
+  bases_.clear();
+  copies_.clear();
+  e_.aa.reset();
+  timing_processes_ = more;
+  return cuda_ ? time_all_cuda() : time_all_cpu();
+}
 
 double evaluator::roofline_floor(const slot_layout& l, uint64_t working_set, const target* ceilings) const {
   const target& tgt = ceilings ? *ceilings : cfg_.tgt;

@@ -99,7 +99,12 @@ ratio_estimate estimate_ratio_grouped(const std::vector<double>& a, const std::v
   r.rse = se;
   r.ci_low = std::exp(mean - half);
   r.ci_high = std::exp(mean + half);
+  r.pairs_differ = true;
   return r;
+}
+
+bool pairs_differ(const paired_series& s) {
+  return estimate_ratio_grouped(s.a_seconds, s.b_seconds, s.pair).pairs_differ;
 }
 
 double median(std::vector<double> v) {

@@ -26,6 +26,10 @@ struct ratio_estimate {
   double ci_high = 0;
   double rse = 0;       // standard error of mean(log ratio) ≈ relative standard error
   size_t rounds = 0;
+  // estimate_ratio_grouped: the pairs differed (the F test) and their means carried the
+  // interval, with pairs - 1 degrees of freedom: few pairs then give a wide interval that more
+  // pairs would narrow (evaluator::time_all times such a stage again with more).
+  bool pairs_differ = false;
 };
 
 // a[i], b[i]: seconds per call of A and B in round i. Rounds with a non-positive time are
@@ -39,6 +43,8 @@ ratio_estimate estimate_ratio(const std::vector<double>& a, const std::vector<do
 // processes this is the plain estimate, with process effects it widens honestly.
 ratio_estimate estimate_ratio_grouped(const std::vector<double>& a, const std::vector<double>& b,
                                       const std::vector<uint8_t>& group);
+// A recorded series' interval came from its pair means (estimate_ratio_grouped's pairs_differ).
+bool pairs_differ(const paired_series& s);
 
 // Two-sided 95% quantile of Student's t with `df` degrees of freedom.
 double t975(size_t df);

@@ -96,7 +96,7 @@ std::optional<stop> evaluator::calibrate_sides(std::vector<timed_worker>& a, std
   for (auto& tw : a) tw.calls = na, tw.per_call = pa;
   for (auto* side : {&b, &b2})
     for (auto& tw : *side) tw.calls = nb, tw.per_call = pb;
-  timing_eta(static_cast<double>(na) * pa, static_cast<double>(nb) * pb, std::min(a.size(), b.size()));
+  timing_eta(static_cast<double>(na) * pa, static_cast<double>(nb) * pb, na, nb, std::min(a.size(), b.size()));
   return std::nullopt;
 }
 

@@ -112,6 +112,35 @@ TEST(paired, grouped_rounds_widen_the_interval_when_processes_differ) {
   EXPECT_LT(plain.ci_high - plain.ci_low, grouped.ci_high - grouped.ci_low);
   EXPECT_LT(grouped.ci_low, 1.0);
   EXPECT_GT(grouped.ci_high, 1.10);
+  EXPECT_TRUE(grouped.pairs_differ);
+  EXPECT_FALSE(plain.pairs_differ);
+  paired_series s;
+  s.a_seconds = a, s.b_seconds = b, s.pair = g;
+  EXPECT_TRUE(pairs_differ(s));  // what evaluator::time_all reads to time with more pairs
+  s.b_seconds = a;
+  EXPECT_FALSE(pairs_differ(s));
+}
+
+// Two pairs 4% apart (the A/A on the 2-core VM, 2026-12-07: a ModelNew's baseline against
+// itself): one degree of freedom makes the interval ten times the gap; four pairs with the same
+// spread narrow it by ~5x. Why time_all times an undecided stage again with more pairs.
+TEST(paired, more_pairs_narrow_an_interval_carried_by_pair_means) {
+  auto width = [](int pairs) {
+    std::vector<double> a, b;
+    std::vector<uint8_t> g;
+    for (int i = 0; i < 16 * pairs; ++i) {
+      const int p = i % pairs;
+      a.push_back(1.0);
+      b.push_back((p % 2 ? 1.02 : 0.98) * (i % 3 ? 1.01 : 0.99));
+      g.push_back(static_cast<uint8_t>(p));
+    }
+    const ratio_estimate r = estimate_ratio_grouped(a, b, g);
+    EXPECT_TRUE(r.pairs_differ) << pairs;
+    return std::log(r.ci_high / r.ci_low);
+  };
+  const double two = width(2), four = width(4);
+  EXPECT_GT(two, 0.4);
+  EXPECT_LT(four * 4, two);
 }
 
 TEST(paired, grouped_equals_plain_when_processes_agree) {

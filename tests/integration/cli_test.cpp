@@ -150,7 +150,8 @@ TEST_F(cli, progress_lines_carry_the_elapsed_time_and_the_timed_stage_its_estima
   const size_t eta = r.err.find("time: the kernel ");
   ASSERT_NE(eta, std::string::npos) << r.err;
   const std::string line = r.err.substr(eta, r.err.find('\n', eta) - eta);
-  EXPECT_NE(line.find(" ms a call, the baseline "), std::string::npos) << line;
+  EXPECT_NE(line.find(" us a call, "), std::string::npos) << line;
+  EXPECT_NE(line.find(" calls a block; the baseline "), std::string::npos) << line;
   EXPECT_NE(line.find(" s left (the paired series)"), std::string::npos) << line;  // --no-aa: no control
 }
 
