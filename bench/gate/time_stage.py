@@ -43,6 +43,12 @@ def run(lathe, ws, task, kernel, max_time, extra):
     if aa.get("ci_low") and aa.get("ci_high"):
         row["A/A interval width"] = aa["ci_high"] - aa["ci_low"]
     row["outcome"] = e.get("outcome")
+    # An undecided stage whose pairs differed is timed again with more (gate.cpp time_all): the
+    # pairs of the stage that counted, and the first attempt's A/A width where there was one.
+    row["pairs"] = (e.get("policy") or {}).get("processes")
+    m = re.search(r"process pairs that differed left it undecided \(.*?A/A interval \[([0-9.e+-]+), "
+                  r"([0-9.e+-]+)\]", e.get("diagnostics", ""))
+    row["first A/A width"] = float(m.group(2)) - float(m.group(1)) if m else None
     return row
 
 
@@ -69,11 +75,16 @@ def main():
             print(f"round {r + 1}/{a.rounds}: a {rows['a'][-1]['wall']:.2f} s, b {rows['b'][-1]['wall']:.2f} s",
                   file=sys.stderr)
     load1 = open("/proc/loadavg").read().split()[:3]
-    keys = [k for k in rows["a"][0] if k != "outcome" and all(k in x for x in rows["a"] + rows["b"])]
+    skip = ("outcome", "pairs", "first A/A width")
+    keys = [k for k in rows["a"][0] if k not in skip and all(k in x for x in rows["a"] + rows["b"])]
     print(f"a: {a.a} {a.a_args}; b: {a.b} {a.b_args}")
     print(f"task {a.task}, kernel {a.kernel}, --max-time {a.max_time}, {a.rounds} rounds; "
           f"load average before {' '.join(load0)}, after {' '.join(load1)}")
     print(f"outcomes: a {[x['outcome'] for x in rows['a']]}, b {[x['outcome'] for x in rows['b']]}")
+    for side in ("a", "b"):
+        again = [f"{x['first A/A width']:.3f}" for x in rows[side] if x.get("first A/A width") is not None]
+        print(f"pairs {side}: {[x.get('pairs') for x in rows[side]]}; timed again after a first A/A width of "
+              f"{', '.join(again) if again else 'none'}")
     print(f"{'lap (s)':34} {'a median':>9} {'b median':>9} {'b/a (paired, geo. mean)':>24}")
     for k in keys:
         av = [x[k] for x in rows["a"]]
