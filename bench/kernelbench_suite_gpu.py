@@ -275,14 +275,17 @@ def part_cost(a, res, tmp, save):
             rows.append(row)
             ws = os.path.join(tmp, f"cost-{len(rows)}-ws")
             ext = os.path.join(tmp, f"cost-{len(rows)}-ext")
+            # Cold ones first, each side's, then cached: a part cut short still has both cold
+            # numbers (2026-12-07 on the H100: lathe's cold and cached runs took the part's 250 s
+            # and KernelBench's protocol got 16 s). Each step at most --cost-step-limit.
             for key, step in (("lathe_cold", lambda t: lathe_eval(a, ws, problem, sample, t)),
-                              ("lathe_cached", lambda t: lathe_eval(a, ws, problem, sample, t)),
                               ("kb_cold", lambda t: kb_child(a, problem, sample, ext, t)),
+                              ("lathe_cached", lambda t: lathe_eval(a, ws, problem, sample, t)),
                               ("kb_cached", lambda t: kb_child(a, problem, sample, ext, t))):
                 if part.left() < 5:
                     row[key] = {"outcome": "not_run", "verdict": "not_run", "message": "the part's time limit"}
                     continue
-                row[key] = step(part.left())
+                row[key] = step(min(part.left(), a.cost_step_limit or part.left()))
                 l, k = row[key].get("outcome"), row[key].get("verdict")
                 print(f"cost {prob} {kind} {key}: {l or k} {row[key]['wall_s'] if 'wall_s' in row[key] else ''} s",
                       flush=True)
@@ -549,6 +552,8 @@ def main():
     ap.add_argument("--kb-trials", type=int, default=100)
     ap.add_argument("--mock", default="", help="the mock model (default: lathe-mock-model beside --lathe)")
     ap.add_argument("--cost-limit", type=float, default=170, help="seconds for the per-candidate part")
+    ap.add_argument("--cost-step-limit", type=float, default=0,
+                    help="seconds for one step of the per-candidate part (0: what is left of the part)")
     ap.add_argument("--suite-limit", type=float, default=220, help="seconds for the suite (both levels)")
     ap.add_argument("--solve-limit", type=float, default=80, help="seconds for the solver part")
     ap.add_argument("--kb-protocol", nargs=2, metavar=("PROBLEM", "SAMPLE"), help=argparse.SUPPRESS)
