@@ -13,6 +13,7 @@
 
 #include "core/hash.h"
 #include "core/text.h"
+#include "gate/extension_cache.h"
 #include "gate/files.h"
 #include "gate/python_kernel.h"
 #include "spec/safe_file.h"
@@ -37,7 +38,8 @@ fs::path ext_script() { return python_kernel_script().parent_path() / "lathe_ext
 
 struct compiled {
   bool ok = false;
-  bool built = false;  // false: found in the cache
+  bool built = false;   // false: found in the cache
+  bool shared = false;  // found in LATHE_EXTENSION_CACHE (extension_cache.h)
   std::string log;
   std::string refused;
 };
@@ -63,11 +65,15 @@ result<void> place_script(const fs::path& folder) {
 // One request into ext_root/key: cached when its status says ok, else compiled in a private
 // folder that is renamed into place (the first of two racing builds wins, as for kernels).
 compiled compile_one(const fs::path& interpreter, const json& request, const fs::path& ext_root,
-                     const std::string& key, const tool_jail& jail, const std::string& cuda_arch) {
+                     const std::string& key, const tool_jail& jail, const std::string& cuda_arch,
+                     const std::optional<fs::path>& shared) {
   compiled c;
   const fs::path dir = ext_root / key;
   std::error_code ec;
   std::string note;
+  // Another workspace's build of the same request, copied in (never a link, only what loads).
+  if (shared && !fs::exists(fs::symlink_status(dir, ec)) && import_extension(*shared, ext_root, key, note))
+    c.shared = true;
   if (fs::exists(fs::symlink_status(dir, ec))) {
     // Read beneath the entry (an earlier build renamed it from a folder a candidate's import ran
     // in): a build.log linked to /proc/self/environ put lathe's environment in the diagnostics.
@@ -132,6 +138,7 @@ compiled compile_one(const fs::path& interpreter, const json& request, const fs:
   }
   fs::rename(tmp, dir, ec);
   if (ec) (void)remove_tree(tmp);  // another build won the race: its result stands
+  if (shared && c.ok) export_extension(ext_root, *shared, key);
   return c;
 }
 
@@ -267,6 +274,9 @@ python_build_result build_python_extensions(const fs::path& interpreter, const s
   }
   const json& requests = rec.requests;
   fs::create_directories(ext_root, ec);
+  std::string unshared;
+  const std::optional<fs::path> shared = shared_extension_cache(&unshared);
+  if (!unshared.empty()) out.log += "[lathe] " + unshared + "\n";
   std::vector<std::string> keys;
   std::vector<std::future<compiled>> jobs;
   for (const auto& req : requests) {
@@ -275,22 +285,26 @@ python_build_result build_python_extensions(const fs::path& interpreter, const s
     if (!cuda_arch.empty()) h.add("cuda-arch").add(cuda_arch);
     keys.push_back(h.hex());
     jobs.push_back(std::async(std::launch::async, [&, req, key = keys.back()] {
-      return compile_one(interpreter, req, ext_root, key, jail, cuda_arch);
+      return compile_one(interpreter, req, ext_root, key, jail, cuda_arch, shared);
     }));
   }
   json listed = json::array();
   out.ok = true;
+  int from_shared = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     compiled c = jobs[i].get();
     out.ok &= c.ok;
     out.compiled += c.built ? 1 : 0;
+    from_shared += c.shared ? 1 : 0;
     out.log += escape_untrusted(c.log);
     if (out.refused.empty()) out.refused = c.refused;
     listed.push_back({{"request", requests[i]}, {"dir", (ext_root / keys[i]).string()}});
   }
   out.extensions = static_cast<int>(jobs.size());
   out.log += "[lathe] " + std::to_string(out.extensions) + " extension(s), " + std::to_string(out.compiled) +
-             " compiled now, the others from " + ext_root.string() + "\n";
+             " compiled now, the others from " + ext_root.string() +
+             (from_shared ? " (" + std::to_string(from_shared) + " copied from LATHE_EXTENSION_CACHE " + shared->string() + ")" : "") +
+             "\n";
   // The build folder held the candidate's compile step: written beneath it, replacing whatever
   // has these names (a planted link to lathe.db was written through).
   for (const auto& [name, text] : {std::pair<const char*, std::string>{"model.json", model_spec},

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "core/outcome.h"
+#include "gate/extension_cache.h"
 #include "gate_fixture.h"
 #include "lathe_cli_json.h"
 #include "lathe_cli_run.h"
@@ -130,6 +131,37 @@ TEST_F(modelnew, an_extension_is_compiled_once_for_every_candidate_that_builds_i
   const evaluation again = check(t, kernel(copy));
   ASSERT_EQ(again.result, outcome::ok) << again.message << "\n" << again.diagnostics;
   EXPECT_NE(again.diagnostics.find("1 extension(s), 0 compiled now"), std::string::npos) << again.diagnostics;
+}
+
+// LATHE_EXTENSION_CACHE (gate/extension_cache.h): a build made in one workspace's cache serves a
+// candidate evaluated with another cache, copied in instead of compiled (tens of seconds here).
+TEST_F(modelnew, an_extension_built_in_one_workspace_serves_another_through_the_shared_folder) {
+  const task t = load(problem_of("linear_gelu"));
+  const evaluation first = check(t, kernel(candidates() / "linear_gelu_inline.py"));
+  ASSERT_EQ(first.result, outcome::ok) << first.message << "\n" << first.diagnostics;
+  const fs::path shared = dir_ / "shared-extensions";
+  int exported = 0;
+  for (const auto& e : fs::directory_iterator(shared_cache() / "torch-ext"))
+    if (e.path().filename().string().rfind("tmp-", 0) != 0) {
+      fs::create_directories(shared);
+      gate::export_extension(shared_cache() / "torch-ext", shared, e.path().filename().string());
+      exported += fs::exists(shared / e.path().filename()) ? 1 : 0;
+    }
+  ASSERT_GT(exported, 0);
+  setenv("LATHE_EXTENSION_CACHE", shared.c_str(), 1);
+  gate::gate_config cfg = cfg_;
+  cfg.cache_dir = dir_ / "another-workspace-cache";
+  cfg.time = false;
+  cfg.call_timeout_s = 10;
+  gate::gate_request req;
+  req.t = &t;
+  req.candidate = kernel(candidates() / "linear_gelu_inline.py");
+  req.prov = {"human", "test", false};
+  const evaluation served = gate::evaluate(cfg, req);
+  unsetenv("LATHE_EXTENSION_CACHE");
+  ASSERT_EQ(served.result, outcome::ok) << served.message << "\n" << served.diagnostics;
+  EXPECT_NE(served.diagnostics.find("1 extension(s), 0 compiled now"), std::string::npos) << served.diagnostics;
+  EXPECT_NE(served.diagnostics.find("1 copied from LATHE_EXTENSION_CACHE"), std::string::npos) << served.diagnostics;
 }
 
 // KernelBench's torch fallback: a ModelNew whose forward calls the reference's own ops (gelu, the
