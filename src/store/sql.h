@@ -54,6 +54,11 @@ result<void> exec(sqlite3* db, std::string_view sql);
 // BEGIN IMMEDIATE takes the write lock up front: a deferred transaction that reads and then
 // writes can fail with SQLITE_BUSY without waiting when another process wrote in between (the
 // busy timeout cannot help it), which is how two lathe processes would lose evaluations.
+// Writers queue first on an flock of "<database>-writers" (beside it, in lathe's own folder):
+// SQLite's busy handler sleeps up to 100 ms between tries, so a writer that has waited long loses
+// to each newcomer; 32 processes storing at once left one waiting past the busy timeout, its
+// evaluation lost (bench/store/store_writes). A blocking flock, released with the transaction
+// (committed, rolled back, or its process gone).
 class transaction {
  public:
   static result<transaction> begin(sqlite3* db);
@@ -63,8 +68,10 @@ class transaction {
   result<void> commit();
 
  private:
-  explicit transaction(sqlite3* db) : db_(db) {}
+  transaction(sqlite3* db, int lock_fd) : db_(db), lock_fd_(lock_fd) {}
+  void unlock();
   sqlite3* db_;
+  int lock_fd_ = -1;
 };
 
 // The scalar result of a one-row query such as "PRAGMA user_version".

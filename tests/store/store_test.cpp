@@ -2,10 +2,14 @@
 #include "store/store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
@@ -299,6 +303,54 @@ TEST(store, two_processes_write_concurrently) {
   EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM samples"),
             static_cast<long long>(2 * per_process * per_eval));
   EXPECT_EQ(testing::query_int(raw.get(), "SELECT count(*) FROM measurements"), 6);
+}
+
+// Writers queue on "<database>-writers" (sql.h transaction): an add waits while another process
+// holds it and lands once it is released. (SQLite's own busy handler alone, under 32-64 writers,
+// left adds waiting past its 10 s timeout: bench/store/store_writes.)
+TEST(store, writers_queue_on_the_writers_lock_and_land_when_it_is_released) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  { store s = open_ok(file); }
+  const int fd = open((file.string() + "-writers").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto s = store::open(file);
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool ok = s && s->add_evaluation(testing::sample_evaluation("queued")).has_value();
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const char c = ok && waited >= 0.25 ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    _exit(0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(open_ok(file).list_evaluations("queued", 0).value().size(), 0u);  // still waiting
+  flock(fd, LOCK_UN);
+  close(fd);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(c, 'y') << "the add did not wait for the writers' lock, or failed";
+  EXPECT_EQ(open_ok(file).list_evaluations("queued", 0).value().size(), 1u);
+}
+
+// A link planted where the writers' lock goes is not followed (O_NOFOLLOW): nothing is created or
+// locked through it, and writes still land (serialized by SQLite's own lock).
+TEST(store, a_link_in_place_of_the_writers_lock_is_not_followed) {
+  temp_dir dir;
+  const auto file = dir / "lathe.db";
+  const auto target = dir / "elsewhere";
+  std::filesystem::create_symlink(target, file.string() + "-writers");
+  store s = open_ok(file);
+  ASSERT_TRUE(s.add_evaluation(testing::sample_evaluation("t")).has_value());
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(target)));
+  EXPECT_EQ(s.list_evaluations("t", 0).value().size(), 1u);
 }
 
 TEST(store, newer_database_is_refused_and_left_untouched) {
