@@ -1,8 +1,8 @@
-// lathe skills list | show | admit | export | import: the library (DESIGN.md "skill card";
-// docs/skills.md). list/show read the store; admit tries candidate cards on held-out tasks
-// through the gate; export writes a lathe.library/1 JSON document or Agent Skills folders;
-// import reads either that document or the KLineage reference implementation's saved lineages
-// and SKILL.md cards.
+// lathe skills list | show | admit | from-tune | export | import: the library (DESIGN.md "skill
+// card"; docs/skills.md). list/show read the store; admit tries candidate cards on held-out tasks
+// through the gate; from-tune makes a stored tune run's card (cli/tune_card.h); export writes a
+// lathe.library/1 JSON document or Agent Skills folders; import reads either that document or the
+// KLineage reference implementation's saved lineages and SKILL.md cards.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -14,6 +14,7 @@
 #include "cli/fail.h"
 #include "cli/lineage_view.h"
 #include "cli/skills_admit.h"
+#include "cli/tune_card.h"
 #include "cli/verbs.h"
 #include "core/json.h"
 #include "core/json_card.h"
@@ -212,7 +213,7 @@ int run_import(const common_options& common, const skills_options& o) {
 }  // namespace
 
 void add_skills(CLI::App& app, const common_options& common, int& exit_code) {
-  CLI::App* sub = app.add_subcommand("skills", "the skill library: list, show, admit, export, import");
+  CLI::App* sub = app.add_subcommand("skills", "the skill library: list, show, admit, from-tune, export, import");
   sub->require_subcommand(1);
   auto o = std::make_shared<skills_options>();
 
@@ -231,6 +232,7 @@ void add_skills(CLI::App& app, const common_options& common, int& exit_code) {
   show->callback([o, &common, &exit_code] { exit_code = run_show(common, *o); });
 
   add_skills_admit(sub, common, exit_code);
+  add_skills_from_tune(sub, common, exit_code);
 
   CLI::App* exp = sub->add_subcommand("export", "write lineages and cards as lathe.library/1 JSON and/or Agent Skills SKILL.md folders");
   exp->add_option("-o,--output", o->output, "the JSON document to write");

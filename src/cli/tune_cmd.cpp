@@ -12,11 +12,11 @@
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"
 #include "cli/resume.h"
+#include "cli/tune_card.h"
 #include "core/run.h"
 #include "cli/verbs.h"
 #include "core/text.h"
 #include "search/tune.h"
-#include "skills/tuned.h"
 #include "spec/bundle.h"
 #include "spec/tune.h"
 
@@ -234,33 +234,19 @@ void print_tune(const tune_cli& o, const task& t, const kernel_bundle& k, const 
 }
 
 // A crowned winner is evidence for the kernel's family on this target: a tuned-knobs card
-// (skills/tuned.h) that optimize applies to kernels declaring the same tunables. Stored; returns
-// {"id", "name", "evidence"} (the crowning evaluation, then the search's measurement of the
-// winner), or null when it could not be stored (said on stderr: the search's result stands).
-json tuned_card(const task& t, const kernel_bundle& k, const target& tgt, const search::tune_result& r,
-                        const std::string& run_id, store& db) {
-  if (!r.crown || !r.crown->paired || !r.best) return json();
-  skills::tune_win w;
-  w.t = &t;
-  w.tgt = tgt;
-  w.kernel = k.name;
-  w.lang = k.manifest.lang;
-  w.default_hash = r.default_hash;
-  w.defaults = r.defaults;
-  w.winner = r.winner;
-  w.ratio = r.crown->paired->ratio;
-  w.lo = r.crown->paired->ci_low;
-  w.hi = r.crown->paired->ci_high;
-  w.evidence = {r.crown->id};
-  if (const int64_t e = r.points[*r.best].evaluation_id; e > 0 && e != r.crown->id) w.evidence.push_back(e);
-  w.run = run_id;
-  skill_card c = skills::card_from_tune(w);
-  auto name = skills::store_tuned_card(db, c);
-  if (!name) {
-    std::fprintf(stderr, "lathe: the winner was not stored as a card: %s\n", name.error().message.c_str());
+// (skills/tuned.h) that optimize applies to kernels declaring the same tunables, made from the
+// result `j` as `lathe skills from-tune RUN` makes it from the stored run (cli/tune_card.h).
+// Stored; returns {"id", "name", "evidence"} (the crowning evaluation, then the search's
+// measurement of the winner), or null when it could not be made (said on stderr: the search's
+// result stands).
+json tuned_card(const json& j, const task& t, const kernel_bundle& k, const target& tgt, store& db) {
+  auto w = win_of_tune(j, t, tgt, k.manifest.lang);
+  result<json> c = w ? store_tune_card(*w, db) : result<json>(tl::unexpected(w.error()));
+  if (!c) {
+    std::fprintf(stderr, "lathe: the winner was not stored as a card: %s\n", c.error().message.c_str());
     return json();
   }
-  return json{{"id", c.id}, {"name", *name}, {"evidence", c.evidence}};
+  return *c;
 }
 
 // --resume: the stored run's arguments (what it measured comes back from the cache), the run in
@@ -388,7 +374,7 @@ int run_tune(const common_options& common, const tune_cli& given) {
   else if (!o.simulate) written = out.string();
   const std::string run_id = recorded ? rec.id : std::string();
   json j = result_json(o, *t, *k, *r, *winner, written, run_id);
-  if (json c = r->improved && recorded ? tuned_card(*t, *k, tgt, *r, run_id, db) : json(); !c.is_null()) j["card"] = c;
+  if (json c = r->improved && recorded ? tuned_card(j, *t, *k, tgt, db) : json(); !c.is_null()) j["card"] = c;
   save(run_state::finished, "", j.dump());
   if (o.json_out) std::printf("%s\n", j.dump(2).c_str());
   else print_tune(o, *t, *k, *r, written, run_id, j.value("card", json()));

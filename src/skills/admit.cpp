@@ -194,6 +194,10 @@ std::optional<std::string> not_ground(const skill_card& c, const ground& g, cons
   if (own.count(g.start.hash)) return "kernel " + g.start.hash.substr(0, 12) + " belongs to one of the card's own lineages";
   // A tuned card is tried on kernels of its family only: another kernel has no such tunables.
   if (c.tuned) {
+    // The tuned kernel itself, copied under another task, is not held out (compared by content).
+    if (tuned_from(c, g.start))
+      return "kernel " + g.start.name + " is the kernel the card was tuned from (" + c.tuned->kernel +
+             ", the same bundle): not held out";
     if (auto why = tuned_family_misfit(c, g.start.manifest.tune, tgt))
       return "kernel " + g.start.name + " is not of the tuned card's family: " + *why;
     // Of the family but unable to take the values (outside its space, refused by a constraint):

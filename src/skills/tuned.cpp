@@ -37,12 +37,22 @@ platform platform_of_arch(const std::string& arch) { return arch.rfind("sm_", 0)
 
 }  // namespace
 
+std::string tuned_card_id(const std::string& default_hash, const std::string& arch, const tune_config& winner) {
+  return content_hash("tune|" + default_hash + "|" + arch + "|" + config_label(winner)).substr(0, 16);
+}
+
+bool tuned_from(const skill_card& c, const kernel_bundle& k) {
+  if (!c.tuned || c.tuned->values.empty()) return false;
+  auto d = configure(k, c.tuned->defaults);  // fails on a kernel without these tunables: not it
+  return d && tuned_card_id(d->hash, c.target, c.tuned->values) == c.id;
+}
+
 skill_card card_from_tune(const tune_win& w) {
   const task& t = *w.t;
   const std::string win = config_label(w.winner), def = config_label(w.defaults);
   const std::string ratio = ratio_text(w.ratio, w.lo, w.hi);
   skill_card c;
-  c.id = content_hash("tune|" + w.default_hash + "|" + w.tgt.arch + "|" + win).substr(0, 16);
+  c.id = tuned_card_id(w.default_hash, w.tgt.arch, w.winner);
   c.name = kebab(cat("tuned-", t.op.empty() ? t.name : t.op, "-", names_of(w.winner), "-", w.tgt.arch));
   c.intent = cat("Set the tunables ", names_of(w.winner), " to ", win, ": the configuration lathe tune crowned for ",
                  w.kernel, " of ", t.name, " on ", w.tgt.arch);

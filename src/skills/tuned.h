@@ -46,6 +46,16 @@ struct tune_win {
 // held-out trial); provenance rules:tune.
 skill_card card_from_tune(const tune_win& w);
 
+// A tuned card's id: the first 16 hex digits of the hash of the default configuration's bundle
+// hash, the architecture and the winning values (card_from_tune).
+std::string tuned_card_id(const std::string& default_hash, const std::string& arch, const tune_config& winner);
+
+// Whether `k` is the kernel the card was tuned from, under whatever name or task it is found:
+// configured with the card's defaults, it hashes to the default configuration the card's id was
+// made from. Admission compares kernels by content here, not task names: the same source
+// registered under another task is not held out.
+bool tuned_from(const skill_card& c, const kernel_bundle& k);
+
 // Stores the card under a free name (its own, else -2, -3…) and returns the name. A card already
 // stored under its id (the same values crowned again) keeps its status and trials: a re-tune does
 // not undo what admission decided.

@@ -198,6 +198,11 @@ TEST_F(tune_cli, killed_after_a_configuration_it_goes_on_from_the_cache) {
   ASSERT_EQ(l["runs"].size(), 1u) << l.dump(2);
   EXPECT_EQ(l["runs"][0]["state"], "running");
   const std::string id = l["runs"][0]["id"];
+  // No card from it yet: it has no result (cli/tune_card.h says what is there).
+  auto early = run_lathe(ws() + "skills from-tune " + id);
+  EXPECT_EQ(early.code, 1);
+  EXPECT_NE(early.err.find("has not finished"), std::string::npos) << early.err;
+  EXPECT_NE(early.err.find("lathe tune --resume " + id), std::string::npos) << early.err;
   auto both = run_lathe(ws() + "tune '" + task + "' tunable --resume " + id);
   EXPECT_EQ(both.code, 2);
   EXPECT_NE(both.err.find("give neither"), std::string::npos) << both.err;
@@ -347,6 +352,21 @@ TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_kn
   EXPECT_EQ(c["tuned"]["interval"], j["crown"]["interval"]);
   EXPECT_EQ(c["tuned"]["run"], j["run"]);
   EXPECT_NE(c["scope"].get<std::string>().find("ORDER, TILE"), std::string::npos) << c.dump(2);
+  // lathe skills from-tune RUN makes the card again from the stored run (cli/tune_card.h): the
+  // same card, its status and trials kept.
+  auto ft = run_lathe(ws() + "skills from-tune " + j["run"].get<std::string>() + " --json");
+  ASSERT_EQ(ft.code, 0) << ft.err;
+  const json fj = lathe::testing::parse_json(ft);
+  EXPECT_EQ(fj["schema"], "lathe.tune-card/1");
+  EXPECT_EQ(fj["run"], j["run"]);
+  EXPECT_TRUE(fj["again"].get<bool>());
+  for (const char* f : {"id", "name", "intent", "anchor", "action", "operator", "carriers", "preconditions", "effect",
+                        "risk", "scope", "declared_ratio", "evidence", "evidence_language", "verification_log",
+                        "source_tasks", "target", "shape", "status", "provenance", "tuned"})
+    EXPECT_EQ(fj["card"][f], c[f]) << f;
+  auto relisted = run_lathe(ws() + "skills list --json");
+  ASSERT_EQ(relisted.code, 0) << relisted.err;
+  EXPECT_EQ(lathe::testing::parse_json(relisted)["cards"].size(), 1u);
   auto shown = run_lathe(ws() + "skills show " + c["name"].get<std::string>());
   ASSERT_EQ(shown.code, 0) << shown.err;
   const std::string win = "ORDER=" + std::to_string(j["winner"]["ORDER"].get<int64_t>()) +
@@ -422,6 +442,19 @@ TEST_F(tune_cli, a_crowned_winner_is_a_card_that_optimize_applies_to_the_same_kn
   EXPECT_TRUE(na["cards"][0]["trials"].empty());
   ASSERT_EQ(na["refused_ground"].size(), 1u) << na.dump(2);
   EXPECT_NE(na["refused_ground"][0]["reason"].get<std::string>().find("declares none"), std::string::npos) << na.dump(2);
+  // The tuned kernel itself, copied into another held-out task, is no ground: kernels are compared
+  // by content, not by task name.
+  const fs::path mm4 = sibling_task(dir_, task, "sibling", "16, 32, 64", "mm4");
+  fs::copy(task + "/kernels/tunable", mm4 / "kernels/copy");
+  auto own = run_lathe(ws() + "skills admit --card " + name + " --task '" + mm4.string() +
+                       "' --kernel copy --quick --max-time 1 --json");
+  ASSERT_EQ(own.code, 0) << own.err;
+  const json oa = lathe::testing::parse_json(own)["platforms"][0];
+  EXPECT_TRUE(oa["cards"][0]["trials"].empty()) << oa.dump(2);
+  ASSERT_EQ(oa["refused_ground"].size(), 1u) << oa.dump(2);
+  EXPECT_NE(oa["refused_ground"][0]["reason"].get<std::string>().find("is the kernel the card was tuned from"),
+            std::string::npos)
+      << oa.dump(2);
   // From the kernels that declare its tunables, on two held-out tasks: each trial the configured
   // kernel gated against the start (rules:tune), admitted (replay: mechanical) when both reproduce.
   const fs::path mm3 = sibling_task(dir_, task, "sibling", "16, 32, 64", "mm3");

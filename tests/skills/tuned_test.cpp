@@ -243,6 +243,33 @@ TEST_F(tuned_knobs, the_same_values_crowned_again_keep_what_admission_decided) {
   EXPECT_EQ((*third)->status, card_status::candidate);
 }
 
+// Admission's held-out rule for a tuned card compares kernels by content (issue 45): the tuned
+// kernel copied under another task and name is the kernel it was tuned from, not held out; a
+// member of the family with another space or another source is.
+TEST_F(tuned_knobs, the_tuned_kernel_under_another_name_is_not_held_out) {
+  auto def = configure(kernel, kernel.manifest.tune.defaults);
+  ASSERT_TRUE(def) << def.error().message;
+  win.default_hash = def->hash;
+  const skill_card c = card_from_tune(win);
+  EXPECT_EQ(c.id, tuned_card_id(def->hash, "x86-64-v3", win.winner));
+  EXPECT_TRUE(tuned_from(c, kernel));
+  test::temp_dir dir;
+  const std::filesystem::path copy = dir.path() / "other_task/kernels/copied";
+  std::filesystem::create_directories(copy);
+  std::filesystem::copy(kernel.origin, copy);
+  auto copied = load_bundle(copy);
+  ASSERT_TRUE(copied) << copied.error().message;
+  EXPECT_NE(copied->name, kernel.name);
+  EXPECT_TRUE(tuned_from(c, *copied));
+  EXPECT_FALSE(tuned_from(c, with_space({{"ORDER", {0, 1}}, {"TILE", {16, 32, 64}}}, {})));
+  kernel_bundle edited = *copied;
+  edited.sources.begin()->second += "\n// edited\n";
+  EXPECT_FALSE(tuned_from(c, edited));
+  skill_card induced = c;
+  induced.tuned.reset();
+  EXPECT_FALSE(tuned_from(induced, kernel));
+}
+
 TEST_F(tuned_knobs, optimize_applies_it_alone_and_mechanically_or_says_why_not) {
   test::temp_dir dir;
   auto db = store::open(dir.path() / "lathe.db");

@@ -1,0 +1,69 @@
+// lathe skills from-tune RUN (cli/tune_card.h) as a user runs it, untimed: what it refuses and why.
+// A run whose search measured only the default (--evals 1: built and checked, never timed) has
+// no best and no crown, so no winner: it is refused, and nothing is stored. An unknown run is
+// refused with the command that lists the tune runs. The card it makes from a run that crowned a
+// winner (equal to the one tune made) needs a timed run: tests/search/tune_cli_test.cpp.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "lathe_cli_json.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using lathe::testing::run_lathe;
+
+class tune_card_cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/lathe-tune-card-cli-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
+    fs::create_directories(dir_ / "ws/.lathe");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
+  const std::string task = std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/mm";
+  fs::path dir_;
+};
+
+TEST_F(tune_card_cli, an_unknown_run_is_refused_with_how_to_list_them) {
+  auto r = run_lathe(ws() + "skills from-tune tune-20261207-000000-beef");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("no tune run 'tune-20261207-000000-beef'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lathe runs list --kind tune"), std::string::npos) << r.err;
+  auto none = run_lathe(ws() + "skills from-tune");
+  EXPECT_NE(none.code, 0);
+  auto help = run_lathe(ws() + "skills from-tune --help");
+  EXPECT_EQ(help.code, 0) << help.err;
+  EXPECT_NE(help.out.find("tune run"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--json"), std::string::npos) << help.out;
+  auto skills = run_lathe(ws() + "skills --help");
+  EXPECT_NE(skills.out.find("from-tune"), std::string::npos) << skills.out;
+}
+
+TEST_F(tune_card_cli, a_run_that_crowned_no_winner_is_refused_and_stores_nothing) {
+  auto t = run_lathe(ws() + "tune '" + task + "' tunable --evals 1 --json --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const json j = lathe::testing::parse_json(t);
+  ASSERT_EQ(j["points"].size(), 1u) << j.dump(2);  // the default, checked, not timed
+  EXPECT_EQ(j["timed"], 0);
+  EXPECT_FALSE(j["improved"].get<bool>());
+  EXPECT_FALSE(j.contains("card"));
+  const std::string run = j["run"];
+  auto r = run_lathe(ws() + "skills from-tune " + run + " --json");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("tune run " + run + ": it crowned no winner"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("the default stood"), std::string::npos) << r.err;
+  auto listed = run_lathe(ws() + "skills list --json");
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_TRUE(lathe::testing::parse_json(listed)["cards"].empty());
+}
+
+}  // namespace
