@@ -1,13 +1,17 @@
 """lathe synth SRC... --out DIR: KernelBench problems mined from PyTorch source trees.
 
-    python3 -I -B lathe_synth.py --out DIR [--max-file-bytes N] SRC...
+    python3 -I -B lathe_synth.py --out DIR [--max-file-bytes N] [--trials N] SRC...
+    python3 -I -B lathe_synth.py --out DIR --apply DIR/trials.json
 
 Run by `lathe synth` (src/cli/synth_cmd.cpp, docs/synth.md). The trees are untrusted: their files
 are read beneath each SRC without following a link (a link is listed as not followed), regular
 files only, each at most --max-file-bytes, and parsed with `ast`; nothing of them is imported or
-run. Writes DIR/problems/*.py (KernelBench: Model, get_inputs, get_init_inputs) for the kept
+run here. Writes DIR/problems/*.py (KernelBench: Model, get_inputs, get_init_inputs) for the kept
 modules, DIR/extracted/*.py (the standalone source) for every module whose extraction succeeded,
-and DIR/manifest.json (lathe.synth_manifest/1); prints one JSON line, the summary.
+DIR/plan.json (candidate problem files for the modules whose inputs the source does not declare,
+lathe_synth_guess.py) and DIR/manifest.json (lathe.synth_manifest/1); prints one JSON line, the
+summary. lathe tries the plan in its sandbox (src/cli/synth_trials.cpp, lathe_synth_trial.py);
+--apply then keeps each module's first candidate that ran and prints the summary again.
 """
 import argparse
 import ast
@@ -21,10 +25,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lathe_synth_extract as ex  # noqa: E402
+import lathe_synth_guess as guess  # noqa: E402
 
 LICENSE = re.compile(r"(SPDX-License-Identifier|[Ll]icen[sc]e|Copyright)")
 HEADER_LINES = 30
 SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
+# Refusals a trial may lift: values and shapes the source does not declare (lathe_synth_guess.py).
+TRIABLE = {"constructor argument without default", "forward argument undetermined"}
+# What --out may hold: this script's own output (and the C++ side's trial files).
+OUTPUT_NAMES = {"problems", "extracted", "manifest.json", "trials", "plan.json", "trials.json"}
 
 
 def walk(root, max_bytes, report):
@@ -103,9 +112,11 @@ def slug(s):
     return re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_") or "x"
 
 
-def problem_text(entry, source, defined, shapes):
+def problem_text(entry, source, defined, shapes, init=None, note=None):
     head = [f"# lathe synth: {entry['class']} from {entry['tree']}/{entry['file']} line {entry['line']}"
             " (docs/synth.md). Parsed, inlined and written without being run."]
+    if note:
+        head.append(f"# {note}")
     if entry.get("license"):
         head.append(f"# license (the file's header): {entry['license']}")
     text = "\n".join(head) + "\n" + source
@@ -116,13 +127,15 @@ def problem_text(entry, source, defined, shapes):
             raise ex.Refusal("name clash", "the file's own Model would clash with KernelBench's Model")
         text += f"\n\nclass Model({entry['class']}):\n    pass\n"
     args = ", ".join(f"torch.randn({', '.join(str(d) for d in s)})" for s in shapes)
+    init_line = (f"return {init!r}  # guessed, then tried" if init else
+                 "return []  # the constructor's defaults")
     text += (f"\n\ndef get_inputs():\n    return [{args}]\n\n\n"
-             "def get_init_inputs():\n    return []  # the constructor's defaults\n")
+             f"def get_init_inputs():\n    {init_line}\n")
     ast.parse(text)  # what lathe writes must parse; never run here
     return text
 
 
-def analyze(tree_name, rel, text, package, modules):
+def analyze(tree_name, rel, text, package, modules, limit):
     try:
         index = ex.FileIndex(text, package)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
@@ -148,19 +161,40 @@ def analyze(tree_name, rel, text, package, modules):
             entry.update(status="kept")
         except ex.Refusal as r:
             entry.update(status="refused", kind=r.kind, reason=r.detail)
+            if r.kind in TRIABLE and "source" in entry:
+                add_candidates(entry, index, chain, stmt.name, limit)
         except RecursionError:
             entry.update(status="refused", kind="too deep", reason="nesting too deep to analyze")
         modules.append(entry)
     return None
 
 
+def add_candidates(entry, index, chain, name, limit):
+    """entry["candidates"] for a trial, or entry["no_trial"] saying why none runs."""
+    if limit <= 0:
+        entry["no_trial"] = "--trials 0"
+        return
+    try:
+        entry["candidates"] = guess.candidates(index, chain, name, limit)
+    except ex.Refusal as g:
+        entry["no_trial"] = g.detail
+    except RecursionError:
+        entry["no_trial"] = "nesting too deep to analyze"
+
+
 def write(out, modules):
+    """Writes problems/ and extracted/; returns the plan of trials (lathe_synth_trial.py)."""
+    plan = []
+    shutil.rmtree(os.path.join(out, "trials"), ignore_errors=True)
     for sub in ("problems", "extracted"):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
         os.makedirs(os.path.join(out, sub))
     used = set()
     for m in modules:
         source, defined, shapes = m.pop("source", None), m.pop("defined", set()), m.pop("shapes", None)
+        cands, why = m.pop("candidates", None), m.pop("no_trial", None)
+        if why:
+            m["reason"] += f"; no trial ran: {why}"
         if source is None:
             continue
         name = slug(f"{m['tree']}__{m['file'][:-3]}__{m['class']}")
@@ -171,6 +205,8 @@ def write(out, modules):
         used.add(name)
         write_file(os.path.join(out, "extracted", name + ".py"), problem_text(m, source, defined, None))
         m["extracted"] = f"extracted/{name}.py"
+        if cands:
+            plan_trials(out, m, name, source, defined, cands, len(plan), plan)
         if m["status"] != "kept":
             continue
         try:
@@ -178,8 +214,30 @@ def write(out, modules):
             m["problem"] = f"problems/{name}.py"
             m["inputs"] = [{"shape": s, "dtype": "float32"} for s in shapes]
             m["init_inputs"] = []
+            m["inputs_found"] = "declared"
         except (ex.Refusal, SyntaxError) as r:
             m.update(status="refused", kind=getattr(r, "kind", "internal"), reason=getattr(r, "detail", str(r)))
+    return plan
+
+
+def plan_trials(out, m, name, source, defined, cands, plan_id, plan):
+    """One problem file per candidate, into the plan; the module's trial pending."""
+    texts = []
+    try:
+        for k, c in enumerate(cands):
+            note = (f"inputs guessed, candidate {k + 1} of {len(cands)}: tried in lathe's sandbox "
+                    "and kept because it loads and runs forward to finite outputs")
+            texts.append({"text": problem_text(m, source, defined, c["shapes"], c["init"], note),
+                          "shapes": c["shapes"], "init": c["init"]})
+    except (ex.Refusal, SyntaxError) as r:
+        m["reason"] += f"; no trial ran: {getattr(r, 'detail', str(r))}"
+        return
+    folder = os.path.join(out, "trials", name)  # the candidates as files, to read
+    os.makedirs(folder)
+    for k, c in enumerate(texts):
+        write_file(os.path.join(folder, f"candidate_{k + 1}.py"), c["text"])
+    m["trial"] = {"id": plan_id, "candidates": len(texts), "status": "pending"}
+    plan.append({"id": plan_id, "name": name, "class": m["class"], "candidates": texts})
 
 
 def write_file(path, text):
@@ -187,31 +245,92 @@ def write_file(path, text):
         f.write(text)
 
 
-def summarize(modules, reports, seconds):
+def summarize(modules, reports, seconds, trial_seconds=0.0):
     found = [m for m in modules if m["status"] != "skipped"]
     refused = {}
     for m in found:
         if m["status"] == "refused":
             r = refused.setdefault(m["kind"], {"count": 0, "example": m["reason"]})
             r["count"] += 1
+    kept = [m for m in found if m["status"] == "kept"]
+    tried = [m["trial"] for m in found if "trial" in m]
     return {"files_read": sum(r["read"] for r in reports),
             "links_not_followed": sum(len(r["links"]) for r in reports),
             "files_refused": sum(len(r["unreadable"]) + len(r["unparsed"]) for r in reports),
             "without_forward": len(modules) - len(found), "found": len(found),
             "extracted": sum(1 for m in found if "extracted" in m),
-            "kept": sum(1 for m in found if m["status"] == "kept"),
+            "kept": len(kept),
+            "kept_declared": sum(1 for m in kept if m.get("inputs_found") == "declared"),
+            "kept_by_trial": sum(1 for m in kept if m.get("inputs_found", "").startswith("trial")),
             "refused": sum(1 for m in found if m["status"] == "refused"),
             "refused_by_kind": dict(sorted(refused.items(), key=lambda kv: -kv[1]["count"])),
-            "seconds": round(seconds, 3),
-            "not_done": ["inputs by trial", "filters", "dedup", "families"]}
+            "trials": {"modules": len(tried),
+                       "candidates_tried": sum(t.get("tried", 0) for t in tried),
+                       "pending": sum(1 for t in tried if t["status"] == "pending"),
+                       "seconds": round(trial_seconds, 3)},
+            "seconds": round(seconds + trial_seconds, 3),
+            "not_done": ["inputs by usage", "sizes for a target run time", "filters", "dedup",
+                         "families"]}
+
+
+def apply_trials(out, results_path):
+    """The trials' results (lathe synth's C++ side, trials.json) applied to the manifest: the
+    first candidate that ran is the module's problem; the others keep their reason."""
+    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+        manifest = json.load(f)
+    with open(os.path.join(out, "plan.json"), encoding="utf-8") as f:
+        plan = {p["id"]: p for p in json.load(f)["modules"]}
+    with open(results_path, encoding="utf-8") as f:
+        results = json.load(f)
+    by_id = {r.get("id"): r for r in results.get("modules", []) if isinstance(r, dict)}
+    for m in manifest["modules"]:
+        t = m.get("trial")
+        if not t or t["status"] != "pending":
+            continue
+        p, r = plan.get(t["id"]), by_id.get(t["id"])
+        n = len(p["candidates"]) if p else 0
+        kept = r.get("kept") if r else None
+        t["tried"] = int(r.get("tried", 0)) if r else 0
+        if p and isinstance(kept, int) and 0 <= kept < n:
+            c = p["candidates"][kept]
+            write_file(os.path.join(out, "problems", p["name"] + ".py"), c["text"])
+            found = f"trial {kept + 1} of {n}"
+            m.update(status="kept", problem=f"problems/{p['name']}.py", inputs_found=found,
+                     inputs=[{"shape": s, "dtype": "float32"} for s in c["shapes"]],
+                     init_inputs=c["init"], refused_before=m.pop("reason"))
+            m.pop("kind", None)
+            t["status"] = "kept"
+            continue
+        errors = (r or {}).get("errors") or []
+        if r is None or t["tried"] == 0 and not errors:
+            why = results.get("error") or "the sandbox gave no result for it"
+            m["reason"] += f"; no trial ran: {str(why)[:300]}"
+            t["status"] = "not run"
+        else:
+            first = str(errors[0])[:300] if errors else "no candidate ran forward to finite outputs"
+            m["reason"] += f"; trials failed ({t['tried']} of {n} tried): {first}"
+            m["kind"] = "trials failed"
+            t["status"] = "failed"
+    old = manifest["summary"]
+    trial_seconds = float(results.get("seconds", 0.0))
+    manifest["summary"] = summarize(manifest["modules"], manifest["sources"],
+                                    old["seconds"] - old["trials"]["seconds"], trial_seconds)
+    write_file(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1) + "\n")
+    print(json.dumps(manifest["summary"]))
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--max-file-bytes", type=int, default=1 << 20)
-    ap.add_argument("src", nargs="+")
+    ap.add_argument("--trials", type=int, default=8, help="candidates per module at most")
+    ap.add_argument("--apply", help="trials.json: the trials' results, applied to --out")
+    ap.add_argument("src", nargs="*")
     a = ap.parse_args()
+    if a.apply:
+        return apply_trials(os.path.realpath(a.out), a.apply)
+    if not a.src:
+        sys.exit("synth: name at least one source tree")
     if not ex.STDLIB:
         sys.exit("synth: needs Python 3.10 or later (sys.stdlib_module_names)")
     start = time.monotonic()
@@ -228,14 +347,20 @@ def main():
         tree_name = os.path.basename(top.rstrip("/")) or "root"
         report = {"tree": root, "read": 0, "links": [], "unreadable": [], "unparsed": []}
         for rel, text, package in walk(root, a.max_file_bytes, report):
-            bad = analyze(tree_name, rel, text, package, modules)
+            bad = analyze(tree_name, rel, text, package, modules, a.trials)
             if bad:
                 report["unparsed"].append(bad)
         reports.append(report)
-    if os.path.exists(out) and set(os.listdir(out)) - {"problems", "extracted", "manifest.json"}:
+    if os.path.exists(out) and set(os.listdir(out)) - OUTPUT_NAMES:
         sys.exit(f"synth: --out {a.out} holds other files: name an empty or new folder")
     os.makedirs(out, exist_ok=True)
-    write(out, modules)
+    plan = write(out, modules)
+    for name in ("plan.json", "trials.json"):
+        if os.path.lexists(os.path.join(out, name)):
+            os.unlink(os.path.join(out, name))
+    if plan:
+        write_file(os.path.join(out, "plan.json"),
+                   json.dumps({"schema": "lathe.synth_plan/1", "modules": plan}) + "\n")
     summary = summarize(modules, reports, time.monotonic() - start)
     manifest = {"schema": "lathe.synth_manifest/1", "sources": reports, "modules": modules, "summary": summary}
     write_file(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1) + "\n")

@@ -18,7 +18,6 @@ STDLIB = set(getattr(sys, "stdlib_module_names", ())) - {"__main__"}
 NOT_MODULES = {"Parameter", "UninitializedParameter", "UninitializedBuffer", "PackedSequence"}
 BUILTINS = set(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__package__",
                                  "__class__", "__builtins__", "__loader__"}
-LATER = "values from usage and trials are not found yet"
 
 
 class Refusal(Exception):
@@ -313,7 +312,7 @@ def inputs(index, chain, torch_base):
         for a in req + ([kw] if kw else []):
             ann = f": {ast.unparse(a.annotation)}" if a.annotation is not None else ""
             raise Refusal("constructor argument without default",
-                          f"constructor argument {a.arg}{ann} has no default ({LATER})")
+                          f"constructor argument {a.arg}{ann} has no default")
     _, fwd = find_method(chain, "forward")
     req, kw = required_args(fwd)
     if kw is not None:
@@ -324,10 +323,10 @@ def inputs(index, chain, torch_base):
     for a in req:
         if a.annotation is None:
             raise Refusal("forward argument undetermined",
-                          f"forward argument {a.arg} has neither an annotation nor a default ({LATER})")
+                          f"forward argument {a.arg} has neither an annotation nor a default")
         shape = tensor_shape(index, annotation_node(a))
         if shape is None:
             raise Refusal("forward argument undetermined",
-                          f"forward argument {a.arg}: {ast.unparse(a.annotation)} declares no shape ({LATER})")
+                          f"forward argument {a.arg}: {ast.unparse(a.annotation)} declares no shape")
         shapes.append(shape)
     return shapes

@@ -1,9 +1,12 @@
-// lathe synth (issue 47, first step) on a small fixture tree (tests/data/synth): a module kept with
-// its in-file base, helper and constants inlined and nothing else; a module importing torchvision
-// refused with the reason; one whose input has no determinable shape refused; a relative import
+// lathe synth (issue 47) on a small fixture tree (tests/data/synth): a module kept with its in-file
+// base, helper and constants inlined and nothing else; a module importing torchvision refused with
+// the reason; one whose input has no determinable shape refused without trials; a relative import
 // refused; links out of the tree and an oversized file not read; `lathe task show` reads the
-// problems it writes. Nothing is timed (`unit`).
+// problems it writes. With trials (guessed.py): a module kept by trial in the sandbox, one whose
+// forward raises refused, one that tries to leave the sandbox neither writes outside its folder
+// nor sees the environment. Nothing is timed (`unit`).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,8 +18,8 @@
 #include "lathe_cli_run.h"
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 using lathe::testing::run_lathe;
+using nlohmann::json;
 
 namespace {
 
@@ -35,7 +38,8 @@ class synth : public ::testing::Test {
     fs::create_directories(dir_);
     const fs::path data = fs::path(LATHE_SOURCE_DIR) / "tests/data/synth";
     fs::copy(data / "tree", dir_ / "tree", fs::copy_options::recursive);
-    // Planted links: a file and a folder outside the tree, each holding a module that would be kept.
+    // Planted links: a file and a folder outside the tree, each holding a module that would be
+    // kept.
     fs::create_symlink(data / "outside/secret_module.py", dir_ / "tree/linked.py");
     fs::create_directory_symlink(data / "outside", dir_ / "tree/linked_dir");
     std::ofstream(dir_ / "tree/big.py") << std::string((1 << 20) + 16, '#');
@@ -52,12 +56,15 @@ class synth : public ::testing::Test {
 };
 
 TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
-  const auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "out").string() + "' --json");
+  const auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" +
+                           (dir_ / "out").string() + "' --trials 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["found"], 5) << r.out;
+  EXPECT_EQ(s["found"], 8) << r.out;
   EXPECT_EQ(s["kept"], 2) << r.out;
-  EXPECT_EQ(s["refused"], 3) << r.out;
+  EXPECT_EQ(s["kept_declared"], 2) << r.out;
+  EXPECT_EQ(s["refused"], 6) << r.out;
+  EXPECT_EQ(s["trials"]["modules"], 0) << r.out;
   EXPECT_EQ(s["without_forward"], 1) << r.out;  // Base: no forward of its own
   EXPECT_EQ(s["links_not_followed"], 2) << r.out;
   EXPECT_EQ(s["files_refused"], 1) << r.out;  // big.py
@@ -67,12 +74,17 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
   const json* boxes = module(m, "Boxes");
   ASSERT_NE(boxes, nullptr);
   EXPECT_EQ((*boxes)["status"], "refused");
-  EXPECT_EQ((*boxes)["reason"], "imports torchvision.ops (not torch, math or the standard library)");
+  EXPECT_EQ((*boxes)["reason"],
+            "imports torchvision.ops (not torch, math or the standard library)");
   const json* untyped = module(m, "Untyped");
   ASSERT_NE(untyped, nullptr);
   EXPECT_EQ((*untyped)["status"], "refused");
-  EXPECT_NE((*untyped)["reason"].get<std::string>().find("forward argument x has neither an annotation nor a default"),
-            std::string::npos);
+  EXPECT_NE((*untyped)["reason"].get<std::string>().find(
+                "forward argument x has neither an annotation nor a default"
+                "; no trial ran: --trials 0"),
+            std::string::npos)
+      << (*untyped)["reason"];
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out/plan.json"));
   const json* doubled = module(m, "Doubled");
   ASSERT_NE(doubled, nullptr);
   EXPECT_EQ((*doubled)["kind"], "relative import");
@@ -103,13 +115,63 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
   EXPECT_EQ(layout["inputs"][1]["state_dict"], "proj.weight");
 }
 
+// One run with trials: each spawns the sandbox's Python, which imports torch once (~2-10 s here).
+TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
+  fs::remove("/tmp/lathe-synth-escaped.txt");
+  ::setenv("LATHE_SYNTH_TEST_SECRET", "hunter2", 1);
+  const auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" +
+                           (dir_ / "out").string() + "' --json");
+  ::unsetenv("LATHE_SYNTH_TEST_SECRET");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json s = json::parse(r.out);
+  EXPECT_EQ(s["kept"], 4) << r.out;  // GeluBlock, Flip declared; Scaled, Untyped by trial
+  EXPECT_EQ(s["kept_by_trial"], 2) << r.out;
+  EXPECT_EQ(s["refused_by_kind"]["trials failed"]["count"], 2) << r.out;
+  const json m = json::parse(slurp(dir_ / "out/manifest.json"));
+
+  const json* scaled = module(m, "Scaled");  // `features` without default, x without shape
+  ASSERT_NE(scaled, nullptr);
+  ASSERT_EQ((*scaled)["status"], "kept") << scaled->dump();
+  EXPECT_EQ((*scaled)["inputs_found"], "trial 1 of 8");
+  EXPECT_EQ((*scaled)["init_inputs"], json::array({16}));
+  const fs::path problem = dir_ / "out" / (*scaled)["problem"].get<std::string>();
+  const auto show = run_lathe("task show '" + problem.string() + "' --json");
+  ASSERT_EQ(show.code, 0) << show.out << show.err;
+  const json layout = json::parse(show.out);
+  ASSERT_EQ(layout["inputs"].size(), 3u) << show.out;  // x, proj.weight, proj.bias
+  EXPECT_EQ(layout["inputs"][0]["shapes"]["problem"], json::array({2, 16}));
+
+  const json* raises = module(m, "AlwaysRaises");
+  ASSERT_NE(raises, nullptr);
+  EXPECT_EQ((*raises)["status"], "refused");
+  EXPECT_EQ((*raises)["kind"], "trials failed");
+  EXPECT_NE((*raises)["reason"].get<std::string>().find(
+                "trials failed (8 of 8 tried): ValueError: this module never runs"),
+            std::string::npos)
+      << (*raises)["reason"];
+
+  // The sandbox: the module's writes outside its folder landed nowhere, and it saw no environment.
+  const json* escapes = module(m, "Escapes");
+  ASSERT_NE(escapes, nullptr);
+  EXPECT_EQ((*escapes)["status"], "refused");
+  EXPECT_NE(
+      (*escapes)["reason"].get<std::string>().find("RuntimeError: saw secret None, home None"),
+      std::string::npos)
+      << (*escapes)["reason"];
+  EXPECT_FALSE(fs::exists(dir_ / "out/escaped.txt"));
+  EXPECT_FALSE(fs::exists("/tmp/lathe-synth-escaped.txt"));
+  EXPECT_EQ(slurp(dir_ / "out/manifest.json").find("hunter2"), std::string::npos);
+}
+
 TEST_F(synth, refuses_an_output_folder_inside_the_tree_or_holding_other_files) {
-  auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "tree/out").string() + "'");
+  auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" +
+                     (dir_ / "tree/out").string() + "'");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("lies inside"), std::string::npos) << r.err;
   fs::create_directories(dir_ / "busy");
   std::ofstream(dir_ / "busy/notes.txt") << "mine";
-  r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "busy").string() + "'");
+  r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" + (dir_ / "busy").string() +
+                "'");
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_TRUE(fs::exists(dir_ / "busy/notes.txt"));
 }
