@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/files.h"
 #include "gate/process.h"
 #include "spec/problem.h"
 #include "spec/safe_file.h"
@@ -58,10 +59,7 @@ result<void> stage(const fs::path& out, const fs::path& work) {
 gate::tool_jail trial_jail(const fs::path& python) {
   gate::tool_jail jail;
   jail.candidate_code = true;
-  std::error_code ec;
-  jail.read_trees.push_back(fs::absolute(python, ec).parent_path().parent_path());
-  const fs::path real = fs::canonical(python, ec);
-  if (!ec) jail.read_trees.push_back(real.parent_path().parent_path());
+  gate::allow_interpreter(jail, python);
   return jail;
 }
 
@@ -97,20 +95,13 @@ std::string tail(const std::string& s, size_t n) {
 
 }  // namespace
 
-// The sandbox's folder: a fresh one in TMPDIR, as a record step's (gate/python_build.cpp). Not
-// one under --out: bubblewrap run by root makes the folders above a bound one 0700, which the
-// tool's own user cannot walk, and Python opens its script by an absolute path.
-fs::path scratch() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmpl =
-      (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-synth-XXXXXX";
-  return mkdtemp(tmpl.data()) ? fs::path(tmpl) : fs::path();
-}
-
 json run_synth_trials(const fs::path& out, const synth_trial_options& o) {
   const auto start = std::chrono::steady_clock::now();
   json result{{"schema", "lathe.synth_trials/1"}, {"modules", json::array()}, {"error", nullptr}};
-  const fs::path work = scratch();
+  // The sandbox's folder: a fresh one in TMPDIR (gate/files.h), as a record step's. Not one under
+  // --out: bubblewrap run by root makes the folders above a bound one 0700, which the tool's own
+  // user cannot walk, and Python opens its script by an absolute path.
+  const fs::path work = gate::scratch_folder("synth").value_or(fs::path());
   std::string error;
   if (work.empty()) {
     error = "no folder for the trials in TMPDIR: " + std::string(std::strerror(errno));

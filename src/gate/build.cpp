@@ -225,10 +225,7 @@ tool_jail compile_jail(const toolchain& tc, bool cuda, const std::string& interp
     if (!cec) jail.read_trees.push_back(nvcc.parent_path().parent_path());
   }
   if (!interpreter.empty()) {
-    std::error_code pec;
-    jail.read_trees.push_back(fs::absolute(interpreter, pec).parent_path().parent_path());
-    const fs::path py = fs::canonical(interpreter, pec);
-    if (!pec) jail.read_trees.push_back(py.parent_path().parent_path());
+    allow_interpreter(jail, interpreter);
     // torch itself where it lies outside both (a .pth or a link leading elsewhere), as the
     // worker's Landlock allows it (python/lathe_kernel.py interpreter_trees). Not what broke the
     // H100 machine's venv: that was the folders above the bind (bubblewrap.cpp).

@@ -25,11 +25,6 @@ bool shared_part(const fs::path& rel, entry_kind) {
   return rel.parent_path() == "out" && extension_output(rel.filename());
 }
 
-bool is_folder(const fs::path& p) {
-  struct stat st {};
-  return lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // `from_root`/key copied to `to_root`/key through a fresh folder renamed into place (the first of
 // two racing copies wins; the other's result is the same build).
 bool copy_entry(const fs::path& from_root, const fs::path& to_root, const std::string& key, std::string& why) {
@@ -69,7 +64,8 @@ std::optional<fs::path> shared_extension_cache(std::string* why) {
 }
 
 bool import_extension(const fs::path& shared, const fs::path& ext_root, const std::string& key, std::string& note) {
-  if (!is_folder(shared / key)) return false;
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(shared / key, ec))) return false;  // a link is not read
   auto status = read_beneath(shared / key, "status", status_cap);
   if (!status || !status->starts_with("ok")) return false;
   std::string why;

@@ -2,6 +2,11 @@
 // read and written with spec/safe_file.h: a candidate's steps ran in them.
 #pragma once
 
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -14,6 +19,17 @@ inline std::string random_suffix() {
   std::ostringstream ss;
   ss << std::hex << rd() << rd();
   return ss.str();
+}
+
+// A private folder of the temporary directory ("lathe-<what>-XXXXXX" in TMPDIR, else /tmp) for a
+// step that runs a candidate's code in a jail: torch's build gives the compiler absolute paths,
+// and the jailed user may not walk lathe's own folders above a cache. None when it cannot be made
+// (errno says why).
+inline std::optional<std::filesystem::path> scratch_folder(const char* what) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-" + what + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return std::nullopt;
+  return std::filesystem::path(tmpl);
 }
 
 }  // namespace lathe::gate

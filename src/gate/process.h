@@ -39,6 +39,10 @@ struct tool_jail {
   uint32_t step_processes = 512;
 };
 
+// An interpreter's trees added to what `jail` may read: as named (a virtual environment, which
+// holds its packages) and as resolved (its base's binary), two folders up from each.
+void allow_interpreter(tool_jail& jail, const std::filesystem::path& interpreter);
+
 // argv[0] is looked up in PATH. The environment is only PATH and LANG=C (and TMPDIR=. when
 // jailed): a compiler run on a candidate's sources must not see API keys (an `#include` of
 // /proc/self/environ would embed them in the object).

@@ -44,16 +44,6 @@ struct compiled {
   std::string refused;
 };
 
-// A private folder of the temporary directory for a step that runs a candidate's code: torch's
-// build gives the compiler absolute paths, and the jailed user may not walk the cache's folders
-// (lathe's own, private).
-std::optional<fs::path> scratch_folder(const char* what) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmpl = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-" + what + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) return std::nullopt;
-  return fs::path(tmpl);
-}
-
 // lathe's script beside the candidate's files (a new file: the folder is fresh).
 result<void> place_script(const fs::path& folder) {
   const fs::path script = ext_script();
