@@ -1,8 +1,8 @@
 """lathe's problem worker: a PyTorch problem file as a task's oracle (docs/problems.md).
 
-Runs in its own process, started by the gate (src/spec/problem.cpp). It imports one problem file
-and answers JSON requests, one per line on stdin, one reply per line on the descriptor the gate
-reads. Tensors never travel through the pipe or the filesystem: the gate passes a shared-memory
+Runs in its own process, started by the gate in its sandbox (src/spec/problem_launch.cpp). It
+imports one problem file and answers JSON requests, one per line on stdin, one reply per line on
+the descriptor the gate reads (with --fds: requests on 4, replies on 5, stderr on 6). Tensors never travel through the pipe or the filesystem: the gate passes a shared-memory
 file (a memfd) as descriptor 3; inputs are written there in their own dtype and the reference's
 outputs as float64, at the offsets the gate asks for.
 
@@ -626,9 +626,18 @@ def main():
     ap.add_argument("problem")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--fds", action="store_true",
+                    help="requests on descriptor 4, replies on 5, stderr on 6 (lathe's sandboxed start)")
     args = ap.parse_args()
     # The protocol's own channel: a problem that prints must not corrupt it.
-    out = os.fdopen(os.dup(1), "w", buffering=1)
+    if args.fds:
+        out = os.fdopen(5, "w", buffering=1)
+        os.dup2(4, 0)
+        os.dup2(6, 2)
+        os.close(4)
+        os.close(6)
+    else:
+        out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
 
     def reply(obj):

@@ -125,11 +125,11 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
   std::vector<std::string> a = {bw.bwrap.string(),
                                 // Every namespace but the user's (which only an unprivileged
                                 // lathe needs, below): no network, no other process, no IPC.
-                                "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                                "--unshare-cgroup-try",
+                                "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
                                 // Dies with lathe's thread that started it; no terminal to
                                 // inject keystrokes into (TIOCSTI).
                                 "--die-with-parent", "--new-session"};
+  if (!spec.gpu) a.insert(a.begin() + 1, {"--unshare-pid", "--unshare-ipc"});
   const bool root = geteuid() == 0;
   if (!root) a.push_back("--unshare-user");
   std::vector<fs::path> bound, made, linked;
@@ -140,17 +140,10 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
     }
     return false;
   };
-  std::error_code ec;
-  for (const auto& t : spec.read_trees) {
-    if (t.empty() || within_bound(t)) continue;
-    if (fs::is_symlink(t, ec)) {  // /bin -> usr/bin on a merged-/usr system: the same link
-      a.insert(a.end(), {"--symlink", fs::read_symlink(t, ec).string(), t.string()});
-      linked.push_back(t);
-      continue;
-    }
-    // The folders above a tree that is not at the root (a venv in /opt/torch/.venv): bubblewrap
-    // run by root makes them 0700, which the tool's own user cannot walk (on the H100 machine a
-    // ModelNew's record step could not import torch, bench/results/gpu-modelnew-2026-12-06).
+  // The folders above a bind that is not at the root (a venv in /opt/torch/.venv): bubblewrap
+  // run by root makes them 0700, which the tool's own user cannot walk (on the H100 machine a
+  // ModelNew's record step could not import torch, bench/results/gpu-modelnew-2026-12-06).
+  auto make_above = [&](const fs::path& t) {
     fs::path above;
     for (auto it = t.begin(); it != t.end() && std::next(it) != t.end(); ++it) {
       above /= *it;
@@ -160,11 +153,21 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
       a.insert(a.end(), {"--perms", "0755", "--dir", above.string()});
       made.push_back(above);
     }
+  };
+  std::error_code ec;
+  for (const auto& t : spec.read_trees) {
+    if (t.empty() || within_bound(t)) continue;
+    if (fs::is_symlink(t, ec)) {  // /bin -> usr/bin on a merged-/usr system: the same link
+      a.insert(a.end(), {"--symlink", fs::read_symlink(t, ec).string(), t.string()});
+      linked.push_back(t);
+      continue;
+    }
+    make_above(t);
     a.insert(a.end(), {"--ro-bind-try", t.string(), t.string()});
     bound.push_back(t);
   }
   // The CPU topology (OpenMP's and torch's thread counts read it); nothing else of /sys.
-  a.insert(a.end(), {"--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"});
+  if (!spec.gpu) a.insert(a.end(), {"--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"});
   // A /dev of two devices, as lathe's older jail allowed: /dev/null and /dev/urandom (bound as
   // devices: a read-only bind is also nodev, and torch could not open it).
   // Not bubblewrap's --dev, whose /dev/zero let `#include </dev/zero>` (through a macro) grow a
@@ -172,6 +175,19 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
   a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null",
                      "--dev-bind", "/dev/urandom", "/dev/urandom", "--symlink", "/proc/self/fd", "/dev/fd",
                      "--tmpfs", "/tmp"});
+  if (spec.gpu) {
+    // The driver's nodes (nvidiactl, nvidia-uvm, nvidia0…, nvidia-caps), its shared memory, and
+    // the PCI tree it reads in /sys.
+    for (const auto& e : fs::directory_iterator("/dev", ec))
+      if (e.path().filename().string().starts_with("nvidia"))
+        a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
+    a.insert(a.end(), {"--dev-bind-try", "/dev/shm", "/dev/shm", "--ro-bind-try", "/sys", "/sys"});
+  }
+  // After /tmp's own tmpfs, which would hide a file there.
+  for (const auto& [from, to] : spec.read_files) {
+    make_above(to);
+    a.insert(a.end(), {"--ro-bind", from.string(), to.string()});
+  }
   a.insert(a.end(), {"--bind", spec.work.string(), spec.work.string(), "--chdir", spec.work.string()});
   a.push_back("--clearenv");
   for (const auto& [k, v] : spec.env) a.insert(a.end(), {"--setenv", k, v});
@@ -189,8 +205,17 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
   return a;
 }
 
+std::vector<fs::path> interpreter_trees(const fs::path& interpreter) {
+  std::error_code ec;
+  std::vector<fs::path> trees{fs::absolute(interpreter, ec).parent_path().parent_path()};
+  const fs::path real = fs::canonical(interpreter, ec);
+  if (!ec) trees.push_back(real.parent_path().parent_path());
+  return trees;
+}
+
 std::string sandbox_summary(const bubblewrap_tool& bw, const sandbox_spec& spec) {
-  return bw.version + ": own mount, PID, network, IPC and UTS namespaces; no network; " +
+  return bw.version + (spec.gpu ? ": own mount, network and UTS namespaces (the host's PID and IPC, for CUDA); no network; "
+                                 : ": own mount, PID, network, IPC and UTS namespaces; no network; ") +
          (geteuid() == 0 && spec.uid != 0 ? "a user of its own" : "this user, in a user namespace") +
          "; writes only " + spec.work.string();
 }

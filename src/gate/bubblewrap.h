@@ -39,10 +39,21 @@ const bubblewrap_tool& find_bubblewrap();
 
 struct sandbox_spec {
   std::vector<std::filesystem::path> read_trees;  // bound read-only at the same paths
+  // Files bound read-only at another path (source, where the tool sees it): a problem's copy
+  // at the problem's own path.
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> read_files;
   std::filesystem::path work;                     // bound writable, and the working directory
   std::vector<std::pair<std::string, std::string>> env;  // the tool's whole environment
   uid_t uid = 0;  // when lathe is root: the user of its own the tool runs as (0: stay root)
+  // A process on the GPU (a CUDA problem's oracle): the PID and IPC namespaces stay the host's
+  // (CUDA IPC between it and the kernels' workers), and it gets the NVIDIA device nodes,
+  // /dev/shm and /sys read-only. Never run on a GPU as of 2026-12-07.
+  bool gpu = false;
 };
+
+// The trees an interpreter reads: as named (a virtual environment, which holds its packages) and
+// as resolved (its base's binary), two folders up from each.
+std::vector<std::filesystem::path> interpreter_trees(const std::filesystem::path& interpreter);
 
 // The command line that runs `command` (argv[0] an absolute path) in the sandbox.
 std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbox_spec& spec,

@@ -274,7 +274,8 @@ std::optional<stop> evaluator::build_all() {
     if (!oracle)
       return stop{outcome::infra_error, "the problem's Python worker: " + oracle.error().message + " (a task problem)", {}};
     ref_ = reference::of_problem(*oracle);
-    e_.reference_runtime = (*oracle)->runtime();
+    // Where the problem's own code ran, with what ran it (spec/problem_launch.h).
+    e_.reference_runtime = (*oracle)->runtime() + "; " + (*oracle)->sandbox();
     return std::nullopt;
   }
   auto loaded = reference::load(ref_obj_.object);

@@ -250,10 +250,7 @@ tool_result run_tool(const std::vector<std::string>& argv, double timeout_s,
 
 // A jailed tool ran as a user of its own, which owns what it wrote: the cache is root's again.
 void allow_interpreter(tool_jail& jail, const std::filesystem::path& interpreter) {
-  std::error_code ec;
-  jail.read_trees.push_back(std::filesystem::absolute(interpreter, ec).parent_path().parent_path());
-  const std::filesystem::path real = std::filesystem::canonical(interpreter, ec);
-  if (!ec) jail.read_trees.push_back(real.parent_path().parent_path());
+  for (auto& t : interpreter_trees(interpreter)) jail.read_trees.push_back(std::move(t));
 }
 
 void own_again(const std::filesystem::path& dir) {

@@ -21,23 +21,13 @@
 
 #include "core/dtype.h"
 #include "core/hash.h"
+#include "spec/problem_launch.h"
 #include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 
 namespace lathe::gate {
 namespace {
-
-constexpr int shared_fd = 3;  // python/lathe_problem.py: SHARED_FD
-
-// What the worker may see: enough to find its interpreter, torch and the GPU; no API keys.
-std::vector<std::string> worker_environment() {
-  std::vector<std::string> env{"LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1"};
-  for (const char* k : {"PATH", "HOME", "TMPDIR", "LD_LIBRARY_PATH", "PYTHONPATH",
-                        "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CUDA_HOME"})
-    if (const char* v = std::getenv(k)) env.push_back(std::string(k) + "=" + v);
-  return env;
-}
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -91,43 +81,33 @@ result<std::unique_ptr<problem_oracle>> problem_oracle::start(const fs::path& py
   }();
   (void)pipes_ignored;
   std::unique_ptr<problem_oracle> o(new problem_oracle());
-  int in[2], out[2], err[2];
-  if (pipe2(in, O_CLOEXEC) != 0) return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    close(in[0]), close(in[1]);
-    return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
-  }
-  if (pipe2(err, O_CLOEXEC) != 0) {
-    close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
+    close_all();
     return fail(errc::io_error, "pipe: " + std::string(std::strerror(errno)));
   }
   o->mem_ = memfd_create("lathe-problem", MFD_CLOEXEC);
-  if (o->mem_ < 0) return fail(errc::io_error, "memfd_create: " + std::string(std::strerror(errno)));
-  const std::string script = problem_worker_script().string();
-  std::vector<std::string> argv{python.string(), "-B", script, fs::absolute(problem).string(),
-                                "--device", p == platform::cuda ? "cuda" : "cpu"};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  std::vector<std::string> env_s = worker_environment();
-  std::vector<char*> env;
-  for (auto& e : env_s) env.push_back(e.data());
-  env.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return fail(errc::io_error, "fork: " + std::string(std::strerror(errno)));
-  if (pid == 0) {
-    dup2(in[0], 0);
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    dup2(o->mem_, shared_fd);  // dup2 leaves the new descriptor inheritable
-    execve(args[0], args.data(), env.data());
-    dprintf(2, "cannot run %s: %s\n", args[0], std::strerror(errno));
-    _exit(127);
+  if (o->mem_ < 0) {
+    close_all();
+    return fail(errc::io_error, "memfd_create: " + std::string(std::strerror(errno)));
   }
+  // Descriptors 3-6 of the process (python/lathe_problem.py --fds).
+  const int fds[4] = {o->mem_, in[0], out[1], err[1]};
+  auto launched = launch_oracle(python, problem, p, fds);
   close(in[0]);
   close(out[1]);
   close(err[1]);
-  o->pid_ = pid;
+  if (!launched) {
+    for (int fd : {in[1], out[0], err[0]}) close(fd);
+    return tl::unexpected(launched.error());
+  }
+  o->pid_ = launched->pid;
+  o->folder_ = launched->folder;
+  o->sandbox_ = launched->sandbox;
   o->to_ = in[1];
   o->from_ = out[0];
   o->err_ = err[0];
@@ -155,6 +135,7 @@ problem_oracle::~problem_oracle() {
   for (int fd : {from_, err_, mem_})
     if (fd >= 0) close(fd);
   if (map_) munmap(map_, map_bytes_);
+  remove_oracle_folder(folder_);
 }
 
 std::string problem_oracle::stderr_tail() const {

@@ -1,7 +1,8 @@
 // PyTorch problem files as tasks (docs/problems.md): KernelBench (`Model`, `get_inputs`,
 // `get_init_inputs`), KLineage (`make_inputs(*, device, seed)`, `torch_ref(**inputs)`) and
 // KLineage definitions (JSON with axes and a `reference`). The problem runs in its own Python
-// process (python/lathe_problem.py), the task's oracle: it draws a trial's inputs with the trial's
+// process (python/lathe_problem.py) in the one sandbox (spec/problem_launch.h: the file's code is
+// not trusted, and `lathe synth` mines it), the task's oracle: it draws a trial's inputs with the trial's
 // seed, computes the reference (in float64 where the problem allows), and writes both into a
 // shared-memory file this process maps; nothing goes through the filesystem or the pipe.
 #pragma once
@@ -47,6 +48,8 @@ class problem_oracle {
   const nlohmann::json& description() const { return description_; }
   // "torch 2.11.0 (cuda 13.0, python 3.12.3)": recorded with every evaluation.
   const std::string& runtime() const { return runtime_; }
+  // How the process is confined (spec/problem_launch.h): the problem's code is not trusted.
+  const std::string& sandbox() const { return sandbox_; }
 
  private:
   problem_oracle() = default;
@@ -68,6 +71,8 @@ class problem_oracle {
   std::string pending_, errors_;
   nlohmann::json description_;
   std::string runtime_;
+  std::filesystem::path folder_;  // its own folder, removed when it ends
+  std::string sandbox_;
   std::mutex mu_;
 };
 

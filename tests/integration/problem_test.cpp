@@ -3,11 +3,19 @@
 // shared memory, and hand-written candidates (correct and wrong) gated against them.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <map>
 #include <set>
 
 #include "spec/problem.h"
+#include "gate/bubblewrap.h"
 #include "gate/trial.h"
 #include "gate_fixture.h"
 #include "lathe_cli_json.h"
@@ -54,6 +62,8 @@ class problem_test : public gate_env {
     evaluation e = gate::evaluate(cfg, req);
     EXPECT_EQ(to_string(e.result), expected_outcome(file)) << cand << ": " << e.message;
     EXPECT_NE(e.reference_runtime.find("torch "), std::string::npos) << e.reference_runtime;
+    if (gate::find_bubblewrap().usable)  // the problem's code ran in the sandbox, and the record says so
+      EXPECT_NE(e.reference_runtime.find("bubblewrap"), std::string::npos) << e.reference_runtime;
   }
 };
 
@@ -185,6 +195,71 @@ TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
   auto raises = load_task(problems() / "kl_raises.py");
   ASSERT_FALSE(raises);
   EXPECT_NE(raises.error().message.find("broken on purpose"), std::string::npos) << raises.error().message;
+}
+
+// A problem's code is not trusted (`lathe synth` mines modules from trees nobody reviewed): its
+// process runs in the one sandbox. The problem below looks around while it is imported and
+// reports what it found as its init numbers; the test also checks what it could not leave behind.
+TEST_F(problem_test, a_hostile_problem_runs_in_the_sandbox_and_reaches_nothing_of_lathes) {
+  if (!gate::find_bubblewrap().usable) GTEST_SKIP() << gate::find_bubblewrap().why;
+  char tmpl[] = "/tmp/lathe-hostile-problem-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  const fs::path secret = dir / "secret.txt", outside = dir / "written.txt", file = dir / "kb_nosy.py";
+  { std::ofstream(secret) << "the root-only secret\n"; }
+  fs::permissions(secret, fs::perms::owner_read | fs::perms::owner_write);
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  setenv("LATHE_TEST_SECRET", "sk-not-for-problems", 1);
+  std::ofstream(file) << "import os, socket, torch\n"
+                         "def seen():\n"
+                         "    def tried(f):\n"
+                         "        try:\n"
+                         "            f()\n"
+                         "            return 1\n"
+                         "        except Exception:\n"
+                         "            return 0\n"
+                         "    return [tried(lambda: open('" << secret.string() << "').read()),\n"
+                         "            tried(lambda: open('" << outside.string() << "', 'w').write('x')),\n"
+                         "            int('LATHE_TEST_SECRET' in os.environ),\n"
+                         "            tried(lambda: socket.create_connection(('127.0.0.1', " << ntohs(addr.sin_port) << "), timeout=2)),\n"
+                         "            int(os.path.exists('/proc/" << getpid() << "')),\n"
+                         "            int(__file__ == '" << file.string() << "')]\n"
+                         "SEEN = seen()\n"
+                         "class Model(torch.nn.Module):\n"
+                         "    def __init__(self, secret, wrote, env, network, lathe, own_path):\n"
+                         "        super().__init__()\n"
+                         "    def forward(self, x):\n"
+                         "        return x * 2\n"
+                         "def get_inputs():\n"
+                         "    return [torch.randn(4)]\n"
+                         "def get_init_inputs():\n"
+                         "    return SEEN\n";
+  auto t = load_task(file);
+  unsetenv("LATHE_TEST_SECRET");
+  close(listener);
+  ASSERT_TRUE(t) << t.error().message;
+  std::map<std::string, double> seen;
+  for (const auto& s : t->scalars) seen[s.name] = s.value;
+  ASSERT_EQ(seen.size(), 6u);
+  EXPECT_EQ(seen["secret"], 0) << "read a root-only file";
+  EXPECT_EQ(seen["wrote"], 0) << "wrote beside the problem";
+  EXPECT_FALSE(fs::exists(outside));
+  EXPECT_EQ(seen["env"], 0) << "saw lathe's environment";
+  EXPECT_EQ(seen["network"], 0) << "reached a listener on the host's loopback";
+  EXPECT_EQ(seen["lathe"], 0) << "saw lathe's process";
+  EXPECT_EQ(seen["own_path"], 1) << "the problem is seen at its own path";
+  auto o = gate::problem_oracle::shared(file, platform::cpu);
+  ASSERT_TRUE(o);
+  EXPECT_NE((*o)->sandbox().find("bubblewrap"), std::string::npos) << (*o)->sandbox();
+  fs::remove_all(dir);
 }
 
 // A bare problem given a Python kernel that asks for the GPU (inline CUDA) is imported on CUDA, as

@@ -188,6 +188,7 @@ void exec_child(const child_plan& p) {
     if (!limit(RLIMIT_NPROC, p.nproc, p.nproc)) die(err, st_rlimit);
     // Raw system calls: glibc's setuid() would try to synchronize threads that do not exist in
     // the forked child. Order matters: groups and gid while still root, uid last.
+    if (p.own_dir && syscall(SYS_fchownat, AT_FDCWD, p.own_dir, uid, gid, 0) != 0) die(err, st_setuid);
     if (syscall(SYS_setgroups, 0, nullptr) != 0) die(err, st_setgroups);
     if (syscall(SYS_setresgid, gid, gid, gid) != 0) die(err, st_setgid);
     if (syscall(SYS_setresuid, uid, uid, uid) != 0) die(err, st_setuid);
@@ -197,6 +198,19 @@ void exec_child(const child_plan& p) {
       errno = EPERM;
       die(err, st_verify);
     }
+  }
+  if (!p.drop && p.own_uid) {
+    const uid_t uid = p.uid + static_cast<uid_t>(syscall(SYS_getpid));
+    char digits[16];
+    int n = 0;
+    for (uid_t v = uid; v > 0 || n == 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+    for (char* a : p.uid_args) {
+      if (!a) continue;
+      char* d = a + 8;
+      for (int k = n - 1; k >= 0; --k) *d++ = digits[k];
+      *d = '\0';
+    }
+    if (p.own_dir && syscall(SYS_fchownat, AT_FDCWD, p.own_dir, uid, uid, 0) != 0) die(err, st_setuid);
   }
   // After the change of user, which clears it. Should lathe have died before this line, the
   // worker was reparented and must not run at all.

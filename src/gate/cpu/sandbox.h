@@ -52,6 +52,12 @@ struct child_plan {
   // while kernel code runs, so that a worker run without that filter (a profile, a trusted
   // oracle) or a gap in it still reaches nothing.
   bool own_namespaces = false;
+  // The child is bubblewrap, which changes to the user itself inside its namespaces (setpriv):
+  // with own_uid and without drop, the child's user (uid + its pid) is written into these argv
+  // strings after their first 8 characters ("--reuid=", "--regid="; room for 10 digits).
+  // `own_dir` (its writable folder), when set, is given to the child's own user either way.
+  char* uid_args[2] = {nullptr, nullptr};
+  const char* own_dir = nullptr;
   pid_t parent = 0;  // lathe's pid: the child checks it is still its parent after PDEATHSIG
   rlim_t address_space = RLIM_INFINITY;
   rlim_t cpu_seconds = RLIM_INFINITY;
