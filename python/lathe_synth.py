@@ -31,6 +31,8 @@ LICENSE = re.compile(r"(SPDX-License-Identifier|[Ll]icen[sc]e|Copyright)")
 HEADER_LINES = 30
 SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
 # Refusals a trial may lift: values and shapes the source does not declare (lathe_synth_guess.py).
+# What a candidate that ran may fail (lathe_synth_trial.py): each a refusal's kind.
+FILTERS = ("nondeterministic", "not finite", "constant")
 TRIABLE = {"constructor argument without default", "forward argument undetermined"}
 # What --out may hold: this script's own output (and the C++ side's trial files).
 OUTPUT_NAMES = {"problems", "extracted", "manifest.json", "trials", "plan.json", "trials.json"}
@@ -182,8 +184,10 @@ def add_candidates(entry, index, chain, name, limit):
         entry["no_trial"] = "nesting too deep to analyze"
 
 
-def write(out, modules):
-    """Writes problems/ and extracted/; returns the plan of trials (lathe_synth_trial.py)."""
+def write(out, modules, trials):
+    """Writes problems/ and extracted/; returns the plan of trials (lathe_synth_trial.py): the
+    guessed candidates of modules whose inputs the source does not declare, and with trials on,
+    each declared problem (one candidate: the filters run only in the sandbox)."""
     plan = []
     shutil.rmtree(os.path.join(out, "trials"), ignore_errors=True)
     for sub in ("problems", "extracted"):
@@ -206,33 +210,47 @@ def write(out, modules):
         write_file(os.path.join(out, "extracted", name + ".py"), problem_text(m, source, defined, None))
         m["extracted"] = f"extracted/{name}.py"
         if cands:
-            plan_trials(out, m, name, source, defined, cands, len(plan), plan)
+            plan_trials(out, m, name, guessed_texts(m, source, defined, cands), plan)
         if m["status"] != "kept":
             continue
         try:
-            write_file(os.path.join(out, "problems", name + ".py"), problem_text(m, source, defined, shapes))
+            text = problem_text(m, source, defined, shapes)
+            write_file(os.path.join(out, "problems", name + ".py"), text)
             m["problem"] = f"problems/{name}.py"
             m["inputs"] = [{"shape": s, "dtype": "float32"} for s in shapes]
             m["init_inputs"] = []
             m["inputs_found"] = "declared"
         except (ex.Refusal, SyntaxError) as r:
             m.update(status="refused", kind=getattr(r, "kind", "internal"), reason=getattr(r, "detail", str(r)))
+            continue
+        if trials > 0:
+            plan_trials(out, m, name, [{"text": text, "shapes": shapes, "init": []}], plan)
+        else:
+            m["filters"] = "not run (--trials 0)"
     return plan
 
 
-def plan_trials(out, m, name, source, defined, cands, plan_id, plan):
-    """One problem file per candidate, into the plan; the module's trial pending."""
+def guessed_texts(m, source, defined, cands):
+    """One problem file per guessed candidate, or None (the module's reason says why)."""
     texts = []
     try:
         for k, c in enumerate(cands):
             note = (f"inputs guessed, candidate {k + 1} of {len(cands)}: tried in lathe's sandbox "
-                    "and kept because it loads and runs forward to finite outputs")
+                    "and kept because it loads, runs forward and passes the filters")
             texts.append({"text": problem_text(m, source, defined, c["shapes"], c["init"], note),
                           "shapes": c["shapes"], "init": c["init"]})
     except (ex.Refusal, SyntaxError) as r:
         m["reason"] += f"; no trial ran: {getattr(r, 'detail', str(r))}"
+        return None
+    return texts
+
+
+def plan_trials(out, m, name, texts, plan):
+    """The candidates into the plan and trials/<name>/ (to read); the module's trial pending."""
+    if not texts:
         return
-    folder = os.path.join(out, "trials", name)  # the candidates as files, to read
+    plan_id = len(plan)
+    folder = os.path.join(out, "trials", name)
     os.makedirs(folder)
     for k, c in enumerate(texts):
         write_file(os.path.join(folder, f"candidate_{k + 1}.py"), c["text"])
@@ -269,13 +287,69 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
                        "pending": sum(1 for t in tried if t["status"] == "pending"),
                        "seconds": round(trial_seconds, 3)},
             "seconds": round(seconds + trial_seconds, 3),
-            "not_done": ["inputs by usage", "sizes for a target run time", "filters", "dedup",
-                         "families"]}
+            "filters": {"passed": sum(1 for m in found if m.get("filters") == "passed"),
+                        "refused": {k: sum(1 for m in found if m.get("kind") == k) for k in FILTERS}},
+            "not_done": ["inputs by usage", "sizes for a target run time", "dedup", "families"]}
+
+
+def strings(v, cap=200):
+    """A list of short strings from the sandbox's reply (anything else: empty)."""
+    return [str(s)[:80] for s in v[:cap] if isinstance(s, str)] if isinstance(v, list) else []
+
+
+def apply_one(out, m, p, r, why_none):
+    """One module's trial result: its problem kept (the first candidate that ran and passed the
+    filters) or refused with the reason; a declared problem kept or refused by its filters."""
+    t = m["trial"]
+    n = len(p["candidates"]) if p else 0
+    kept = r.get("kept") if r else None
+    t["tried"] = int(r.get("tried", 0)) if r else 0
+    declared = m.get("inputs_found") == "declared"
+    if p and isinstance(kept, int) and not isinstance(kept, bool) and 0 <= kept < n:
+        rec = r.get("record") if isinstance(r.get("record"), dict) else {}
+        m.update(ops=strings(rec.get("ops")), layers=strings(rec.get("layers")), filters="passed")
+        if isinstance(rec.get("fingerprint"), dict):
+            m["fingerprint"] = rec["fingerprint"]  # for the dedup; not written to the manifest
+        t["status"] = "kept"
+        if declared:
+            return
+        c = p["candidates"][kept]
+        write_file(os.path.join(out, "problems", p["name"] + ".py"), c["text"])
+        m.update(status="kept", problem=f"problems/{p['name']}.py", inputs_found=f"trial {kept + 1} of {n}",
+                 inputs=[{"shape": s, "dtype": "float32"} for s in c["shapes"]],
+                 init_inputs=c["init"], refused_before=m.pop("reason"))
+        m.pop("kind", None)
+        return
+    errors = (r or {}).get("errors") or []
+    rejected = (r or {}).get("filter")
+    if r is None or t["tried"] == 0 and not errors:
+        t["status"] = "not run"
+        why = f"no trial ran: {str(why_none)[:300]}"
+        if declared:  # kept as before the filters, unchecked
+            m["filters"] = why
+        else:
+            m["reason"] += f"; {why}"
+        return
+    t["status"] = "failed"
+    if isinstance(rejected, dict) and rejected.get("kind") in FILTERS:
+        kind, first = rejected["kind"], str(rejected.get("error"))[:300]
+        detail = f"ran, failed the filter: {first}"
+    else:
+        kind, first = "trials failed", str(errors[0])[:300] if errors else "no candidate ran"
+        detail = f"trials failed ({t['tried']} of {n} tried): {first}"
+    if declared:
+        os.unlink(os.path.join(out, m.pop("problem")))
+        m.update(status="refused", reason=f"declared inputs; {detail}",
+                 kind=kind if kind != "trials failed" else "does not run")
+    else:
+        m["reason"] += f"; {detail}"
+        m["kind"] = kind
 
 
 def apply_trials(out, results_path):
-    """The trials' results (lathe synth's C++ side, trials.json) applied to the manifest: the
-    first candidate that ran is the module's problem; the others keep their reason."""
+    """The trials' results (lathe synth's C++ side, trials.json) applied to the manifest (the
+    first candidate that ran and passed the filters is the module's problem; the others keep
+    their reason), then the dedup and the families."""
     with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
     with open(os.path.join(out, "plan.json"), encoding="utf-8") as f:
@@ -283,34 +357,13 @@ def apply_trials(out, results_path):
     with open(results_path, encoding="utf-8") as f:
         results = json.load(f)
     by_id = {r.get("id"): r for r in results.get("modules", []) if isinstance(r, dict)}
+    why_none = results.get("error") or "the sandbox gave no result for it"
     for m in manifest["modules"]:
         t = m.get("trial")
-        if not t or t["status"] != "pending":
-            continue
-        p, r = plan.get(t["id"]), by_id.get(t["id"])
-        n = len(p["candidates"]) if p else 0
-        kept = r.get("kept") if r else None
-        t["tried"] = int(r.get("tried", 0)) if r else 0
-        if p and isinstance(kept, int) and 0 <= kept < n:
-            c = p["candidates"][kept]
-            write_file(os.path.join(out, "problems", p["name"] + ".py"), c["text"])
-            found = f"trial {kept + 1} of {n}"
-            m.update(status="kept", problem=f"problems/{p['name']}.py", inputs_found=found,
-                     inputs=[{"shape": s, "dtype": "float32"} for s in c["shapes"]],
-                     init_inputs=c["init"], refused_before=m.pop("reason"))
-            m.pop("kind", None)
-            t["status"] = "kept"
-            continue
-        errors = (r or {}).get("errors") or []
-        if r is None or t["tried"] == 0 and not errors:
-            why = results.get("error") or "the sandbox gave no result for it"
-            m["reason"] += f"; no trial ran: {str(why)[:300]}"
-            t["status"] = "not run"
-        else:
-            first = str(errors[0])[:300] if errors else "no candidate ran forward to finite outputs"
-            m["reason"] += f"; trials failed ({t['tried']} of {n} tried): {first}"
-            m["kind"] = "trials failed"
-            t["status"] = "failed"
+        if t and t["status"] == "pending":
+            apply_one(out, m, plan.get(t["id"]), by_id.get(t["id"]), why_none)
+    for m in manifest["modules"]:
+        m.pop("fingerprint", None)
     old = manifest["summary"]
     trial_seconds = float(results.get("seconds", 0.0))
     manifest["summary"] = summarize(manifest["modules"], manifest["sources"],
@@ -354,7 +407,7 @@ def main():
     if os.path.exists(out) and set(os.listdir(out)) - OUTPUT_NAMES:
         sys.exit(f"synth: --out {a.out} holds other files: name an empty or new folder")
     os.makedirs(out, exist_ok=True)
-    plan = write(out, modules)
+    plan = write(out, modules, a.trials)
     for name in ("plan.json", "trials.json"):
         if os.path.lexists(os.path.join(out, name)):
             os.unlink(os.path.join(out, name))

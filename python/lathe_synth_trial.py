@@ -11,16 +11,24 @@ This process imports torch once and lathe's problem worker (lathe_problem.py, wh
 show` loads a problem with), then for each module of the plan writes its candidates into a fresh
 folder from the plan it read at the start (a module tried earlier may have rewritten anything
 here) and forks a child (up to 4 at a time, one per CPU) that tries them in order and stops at
-the first whose Model builds and whose forward runs to finite outputs, as `task show` describes
-it (describe: fp64 reference, the model's own dtypes, its ops). Each candidate has --timeout
+the first whose Model builds and whose forward runs, as `task show` describes it (describe: fp64
+reference, the model's own dtypes, its ops), and that passes the filters (issue 47 item 3):
+finite outputs; deterministic (two runs on the same inputs, and two from the same seed, give
+the same bits); not constant in its inputs (another draw of the inputs, the same parameters,
+changes the outputs). A candidate that ran but failed a filter says which (`filter`). The one
+kept also gives what it ran (the aten ops, the torch.nn classes: its family) and a fingerprint
+of its outputs on two shared draws (for the dedup by behaviour). Each candidate has --timeout
 seconds (SIGALRM in the child; the child killed when its module's whole time is spent). Replies
 go through a pipe of the child's own: the child's stdout and stderr are /dev/null, so what it
 prints never reaches lathe.
 
 Prints one line `LATHE_SYNTH_TRIAL {json}` once torch is imported (or one with "no_torch"),
-then one per module: {"id", "tried", "kept": index or null, "errors": [first error]}.
+then one per module: {"id", "tried", "kept": index or null, "errors": [first error], "filter":
+{"kind", "error"} of the first candidate that ran but failed a filter, or null, "record": {"ops",
+"layers", "fingerprint"} of the kept one, or null}.
 """
 import json
+import math
 import os
 import select
 import shutil
@@ -30,6 +38,9 @@ import time
 
 MARK = "LATHE_SYNTH_TRIAL "
 ERROR_CHARS = 300
+SAMPLES = 32  # output values per output in a fingerprint
+FILTERS = ("nondeterministic", "not finite", "constant")
+SCALE = 8.0  # the second shared draw: the inputs times this
 HELPERS = ("lathe_ops.py", "lathe_plumbing.txt")
 
 
@@ -71,16 +82,95 @@ def on_alarm(signum, frame):
     raise TrialTimeout("the trial passed its time limit")
 
 
-def try_one(worker_mod, torch, path):
-    """None when the candidate loads and runs forward to finite outputs, else the error."""
-    import math
+class Rejected(Exception):
+    """A candidate that ran but failed a filter; `kind` is nondeterministic, not finite or constant."""
+
+    def __init__(self, kind, detail):
+        super().__init__(detail)
+        self.kind = kind
+
+
+def outputs_of(worker_mod, torch, p, named):
+    """The model's own outputs (its dtypes, not the fp64 reference's) on `named`."""
+    return [t for _, t in worker_mod.as_outputs(p.call(named, False), torch, p.output_names)]
+
+
+def same(torch, a, b):
+    """Bit for bit: one thread, the same ops on the same inputs give the same bits (main sets
+    torch's threads to 1), so any difference is the module's own (a random draw, a counter)."""
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y) for x, y in zip(a, b))
+
+
+def summary_of(torch, outputs):
+    """A small, comparable record of outputs: shape, dtype, SAMPLES values at evenly spaced
+    positions, their sum and sum of magnitudes (lathe_synth_dedup.py compares two of them)."""
+    rec = []
+    for t in outputs:
+        flat = (torch.view_as_real(t) if t.is_complex() else t).detach().reshape(-1).double()
+        n = flat.numel()
+        idx = torch.linspace(0, max(n - 1, 0), min(n, SAMPLES)).long() if n else None
+        rec.append({"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+                    "values": flat[idx].tolist() if n else [], "sum": float(flat.sum()),
+                    "abs": float(flat.abs().sum())})
+    return rec
+
+
+def scaled_summary(worker_mod, torch, p, named):
+    """The outputs on the same draw with its inputs times SCALE (a clamp at 6 and a ReLU agree on
+    randn, not on 8 randn), or None when the module fails or overflows there."""
+    n = p.n_inputs
+    big = [(k, t * SCALE if t.is_floating_point() else t) for k, t in named[:n]] + named[n:]
+    try:
+        out = outputs_of(worker_mod, torch, p, big)
+    except Exception:
+        return None
+    if not all(bool(torch.isfinite(t).all()) for t in out if t.is_floating_point()):
+        return None
+    return summary_of(torch, out)
+
+
+def examine(worker_mod, torch, path):
+    """The record of a candidate that loads, runs forward as `task show` describes it, and passes
+    the filters: {"ops", "layers", "fingerprint"}. Raises Rejected for a filter, anything else
+    for a candidate that does not run."""
     worker = worker_mod.Worker(path, "cpu", torch, None)
-    d = worker.describe({"seed": 0})
+    layers = set()
+
+    def seen(module, args):  # the torch.nn classes the module runs (a family's evidence)
+        for c in type(module).__mro__:
+            if c.__module__.startswith("torch.nn.modules.") and c.__name__ != "Module":
+                layers.add(c.__name__)
+    hook = torch.nn.modules.module.register_module_forward_pre_hook(seen)
+    try:
+        d = worker.describe({"seed": 0})
+    finally:
+        hook.remove()
     if not d.get("outputs"):
-        return "no outputs"
+        raise ValueError("no outputs")
+    p = worker.problem
+    named = p.inputs(0)
+    first = outputs_of(worker_mod, torch, p, named)
+    for i, t in enumerate(first):
+        if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
+            raise Rejected("not finite", f"output {i} holds NaN or inf")
     if not math.isfinite(float(d.get("output_rms", 0.0))):
-        return "outputs not finite (NaN or inf)"
-    return None
+        raise Rejected("not finite", "the float64 reference's outputs hold NaN or inf")
+    if not same(torch, first, outputs_of(worker_mod, torch, p, named)):
+        raise Rejected("nondeterministic", "two runs on the same inputs gave different outputs")
+    if not same(torch, first, outputs_of(worker_mod, torch, p, p.inputs(0))):
+        raise Rejected("nondeterministic", "two runs from the same seed gave different outputs")
+    n = p.n_inputs
+    if n == 0:
+        raise Rejected("constant", "forward takes no tensor input")
+    other = p.inputs(1)  # another draw of the inputs; the parameters kept from seed 0
+    if same(torch, first, outputs_of(worker_mod, torch, p, other[:n] + named[n:])):
+        raise Rejected("constant", "two different input draws gave the same outputs")
+    signature = [[str(t.dtype).replace("torch.", ""), list(t.shape)] for _, t in named[:n]]
+    return {"ops": [str(o)[:80] for o in d["model"].get("ops", [])][:200],
+            "layers": sorted(layers)[:50],
+            "fingerprint": {"inputs": signature, "outputs": summary_of(torch, first),
+                            "scaled": scaled_summary(worker_mod, torch, p, named)}}
 
 
 def child(worker_mod, torch, files, timeout_s, reply_fd):
@@ -91,12 +181,16 @@ def child(worker_mod, torch, files, timeout_s, reply_fd):
     signal.signal(signal.SIGALRM, on_alarm)
     for k, path in enumerate(files):
         signal.alarm(max(1, int(timeout_s)))
+        reply = {"k": k, "error": None}
         try:
-            err = try_one(worker_mod, torch, path)
+            reply.update(examine(worker_mod, torch, path))
+        except Rejected as e:
+            reply.update(error=str(e)[:ERROR_CHARS], filter=e.kind)
         except BaseException as e:  # the module's own exceptions, SystemExit included
-            err = short(e)
+            reply["error"] = short(e)
         signal.alarm(0)
-        out.write(json.dumps({"k": k, "error": err}) + "\n")
+        err = reply["error"]
+        out.write(json.dumps(reply) + "\n")
         if err is None:
             break
     out.flush()
@@ -138,21 +232,25 @@ def finish(job, timed_out):
         os.kill(job.pid, signal.SIGKILL)
     os.waitpid(job.pid, 0)
     os.close(job.fd)
-    replies, errors, kept = 0, [], None
+    replies, errors, kept, record, rejected = 0, [], None, None, None
     for line in job.buf.decode("utf-8", "replace").splitlines():
         try:
             rep = json.loads(line)
             k, err = int(rep["k"]), rep["error"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
         replies = max(replies, k + 1)
         if err is None and kept is None and 0 <= k < job.n:
             kept = k
+            record = {key: rep.get(key) for key in ("ops", "layers", "fingerprint")}
         elif err is not None:
             errors.append(str(err)[:ERROR_CHARS])
+            if rejected is None and rep.get("filter") in FILTERS:
+                rejected = {"kind": rep["filter"], "error": str(err)[:ERROR_CHARS]}
     if timed_out and kept is None:
         errors.append(f"timed out: the module's {job.n} trials passed {job.limit:g} s")
-    return {"id": job.m["id"], "tried": replies, "kept": kept, "errors": errors[:1]}
+    return {"id": job.m["id"], "tried": replies, "kept": kept, "errors": errors[:1],
+            "filter": rejected, "record": record}
 
 
 def run_all(worker_mod, torch, modules, here, timeout_s, jobs, helpers):

@@ -59,8 +59,14 @@ void print_summary(const json& s, const std::string& out, double seconds) {
   const json t = s.value("trials", json::object());
   std::printf("trials   %d modules tried in the sandbox, %d candidates, %.2f s\n",
               t.value("modules", 0), t.value("candidates_tried", 0), t.value("seconds", 0.0));
+  const json f = s.value("filters", json::object());
+  const json by_filter = f.value("refused", json::object());
+  std::printf("filters  %d kept passed them (deterministic, finite, not constant); refused: %d "
+              "nondeterministic, %d not finite, %d constant\n",
+              f.value("passed", 0), by_filter.value("nondeterministic", 0),
+              by_filter.value("not finite", 0), by_filter.value("constant", 0));
   std::printf(
-      "not done yet: inputs by usage, sizes for a target run time, filters, dedup, families "
+      "not done yet: inputs by usage, sizes for a target run time, dedup, families "
       "(docs/synth.md)\n");
   std::printf("wall time %.2f s\n", seconds);
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "lathe_cli_run.h"
 
@@ -60,10 +61,10 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
                            (dir_ / "out").string() + "' --trials 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["found"], 8) << r.out;
-  EXPECT_EQ(s["kept"], 2) << r.out;
-  EXPECT_EQ(s["kept_declared"], 2) << r.out;
-  EXPECT_EQ(s["refused"], 6) << r.out;
+  EXPECT_EQ(s["found"], 11) << r.out;
+  EXPECT_EQ(s["kept"], 4) << r.out;  // GeluBlock, Flip, Noisy, Overflows: no filter ran
+  EXPECT_EQ(s["kept_declared"], 4) << r.out;
+  EXPECT_EQ(s["refused"], 7) << r.out;
   EXPECT_EQ(s["trials"]["modules"], 0) << r.out;
   EXPECT_EQ(s["without_forward"], 1) << r.out;  // Base: no forward of its own
   EXPECT_EQ(s["links_not_followed"], 2) << r.out;
@@ -98,6 +99,7 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
   EXPECT_EQ((*gelu)["status"], "kept");
   EXPECT_EQ((*gelu)["file"], "layers.py");
   EXPECT_EQ((*gelu)["license"], "SPDX-License-Identifier: MIT");
+  EXPECT_EQ((*gelu)["filters"], "not run (--trials 0)");
   const fs::path problem = dir_ / "out" / (*gelu)["problem"].get<std::string>();
   const std::string text = slurp(problem);
   for (const char* want : {"def scaled_gelu(", "HIDDEN = 64", "SCALE = ", "class Base(nn.Module)",
@@ -127,7 +129,27 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   EXPECT_EQ(s["kept"], 4) << r.out;  // GeluBlock, Flip declared; Scaled, Untyped by trial
   EXPECT_EQ(s["kept_by_trial"], 2) << r.out;
   EXPECT_EQ(s["refused_by_kind"]["trials failed"]["count"], 2) << r.out;
+  EXPECT_EQ(s["filters"]["passed"], 4) << r.out;
   const json m = json::parse(slurp(dir_ / "out/manifest.json"));
+  const json* gelu = module(m, "GeluBlock");  // declared, and filtered in the sandbox too
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ((*gelu)["status"], "kept") << gelu->dump();
+  EXPECT_EQ((*gelu)["filters"], "passed") << gelu->dump();
+
+  // The filters: each module ran, and each is refused with its kind and why.
+  for (const auto& [cls, kind, why] :
+       {std::tuple{"Noisy", "nondeterministic",
+                   "two runs on the same inputs gave different outputs"},
+        std::tuple{"Overflows", "not finite", "output 0 holds NaN or inf"},
+        std::tuple{"Ignores", "constant", "two different input draws gave the same outputs"}}) {
+    const json* f = module(m, cls);
+    ASSERT_NE(f, nullptr) << cls;
+    EXPECT_EQ((*f)["status"], "refused") << f->dump();
+    EXPECT_EQ((*f)["kind"], kind) << f->dump();
+    EXPECT_NE((*f)["reason"].get<std::string>().find(why), std::string::npos) << f->dump();
+    EXPECT_EQ(s["refused_by_kind"][kind]["count"], 1) << r.out;
+    EXPECT_FALSE(f->contains("problem")) << f->dump();
+  }
 
   const json* scaled = module(m, "Scaled");  // `features` without default, x without shape
   ASSERT_NE(scaled, nullptr);
