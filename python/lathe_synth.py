@@ -24,6 +24,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lathe_synth_dedup as dd  # noqa: E402
 import lathe_synth_extract as ex  # noqa: E402
 import lathe_synth_guess as guess  # noqa: E402
 
@@ -159,6 +160,7 @@ def analyze(tree_name, rel, text, package, modules, limit):
             source, defined = index.standalone(stmt)
             entry["source"] = source
             entry["defined"] = defined
+            entry["code_hash"] = dd.code_hash(source)
             entry["shapes"] = ex.inputs(index, chain, torch_base)
             entry.update(status="kept")
         except ex.Refusal as r:
@@ -281,6 +283,8 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "kept_declared": sum(1 for m in kept if m.get("inputs_found") == "declared"),
             "kept_by_trial": sum(1 for m in kept if m.get("inputs_found", "").startswith("trial")),
             "refused": sum(1 for m in found if m["status"] == "refused"),
+            "duplicates": sum(1 for m in found if m["status"] == "duplicate"),
+            "clusters": len({m["cluster"] for m in found if m.get("cluster")}),
             "refused_by_kind": dict(sorted(refused.items(), key=lambda kv: -kv[1]["count"])),
             "trials": {"modules": len(tried),
                        "candidates_tried": sum(t.get("tried", 0) for t in tried),
@@ -289,7 +293,7 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "seconds": round(seconds + trial_seconds, 3),
             "filters": {"passed": sum(1 for m in found if m.get("filters") == "passed"),
                         "refused": {k: sum(1 for m in found if m.get("kind") == k) for k in FILTERS}},
-            "not_done": ["inputs by usage", "sizes for a target run time", "dedup", "families"]}
+            "not_done": ["inputs by usage", "sizes for a target run time", "families"]}
 
 
 def strings(v, cap=200):
@@ -362,6 +366,7 @@ def apply_trials(out, results_path):
         t = m.get("trial")
         if t and t["status"] == "pending":
             apply_one(out, m, plan.get(t["id"]), by_id.get(t["id"]), why_none)
+    dd.dedup(out, manifest["modules"])
     for m in manifest["modules"]:
         m.pop("fingerprint", None)
     old = manifest["summary"]
@@ -414,6 +419,8 @@ def main():
     if plan:
         write_file(os.path.join(out, "plan.json"),
                    json.dumps({"schema": "lathe.synth_plan/1", "modules": plan}) + "\n")
+    if not plan:  # else after the trials (apply_trials): the dedup by behaviour needs them
+        dd.dedup(out, modules)
     summary = summarize(modules, reports, time.monotonic() - start)
     manifest = {"schema": "lathe.synth_manifest/1", "sources": reports, "modules": modules, "summary": summary}
     write_file(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1) + "\n")

@@ -61,12 +61,13 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
                            (dir_ / "out").string() + "' --trials 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["found"], 11) << r.out;
+  EXPECT_EQ(s["found"], 13) << r.out;
   EXPECT_EQ(s["kept"], 4) << r.out;  // GeluBlock, Flip, Noisy, Overflows: no filter ran
   EXPECT_EQ(s["kept_declared"], 4) << r.out;
-  EXPECT_EQ(s["refused"], 7) << r.out;
+  EXPECT_EQ(s["refused"], 8) << r.out;
+  EXPECT_EQ(s["duplicates"], 1) << r.out;  // vendored.py's GeluCopy, by its code alone
   EXPECT_EQ(s["trials"]["modules"], 0) << r.out;
-  EXPECT_EQ(s["without_forward"], 1) << r.out;  // Base: no forward of its own
+  EXPECT_EQ(s["without_forward"], 2) << r.out;  // Base, Parent: no forward of their own
   EXPECT_EQ(s["links_not_followed"], 2) << r.out;
   EXPECT_EQ(s["files_refused"], 1) << r.out;  // big.py
 
@@ -129,12 +130,37 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   EXPECT_EQ(s["kept"], 4) << r.out;  // GeluBlock, Flip declared; Scaled, Untyped by trial
   EXPECT_EQ(s["kept_by_trial"], 2) << r.out;
   EXPECT_EQ(s["refused_by_kind"]["trials failed"]["count"], 2) << r.out;
-  EXPECT_EQ(s["filters"]["passed"], 4) << r.out;
+  EXPECT_EQ(s["filters"]["passed"], 6) << r.out;  // the 4 kept and their 2 duplicates
   const json m = json::parse(slurp(dir_ / "out/manifest.json"));
   const json* gelu = module(m, "GeluBlock");  // declared, and filtered in the sandbox too
   ASSERT_NE(gelu, nullptr);
   EXPECT_EQ((*gelu)["status"], "kept") << gelu->dump();
   EXPECT_EQ((*gelu)["filters"], "passed") << gelu->dump();
+
+  // The dedup: vendored.py's GeluCopy is GeluBlock renamed (class, base, helper, constants,
+  // arguments, attribute), the same code and the same outputs; Summed (x + x) is Untyped (x * 2)
+  // by behaviour only. Each dropped, its problem file gone, the original kept.
+  EXPECT_EQ(s["duplicates"], 2) << r.out;
+  EXPECT_EQ(s["clusters"], 2) << r.out;
+  const json* copy = module(m, "GeluCopy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ((*copy)["status"], "duplicate") << copy->dump();
+  EXPECT_EQ((*copy)["duplicate_of"], "tree/layers.py:GeluBlock") << copy->dump();
+  EXPECT_EQ((*copy)["cluster"], "tree/layers.py:GeluBlock") << copy->dump();
+  EXPECT_EQ((*copy)["duplicate_by"], json::array({"behaviour", "code"})) << copy->dump();
+  EXPECT_EQ((*copy)["code_hash"], (*gelu)["code_hash"]);
+  EXPECT_FALSE(copy->contains("problem")) << copy->dump();
+  EXPECT_FALSE(fs::exists(dir_ / "out/problems/tree_vendored_GeluCopy.py"));
+  EXPECT_TRUE(fs::exists(dir_ / "out/extracted/tree_vendored_GeluCopy.py"));
+  EXPECT_EQ((*gelu)["cluster"], "tree/layers.py:GeluBlock") << gelu->dump();
+  const json* summed = module(m, "Summed");
+  ASSERT_NE(summed, nullptr);
+  EXPECT_EQ((*summed)["status"], "duplicate") << summed->dump();
+  EXPECT_EQ((*summed)["duplicate_of"], "tree/layers.py:Untyped") << summed->dump();
+  EXPECT_EQ((*summed)["duplicate_by"], json::array({"behaviour"})) << summed->dump();
+  EXPECT_NE((*summed)["code_hash"], (*module(m, "Untyped"))["code_hash"]);
+  // Scaled, with a Linear of the same shape as Untyped's input, is not Untyped.
+  EXPECT_EQ((*module(m, "Scaled"))["status"], "kept");
 
   // The filters: each module ran, and each is refused with its kind and why.
   for (const auto& [cls, kind, why] :
