@@ -26,6 +26,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lathe_synth_dedup as dd  # noqa: E402
 import lathe_synth_extract as ex  # noqa: E402
+import lathe_synth_family as fam  # noqa: E402
 import lathe_synth_guess as guess  # noqa: E402
 
 LICENSE = re.compile(r"(SPDX-License-Identifier|[Ll]icen[sc]e|Copyright)")
@@ -284,6 +285,8 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "kept_by_trial": sum(1 for m in kept if m.get("inputs_found", "").startswith("trial")),
             "refused": sum(1 for m in found if m["status"] == "refused"),
             "duplicates": sum(1 for m in found if m["status"] == "duplicate"),
+            "families": {f: n for f in fam.FAMILIES
+                         if (n := sum(1 for m in kept if m.get("family") == f))},
             "clusters": len({m["cluster"] for m in found if m.get("cluster")}),
             "refused_by_kind": dict(sorted(refused.items(), key=lambda kv: -kv[1]["count"])),
             "trials": {"modules": len(tried),
@@ -293,7 +296,7 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "seconds": round(seconds + trial_seconds, 3),
             "filters": {"passed": sum(1 for m in found if m.get("filters") == "passed"),
                         "refused": {k: sum(1 for m in found if m.get("kind") == k) for k in FILTERS}},
-            "not_done": ["inputs by usage", "sizes for a target run time", "families"]}
+            "not_done": ["inputs by usage", "sizes for a target run time"]}
 
 
 def strings(v, cap=200):
@@ -369,6 +372,8 @@ def apply_trials(out, results_path):
     dd.dedup(out, manifest["modules"])
     for m in manifest["modules"]:
         m.pop("fingerprint", None)
+        if "ops" in m:  # it ran in the sandbox: its family from what it ran
+            m["family"] = fam.family(m["ops"], m.get("layers"))
     old = manifest["summary"]
     trial_seconds = float(results.get("seconds", 0.0))
     manifest["summary"] = summarize(manifest["modules"], manifest["sources"],

@@ -16,7 +16,7 @@ reference, the model's own dtypes, its ops), and that passes the filters (issue 
 finite outputs; deterministic (two runs on the same inputs, and two from the same seed, give
 the same bits); not constant in its inputs (another draw of the inputs, the same parameters,
 changes the outputs). A candidate that ran but failed a filter says which (`filter`). The one
-kept also gives what it ran (the aten ops, the torch.nn classes: its family) and a fingerprint
+kept also gives what it ran (the aten ops, the classes of the modules it ran: its family) and a fingerprint
 of its outputs on two shared draws (for the dedup by behaviour). Each candidate has --timeout
 seconds (SIGALRM in the child; the child killed when its module's whole time is spent). Replies
 go through a pipe of the child's own: the child's stdout and stderr are /dev/null, so what it
@@ -137,9 +137,12 @@ def examine(worker_mod, torch, path):
     worker = worker_mod.Worker(path, "cpu", torch, None)
     layers = set()
 
-    def seen(module, args):  # the torch.nn classes the module runs (a family's evidence)
+    def seen(module, args):
+        # The classes of the modules it runs, with their bases, by name (a family's evidence
+        # where the ops are not: torch.nn's LSTM runs addmm, sigmoid and tanh on the CPU, and an
+        # extracted copy of it derives from its own inlined RNNBase, not torch.nn's).
         for c in type(module).__mro__:
-            if c.__module__.startswith("torch.nn.modules.") and c.__name__ != "Module":
+            if c.__name__ not in ("Module", "object"):
                 layers.add(c.__name__)
     hook = torch.nn.modules.module.register_module_forward_pre_hook(seen)
     try:

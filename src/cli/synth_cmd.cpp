@@ -69,8 +69,13 @@ void print_summary(const json& s, const std::string& out, double seconds) {
       "dedup    %d duplicates dropped in %d clusters (the same code after normalizing names, or "
       "the same outputs on shared inputs); one of each cluster kept\n",
       s.value("duplicates", 0), s.value("clusters", 0));
+  std::string families;  // by name (python/lathe_synth_family.py names them)
+  const json by_family = s.value("families", json::object());
+  for (const auto& [family, count] : by_family.items())
+    families += (families.empty() ? "" : ", ") + family + " " + std::to_string(count.get<int>());
+  std::printf("families %s\n", families.empty() ? "none (nothing ran)" : families.c_str());
   std::printf(
-      "not done yet: inputs by usage, sizes for a target run time, families (docs/synth.md)\n");
+      "not done yet: inputs by usage, sizes for a target run time (docs/synth.md)\n");
   std::printf("wall time %.2f s\n", seconds);
 }
 

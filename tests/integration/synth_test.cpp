@@ -162,6 +162,13 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   // Scaled, with a Linear of the same shape as Untyped's input, is not Untyped.
   EXPECT_EQ((*module(m, "Scaled"))["status"], "kept");
 
+  // Families, from the ops each ran in the sandbox (and the classes of its modules).
+  EXPECT_EQ((*gelu)["ops"], json::array({"addmm", "gelu", "mul"})) << gelu->dump();
+  EXPECT_EQ((*gelu)["family"], "linear") << gelu->dump();
+  EXPECT_EQ((*module(m, "Untyped"))["family"], "elementwise");
+  EXPECT_EQ((*module(m, "Flip"))["family"], "other");  // a flip moves data only
+  EXPECT_EQ(s["families"], json({{"elementwise", 1}, {"linear", 2}, {"other", 1}})) << r.out;
+
   // The filters: each module ran, and each is refused with its kind and why.
   for (const auto& [cls, kind, why] :
        {std::tuple{"Noisy", "nondeterministic",
