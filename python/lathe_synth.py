@@ -139,9 +139,28 @@ def problem_text(entry, source, defined, shapes, init=None, note=None):
     return text
 
 
-def analyze(tree_name, rel, text, package, modules, limit):
+def installed_root(root):
+    """The tree's own package name where the tree is that package as this interpreter installed
+    it (Debian's /usr/lib/python3/dist-packages/torchvision), else None. Its imports are then
+    allowed: the sandbox imports the same read-only files, and torchvision's modules use it for
+    small helpers in other files (utils._log_api_usage_once, ops.misc.Conv2dNormActivation) that
+    cross-file inlining would otherwise need. Found with importlib's finder, which reads the
+    path and never imports the package."""
+    import importlib.util
+    name = outer_package(root) if os.path.isdir(root) else None
+    if not name or "." in name:
+        return None
     try:
-        index = ex.FileIndex(text, package)
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = spec and spec.origin and os.path.dirname(os.path.realpath(spec.origin))
+    return name if origin == os.path.realpath(root) else None
+
+
+def analyze(tree_name, rel, text, package, modules, limit, own=()):
+    try:
+        index = ex.FileIndex(text, package, own)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         return {"file": rel, "reason": f"does not parse: {type(e).__name__}: {str(e)[:200]}"}
     lic = license_line(text)
@@ -162,6 +181,7 @@ def analyze(tree_name, rel, text, package, modules, limit):
             entry["source"] = source
             entry["defined"] = defined
             entry["code_hash"] = dd.code_hash(source)
+            entry["requires"] = [r for r in own if re.search(rf"^(from|import) {r}\b", source, re.M)]
             entry["shapes"] = ex.inputs(index, chain, torch_base)
             entry.update(status="kept")
         except ex.Refusal as r:
@@ -408,9 +428,11 @@ def main():
         # A tree's name is its folder's; a single file's, the folder holding it.
         top = os.path.dirname(root) if os.path.isfile(root) else root
         tree_name = os.path.basename(top.rstrip("/")) or "root"
-        report = {"tree": root, "read": 0, "links": [], "unreadable": [], "unparsed": []}
+        own = tuple(filter(None, [installed_root(root)]))
+        report = {"tree": root, "read": 0, "links": [], "unreadable": [], "unparsed": [],
+                  "imports_allowed": ["torch", "math", "the standard library", *own]}
         for rel, text, package in walk(root, a.max_file_bytes, report):
-            bad = analyze(tree_name, rel, text, package, modules, a.trials)
+            bad = analyze(tree_name, rel, text, package, modules, a.trials, own)
             if bad:
                 report["unparsed"].append(bad)
         reports.append(report)

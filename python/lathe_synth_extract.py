@@ -28,9 +28,11 @@ class Refusal(Exception):
         self.kind, self.detail = kind, detail
 
 
-def allowed_module(name):
+def allowed_module(name, own=()):
+    """torch, math, the standard library, and `own`: the tree's own installed package (lathe_synth.py's
+    installed_root), which the sandbox imports from the same read-only files."""
     root = name.split(".")[0]
-    return root in ALLOWED_ROOTS or root in STDLIB
+    return root in ALLOWED_ROOTS or root in STDLIB or root in own
 
 
 def resolve_relative(package, level, module):
@@ -81,8 +83,8 @@ class Import:
 
 
 class FileIndex:
-    def __init__(self, text, package):
-        self.text, self.package = text, package
+    def __init__(self, text, package, own=()):
+        self.text, self.package, self.own = text, package, tuple(own)
         self.tree = ast.parse(text)
         self.lines = text.splitlines()
         self.defs, self.imports, self.compound = {}, {}, {}
@@ -97,7 +99,7 @@ class FileIndex:
                 bound = a.asname or a.name.split(".")[0]
                 qual = a.name if a.asname else bound
                 line = f"import {a.name}" + (f" as {a.asname}" if a.asname else "")
-                bad = None if allowed_module(a.name) else Refusal(
+                bad = None if allowed_module(a.name, self.own) else Refusal(
                     "import not allowed", f"imports {a.name} (not torch, math or the standard library)")
                 self.imports.setdefault(bound, []).append(Import(i, qual, line, bad))
         elif isinstance(stmt, ast.ImportFrom):
@@ -121,11 +123,11 @@ class FileIndex:
         mod, bad = stmt.module or "", None
         if stmt.level:
             mod = resolve_relative(self.package, stmt.level, stmt.module)
-            if mod is None or mod.split(".")[0] != "torch":
+            if mod is None or mod.split(".")[0] not in ("torch",) + self.own:
                 where = f"resolves to {mod}" if mod else "outside any package"
                 bad = Refusal("relative import", f"imports {rel} (a relative import, {where}: "
                                                  "other files of the tree are not inlined)")
-        elif not allowed_module(mod):
+        elif not allowed_module(mod, self.own):
             bad = Refusal("import not allowed", f"imports {mod} (not torch, math or the standard library)")
         for a in stmt.names:
             if a.name == "*":

@@ -10,6 +10,8 @@ rule matches, in FAMILIES' order (the heaviest part of a block names it: a conv-
 a convolution), else `other` (data movement only: pixel shuffle, upsampling, a flip, padding,
 Fold/Unfold's im2col and col2im).
 """
+import re
+
 
 FAMILIES = ("attention", "recurrent", "convolution", "loss", "embedding", "normalization",
             "pooling", "linear", "activation", "reduction", "elementwise", "other")
@@ -64,6 +66,10 @@ LAYERS = {
 }
 
 
+# A class named as a norm (torchvision's FrozenBatchNorm2d runs mul, add and rsqrt).
+NORM_NAME = re.compile(r"(Batch|Layer|Group|Instance|RMS)Norm")
+
+
 def family(ops, layers):
     """The family of a module that ran `ops` (aten base names) in modules of class `layers`."""
     names = {o[:-1] if o.endswith("_") and not o.endswith("__") else o for o in ops or []}
@@ -78,6 +84,8 @@ def family(ops, layers):
         if fam == "loss" and any(n.endswith("_loss") for n in names):
             return fam
         if fam == "convolution" and any(n.startswith(("conv", "slow_conv", "cudnn_conv")) for n in names):
+            return fam
+        if fam == "normalization" and any(NORM_NAME.search(c) for c in classes):
             return fam
         if fam == "pooling" and any("pool" in n for n in names):
             return fam
