@@ -14,6 +14,7 @@
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
 #include "cli/enum_option.h"
+#include "cli/executor_slurm.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/proposer_session.h"  // make_gate_hooks
@@ -58,6 +59,7 @@ struct bench_cli {
   std::string platform_word;     // --platform: where bare problem files run ("": cpu)
   bool json = false, check_only = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick, --refuse-torch-fallback
+  executor_choice exec;                          // --executor (cli/executor_slurm.h)
 };
 
 
@@ -369,6 +371,24 @@ int print_bench(const bench_cli& o, const search::bench_result& res, const searc
   return 0;
 }
 
+// --executor slurm: one verifier whose evaluations are Slurm jobs, serving every lane (nullptr:
+// local). Its ledger is named by what decides the suite's evaluations, so that the same command
+// run again after a kill resumes (cli/executor_slurm.h).
+result<std::unique_ptr<slurm_verifier>> bench_on_slurm(const context& ctx, const bench_cli& o,
+                                                      search::bench_options& bo) {
+  if (o.exec.kind != executor_kind::slurm) return nullptr;
+  if (!o.strategy.empty() || o.protocol == search::bench_protocol::klineage)
+    return fail(errc::invalid_argument, "--executor slurm gates given candidates (--candidates, --kernel) with the lathe "
+                                        "protocol; --strategy and --protocol klineage run locally");
+  std::error_code ec;
+  const std::string suite = o.shipped ? o.suite : fs::absolute(o.suite, ec).string();
+  const std::string from = o.candidates.empty() ? "kernel " + o.kernel : fs::absolute(o.candidates, ec).string();
+  auto made = open_slurm_executor(ctx, o.exec, cat("bench\n", suite, "\n", from, "\n", o.check_only ? "check-only" : "timed", "\n",
+                                                   join(eval_flags(o.gate), " ")), eval_flags(o.gate));
+  if (made) bo.lanes.assign(static_cast<size_t>(std::max(1, o.in_flight)), made->get());
+  return made;
+}
+
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
   const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
   if (sources != 1)
@@ -413,12 +433,15 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   for (size_t i = 0; i < dirs->size() && loaded[i]; ++i)
     if (auto failed = add_entry((*dirs)[i], std::move(*loaded[i]), o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
-  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+  lineages::gate_verifier local(make_gate_hooks(*ctx, o.gate));
+  auto slurm = bench_on_slurm(*ctx, o, bo);
+  if (!slurm) return fail_with(slurm.error().message, 2);
+  lineages::verifier& v = *slurm ? static_cast<lineages::verifier&>(**slurm) : local;
   // --in-flight: a context (its own store connection) and a verifier per evaluation at once; this
   // thread keeps `ctx`'s connection for the run's events (search/bench.h bench_options::lanes).
   std::list<context> lane_ctx;
   std::list<lineages::gate_verifier> lane_v;
-  for (int32_t k = 0; o.in_flight > 1 && k < o.in_flight; ++k) {
+  for (int32_t k = 0; o.in_flight > 1 && !*slurm && k < o.in_flight; ++k) {
     auto c = open_context(ws, true);
     if (!c) return fail_with(c.error().message, 2);
     lane_ctx.push_back(std::move(*c));
@@ -435,7 +458,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     if (!kb.empty()) return run_kernelbench_layout(*ctx, o, kb, entries, bo, v);
   }
   nlohmann::json built;  // given candidates (not --strategy's, which are written as they go)
-  if (!strat) {
+  if (!strat && !*slurm) {  // over Slurm, each job builds into the shared cache
     std::vector<std::pair<const task*, kernel_bundle>> ahead;
     for (const auto& e : entries)
       if (e.candidate) ahead.emplace_back(&e.t, *e.candidate);
@@ -446,6 +469,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   auto res = klineage ? search::run_bench_klineage(entries, produce, do_bench_timer(*ctx, o), *ctx->db, bo)
                       : search::run_bench(entries, produce, v, *ctx->db, bo);
   if (!res) return fail_with(res.error().message, 1);
+  if (*slurm) close_ledger((*slurm)->ledger(), res->r.id);
   return print_bench(o, *res, bo, built);
 }
 
@@ -485,6 +509,7 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
                 "device stays one at a time); results in the suite's order")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  add_executor_options(b, o->exec);
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "
