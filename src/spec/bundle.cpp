@@ -3,6 +3,7 @@
 // never of where it lies, so the same kernel found in two places is one kernel.
 #include <cstdint>
 #include "spec/bundle.h"
+#include "spec/python_knobs.h"
 
 #if __has_include(<toml++/toml.hpp>)
 #include <toml++/toml.hpp>
@@ -298,6 +299,13 @@ result<kernel_bundle> load_bundle(const fs::path& path) {
     if (total > max_bundle_bytes)
       return fail(errc::invalid_argument, path.string() + ": bundle larger than 64 MiB");
     b.sources[f] = std::move(*text);
+  }
+  if (b.manifest.lang == language::python && !b.manifest.tune.empty()) {
+    std::vector<std::string> given;  // [tune.default]'s names: a Python knob's default is its literal
+    if (const toml::node* d = tbl->at_path("tune.default").node(); d && d->is_table())
+      for (const auto& [k, v] : *d->as_table()) given.emplace_back(k.str());
+    if (auto bound = bind_python_tunables(b, given); !bound)
+      return r.err(line_of(*tbl->get("tune")), bound.error().message);
   }
   b.hash = bundle_hash(b);
   return b;

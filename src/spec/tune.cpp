@@ -6,6 +6,7 @@
 
 #include "core/expr.h"
 #include "spec/bundle.h"
+#include "spec/python_knobs.h"
 #include "spec/toml_read.h"
 
 namespace lathe {
@@ -174,8 +175,6 @@ std::string config_label(const tune_config& c) {
 result<kernel_bundle> configure(const kernel_bundle& b, const tune_config& c) {
   const tune_space& s = b.manifest.tune;
   if (s.empty()) return fail(errc::invalid_argument, b.name + " declares no tunables ([tune] in kernel.toml, docs/tune.md)");
-  if (b.manifest.lang == language::python)
-    return fail(errc::unsupported, b.name + ": tunables in Python kernels are not supported yet (C++ and CUDA bundles)");
   for (const auto& [k, v] : c)
     if (std::none_of(s.params.begin(), s.params.end(), [&](const tunable& p) { return p.name == k; }))
       return fail(errc::invalid_argument, "'" + k + "' is not a tunable of " + b.name);
@@ -185,7 +184,15 @@ result<kernel_bundle> configure(const kernel_bundle& b, const tune_config& c) {
     if (it == c.end()) return fail(errc::invalid_argument, "the configuration gives no value for '" + p.name + "'");
     if (std::find(p.values.begin(), p.values.end(), it->second) == p.values.end())
       return fail(errc::invalid_argument, "'" + p.name + "' = " + std::to_string(it->second) + " is not one of its values");
-    out.manifest.defines[p.name] = std::to_string(it->second);
+    // A Python kernel's knobs are literals in its entry file (spec/python_knobs.h); C++ and CUDA's
+    // are -D flags.
+    if (b.manifest.lang != language::python) out.manifest.defines[p.name] = std::to_string(it->second);
+  }
+  if (b.manifest.lang == language::python) {
+    auto& entry = out.sources[b.manifest.entry];
+    auto set = set_python_knobs(entry, c);
+    if (!set) return fail(set.error().code, b.name + ": " + set.error().message);
+    entry = std::move(*set);
   }
   // The configured bundle's default is its configuration: written (write_bundle) and loaded again,
   // its [defines] and [tune].default agree, and it has the same hash.

@@ -30,8 +30,9 @@ std::string config_label(const tune_config& c);
 
 // The bundle with `c` applied: every tunable's define set to its value (and its default, so that
 // the bundle written and loaded again is the same), the name suffixed with the label, the hash
-// recomputed. Refused when `c` misses a tunable, names one the bundle does
-// not declare, or gives a value outside its list; and for Python kernels (not yet supported).
+// recomputed; in a Python kernel, the knob lines of its entry file rewritten instead of defines
+// (spec/python_knobs.h). Refused when `c` misses a tunable, names one the bundle does not
+// declare, or gives a value outside its list.
 result<kernel_bundle> configure(const kernel_bundle& b, const tune_config& c);
 
 // The symbols a constraint may name besides the tunables and the task's shape symbols: the

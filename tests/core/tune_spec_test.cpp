@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "spec/bundle.h"
+#include "spec/python_knobs.h"
 #include "test_util.h"
 
 namespace lathe {
@@ -129,9 +130,69 @@ TEST_F(tune_spec, configurations_are_bundles_with_their_own_hash) {
   EXPECT_NE(configure(*b, {{"BLOCK", 64}, {"ITEMS", 1}, {"X", 1}}).error().message.find("'X' is not a tunable"),
             std::string::npos);
   EXPECT_NE(configure(*plain, {}).error().message.find("declares no tunables"), std::string::npos);
-  kernel_bundle py = *b;
-  py.manifest.lang = language::python;
-  EXPECT_EQ(configure(py, b->manifest.tune.defaults).error().code, errc::unsupported);
+}
+
+// A Python kernel's tunables are top-level `NAME = <integer>` lines of its entry file (issue 45):
+// the default is the literal, a configuration rewrites it, and the configured kernel written and
+// loaded again is the same bundle.
+TEST_F(tune_spec, a_python_kernels_knobs_are_literals_of_its_entry_file) {
+  const std::string source =
+      "import torch\n"
+      "BLOCK = 64  # rows a chunk\n"
+      "ITEMS: int = 2\n"
+      "DOC = \"\"\"\n"
+      "BLOCK = 1\n"          // inside a string: not a knob
+      "\"\"\"\n"
+      "def f(x):\n"
+      "    BLOCK = 3\n"      // not top level
+      "    return x.view(-1, BLOCK) * ITEMS\n";
+  const auto knobs = python_knob_lines(source);
+  ASSERT_EQ(knobs.count("BLOCK"), 1u);
+  ASSERT_EQ(knobs.at("BLOCK").size(), 1u);
+  EXPECT_EQ(knobs.at("BLOCK")[0].value, 64);
+  EXPECT_EQ(knobs.at("ITEMS")[0].value, 2);
+  EXPECT_EQ(knobs.count("DOC"), 0u);  // a string, not an integer
+
+  const std::string manifest = "language = \"python\"\nentry = \"kernel.py\"\nfiles = [\"kernel.py\"]\n"
+                               "[tune.params]\nBLOCK = [32, 64, 128]\nITEMS = [1, 2, 4]\n";
+  test::write_file(tmp_.path() / "py" / "kernel.toml", manifest);
+  test::write_file(tmp_.path() / "py" / "kernel.py", source);
+  auto b = load_bundle(tmp_.path() / "py");
+  ASSERT_TRUE(b.has_value()) << b.error().message;
+  EXPECT_EQ(b->manifest.tune.defaults.at("BLOCK"), 64);  // the literal, not the first value
+  EXPECT_EQ(b->manifest.tune.defaults.at("ITEMS"), 2);
+  auto c = configure(*b, {{"BLOCK", 128}, {"ITEMS", 4}});
+  ASSERT_TRUE(c.has_value()) << c.error().message;
+  const std::string& configured = c->sources.at("kernel.py");
+  EXPECT_NE(configured.find("BLOCK = 128  # rows a chunk\n"), std::string::npos) << configured;
+  EXPECT_NE(configured.find("ITEMS: int = 4\n"), std::string::npos) << configured;
+  EXPECT_NE(configured.find("BLOCK = 1\n"), std::string::npos);  // the string's text untouched
+  EXPECT_NE(configured.find("    BLOCK = 3\n"), std::string::npos);
+  EXPECT_TRUE(c->manifest.defines.empty());  // no -D for Python
+  EXPECT_NE(c->hash, b->hash);
+  ASSERT_TRUE(write_bundle(*c, tmp_.path() / "py_written").has_value());
+  auto loaded = load_bundle(tmp_.path() / "py_written");
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  EXPECT_EQ(loaded->hash, c->hash);
+  EXPECT_EQ(loaded->manifest.tune.defaults.at("BLOCK"), 128);
+
+  // Refused, each saying why: a knob that is no such line, a [tune.default] against the literal,
+  // a literal outside the values.
+  test::write_file(tmp_.path() / "py" / "kernel.toml", manifest + "WARPS = [1, 2]\n");
+  auto missing = load_bundle(tmp_.path() / "py");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_NE(missing.error().message.find("'WARPS' of a Python kernel must be one top-level `WARPS = <integer>`"),
+            std::string::npos) << missing.error().message;
+  test::write_file(tmp_.path() / "py" / "kernel.toml", manifest + "[tune.default]\nBLOCK = 32\n");
+  auto against = load_bundle(tmp_.path() / "py");
+  ASSERT_FALSE(against.has_value());
+  EXPECT_NE(against.error().message.find("give one default"), std::string::npos) << against.error().message;
+  test::write_file(tmp_.path() / "py" / "kernel.toml",
+                   "language = \"python\"\nentry = \"kernel.py\"\nfiles = [\"kernel.py\"]\n"
+                   "[tune.params]\nBLOCK = [32, 128]\nITEMS = [1, 2, 4]\n");
+  auto outside = load_bundle(tmp_.path() / "py");
+  ASSERT_FALSE(outside.has_value());
+  EXPECT_NE(outside.error().message.find("is not one of its values"), std::string::npos) << outside.error().message;
 }
 
 task task_with(std::vector<shape_set> shapes) {

@@ -66,4 +66,27 @@ TEST_F(tune_card_cli, a_run_that_crowned_no_winner_is_refused_and_stores_nothing
   EXPECT_TRUE(lathe::testing::parse_json(listed)["cards"].empty());
 }
 
+// A Python kernel's tunable is a literal of its file (spec/python_knobs.h): the space lists the
+// literal as the default, and the search builds and checks the default configuration (a ModelNew
+// against the KernelBench problem's eager Model), untimed with --evals 1.
+TEST_F(tune_card_cli, a_python_kernels_literal_knob_is_its_space_and_its_default_is_checked) {
+  const std::string problem = std::string(LATHE_SOURCE_DIR) + "/tests/problems/kb_linear_gelu.py";
+  const std::string kernel = std::string(LATHE_SOURCE_DIR) + "/tests/data/tune_python/chunked";
+  auto space = run_lathe(ws() + "tune '" + problem + "' '" + kernel + "' --list --json");
+  ASSERT_EQ(space.code, 0) << space.err;
+  const json s = lathe::testing::parse_json(space);
+  EXPECT_EQ(s["admitted"], 4);
+  ASSERT_EQ(s["params"].size(), 1u);
+  EXPECT_EQ(s["params"][0]["name"], "CHUNK");
+  EXPECT_EQ(s["params"][0]["default"], 2);  // the file's literal, not the first value (1)
+  auto t = run_lathe(ws() + "tune '" + problem + "' '" + kernel + "' --evals 1 --json --quiet");
+  ASSERT_EQ(t.code, 0) << t.err;
+  const json j = lathe::testing::parse_json(t);
+  ASSERT_EQ(j["points"].size(), 1u) << j.dump(2);
+  EXPECT_EQ(j["points"][0]["outcome"], "ok") << j.dump(2);
+  EXPECT_EQ(j["points"][0]["config"]["CHUNK"], 2);
+  // At its default the configured kernel is the kernel as written: the same bundle.
+  EXPECT_EQ(j["default_hash"], s["hash"]);
+}
+
 }  // namespace
