@@ -242,9 +242,19 @@ result<std::shared_ptr<problem_oracle>> problem_oracle::start_first(const fs::pa
       tried += (tried.empty() ? "" : ", ") + python.string();
       continue;
     }
+    // An interpreter that cannot start or ends before its first reply (not runnable by the
+    // oracle's own user, a pyenv shim that needs more than the sandbox holds) is passed over as
+    // one without torch is, with the reason; a problem that fails to import answers instead.
     auto o = start(python, problem, p);
-    if (!o) return tl::unexpected(o.error());
+    if (!o) {
+      tried += (tried.empty() ? "" : ", ") + python.string() + " (" + o.error().message + ")";
+      continue;
+    }
     auto ready = (*o)->read_line(600);
+    if (!ready && ready.error().message.find("exited") != std::string::npos) {
+      tried += (tried.empty() ? "" : ", ") + python.string() + " (" + ready.error().message.substr(0, 300) + ")";
+      continue;
+    }
     if (!ready) return fail(ready.error().code, problem.string() + ": " + ready.error().message);
     nlohmann::json r = nlohmann::json::parse(*ready, nullptr, false);
     if (r.is_object() && r.value("error", "") == "no_torch") {
