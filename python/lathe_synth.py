@@ -35,6 +35,8 @@ SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
 # Refusals a trial may lift: values and shapes the source does not declare (lathe_synth_guess.py).
 # What a candidate that ran may fail (lathe_synth_trial.py): each a refusal's kind.
 FILTERS = ("nondeterministic", "not finite", "constant")
+# A kept module's measured bytes (lathe_synth_trial.py): forward's tensors, the state_dict, outputs.
+COST_BYTES = ("inputs", "parameters", "outputs")
 TRIABLE = {"constructor argument without default", "forward argument undetermined"}
 # What --out may hold: this script's own output (and the C++ side's trial files).
 OUTPUT_NAMES = {"problems", "extracted", "manifest.json", "trials", "plan.json", "trials.json"}
@@ -335,6 +337,11 @@ def apply_one(out, m, p, r, why_none):
     if p and isinstance(kept, int) and not isinstance(kept, bool) and 0 <= kept < n:
         rec = r.get("record") if isinstance(r.get("record"), dict) else {}
         m.update(ops=strings(rec.get("ops")), layers=strings(rec.get("layers")), filters="passed")
+        cost = rec.get("cost") if isinstance(rec.get("cost"), dict) else {}
+        b = cost.get("bytes") if isinstance(cost.get("bytes"), dict) else {}
+        if isinstance(cost.get("flops"), int) and all(isinstance(b.get(k), int) for k in COST_BYTES):
+            m["flops"] = cost["flops"]
+            m["bytes"] = {k: b[k] for k in COST_BYTES}
         if isinstance(rec.get("fingerprint"), dict):
             m["fingerprint"] = rec["fingerprint"]  # for the dedup; not written to the manifest
         t["status"] = "kept"

@@ -25,7 +25,7 @@ prints never reaches lathe.
 Prints one line `LATHE_SYNTH_TRIAL {json}` once torch is imported (or one with "no_torch"),
 then one per module: {"id", "tried", "kept": index or null, "errors": [first error], "filter":
 {"kind", "error"} of the first candidate that ran but failed a filter, or null, "record": {"ops",
-"layers", "fingerprint"} of the kept one, or null}.
+"layers", "fingerprint", "cost": {"flops", "bytes"}} of the kept one, or null}.
 """
 import json
 import math
@@ -130,6 +130,46 @@ def scaled_summary(worker_mod, torch, p, named):
     return summary_of(torch, out)
 
 
+def op_flops(name, args, out):
+    """FLOPs (2 per multiply-add) of one matmul or convolution; 0 for any other op."""
+    try:
+        if name == "mm":
+            (m, k), n = args[0].shape, args[1].shape[1]
+            return 2 * m * n * k
+        if name == "addmm":
+            (m, k), n = args[1].shape, args[2].shape[1]
+            return 2 * m * n * k
+        if name in ("bmm", "baddbmm"):
+            a, b = (args[0], args[1]) if name == "bmm" else (args[1], args[2])
+            return 2 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        if name == "convolution":
+            x, w, transposed = args[0], args[1], bool(args[6])
+            per = w.shape[1] * math.prod(w.shape[2:])  # (Cin/groups or Cout/groups) x kernel
+            return 2 * (x.numel() if transposed else out.numel()) * per
+    except (AttributeError, IndexError, TypeError, ValueError):
+        pass
+    return 0
+
+
+def measured_flops(torch, run):
+    """The matmul and convolution FLOPs `run()` executes, counted at torch's dispatcher."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    total = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            total[0] += op_flops(func.__name__.split(".")[0], args, out)
+            return out
+    with Count():
+        run()
+    return int(total[0])
+
+
+def tensor_bytes(tensors):
+    return int(sum(t.numel() * t.element_size() for t in tensors))
+
+
 def examine(worker_mod, torch, path):
     """The record of a candidate that loads, runs forward as `task show` describes it, and passes
     the filters: {"ops", "layers", "fingerprint"}. Raises Rejected for a filter, anything else
@@ -170,7 +210,11 @@ def examine(worker_mod, torch, path):
     if same(torch, first, outputs_of(worker_mod, torch, p, other[:n] + named[n:])):
         raise Rejected("constant", "two different input draws gave the same outputs")
     signature = [[str(t.dtype).replace("torch.", ""), list(t.shape)] for _, t in named[:n]]
-    return {"ops": [str(o)[:80] for o in d["model"].get("ops", [])][:200],
+    cost = {"flops": measured_flops(torch, lambda: outputs_of(worker_mod, torch, p, named)),
+            "bytes": {"inputs": tensor_bytes(t for _, t in named[:n]),
+                      "parameters": tensor_bytes(t for _, t in named[n:]),
+                      "outputs": tensor_bytes(first)}}
+    return {"cost": cost, "ops": [str(o)[:80] for o in d["model"].get("ops", [])][:200],
             "layers": sorted(layers)[:50],
             "fingerprint": {"inputs": signature, "outputs": summary_of(torch, first),
                             "scaled": scaled_summary(worker_mod, torch, p, named)}}
@@ -245,7 +289,7 @@ def finish(job, timed_out):
         replies = max(replies, k + 1)
         if err is None and kept is None and 0 <= k < job.n:
             kept = k
-            record = {key: rep.get(key) for key in ("ops", "layers", "fingerprint")}
+            record = {key: rep.get(key) for key in ("ops", "layers", "fingerprint", "cost")}
         elif err is not None:
             errors.append(str(err)[:ERROR_CHARS])
             if rejected is None and rep.get("filter") in FILTERS:

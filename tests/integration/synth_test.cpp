@@ -4,7 +4,10 @@
 // refused; links out of the tree and an oversized file not read; `lathe task show` reads the
 // problems it writes. With trials (guessed.py): a module kept by trial in the sandbox, one whose
 // forward raises refused, one that tries to leave the sandbox neither writes outside its folder
-// nor sees the environment. Nothing is timed (`unit`).
+// nor sees the environment; the filters refuse a nondeterministic, a non-finite and a constant
+// module (filtered.py); a renamed copy and a module that computes the same another way are dropped
+// as duplicates (vendored.py); families, FLOPs and bytes in the manifest; two kept problems come
+// out `ok` through `lathe eval` with their own Model as the candidate. Nothing is timed (`unit`).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -168,6 +171,28 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   EXPECT_EQ((*module(m, "Untyped"))["family"], "elementwise");
   EXPECT_EQ((*module(m, "Flip"))["family"], "other");  // a flip moves data only
   EXPECT_EQ(s["families"], json({{"elementwise", 1}, {"linear", 2}, {"other", 1}})) << r.out;
+
+  // Measured cost: x (8, 64) through a 64x64 Linear: 2 * 8 * 64 * 64 FLOPs; bytes of x, of the
+  // weight and bias, of the output.
+  EXPECT_EQ((*gelu)["flops"], 2 * 8 * 64 * 64) << gelu->dump();
+  EXPECT_EQ((*gelu)["bytes"], json({{"inputs", 8 * 64 * 4},
+                                    {"parameters", (64 * 64 + 64) * 4},
+                                    {"outputs", 8 * 64 * 4}}))
+      << gelu->dump();
+  EXPECT_EQ((*module(m, "Untyped"))["flops"], 0);  // no matmul or convolution: not counted
+
+  // A kept problem is one lathe evaluates: its own Model as a ModelNew candidate comes out ok
+  // (one declared, one kept by trial; bench/synth_eval.py does every kept problem).
+  for (const char* cls : {"GeluBlock", "Scaled"}) {
+    const fs::path problem = dir_ / "out" / (*module(m, cls))["problem"].get<std::string>();
+    const fs::path candidate = dir_ / (std::string("own_") + cls + ".py");
+    std::ofstream(candidate) << slurp(problem) << "\n\nclass ModelNew(Model):\n    pass\n";
+    const auto e = run_lathe("--workspace '" + (dir_ / "ws").string() + "' eval '" +
+                             problem.string() + "' '" + candidate.string() + "' --no-time --json");
+    const json ej = json::parse(e.out, nullptr, false);
+    ASSERT_TRUE(ej.is_object()) << cls << ": " << e.out << e.err;
+    EXPECT_EQ(ej["outcome"], "ok") << cls << ": " << e.out << e.err;
+  }
 
   // The filters: each module ran, and each is refused with its kind and why.
   for (const auto& [cls, kind, why] :
