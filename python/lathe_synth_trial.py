@@ -39,8 +39,12 @@ import time
 MARK = "LATHE_SYNTH_TRIAL "
 ERROR_CHARS = 300
 SAMPLES = 32  # output values per output in a fingerprint
-FILTERS = ("nondeterministic", "not finite", "constant")
-SCALE = 8.0  # the second shared draw: the inputs times this
+FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors")
+SCALE = 8.0
+# The gate's limit on a problem's tensors, inputs and parameters and outputs together (lathe passes
+# --max-tensors: src/gate/cpu/wire.h); 0 for none. A module past it is kept nowhere lathe can
+# evaluate it (`lathe eval`: resource_limit, "more than 16 tensors").
+MAX_TENSORS = 0  # the second shared draw: the inputs times this
 HELPERS = ("lathe_ops.py", "lathe_plumbing.txt")
 
 
@@ -194,6 +198,9 @@ def examine(worker_mod, torch, path):
     p = worker.problem
     named = p.inputs(0)
     first = outputs_of(worker_mod, torch, p, named)
+    if MAX_TENSORS and len(named) + len(first) > MAX_TENSORS:
+        raise Rejected("too many tensors", f"{len(named)} inputs and parameters and {len(first)} "
+                       f"outputs: lathe's gate passes {MAX_TENSORS} tensors at most")
     for i, t in enumerate(first):
         if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
             raise Rejected("not finite", f"output {i} holds NaN or inf")
@@ -326,11 +333,14 @@ def run_all(worker_mod, torch, modules, here, timeout_s, jobs, helpers):
 
 
 def main():
+    global MAX_TENSORS
     not_dumpable()
     plan_path = sys.argv[1]
     timeout_s = 10.0
     if "--timeout" in sys.argv:
         timeout_s = float(sys.argv[sys.argv.index("--timeout") + 1])
+    if "--max-tensors" in sys.argv:
+        MAX_TENSORS = int(sys.argv[sys.argv.index("--max-tensors") + 1])
     # Children at a time: the machine's CPUs, at most 4 (each is one torch thread).
     jobs = max(1, min(4, os.cpu_count() or 1))
     here = os.getcwd()

@@ -61,10 +61,12 @@ void print_summary(const json& s, const std::string& out, double seconds) {
               t.value("modules", 0), t.value("candidates_tried", 0), t.value("seconds", 0.0));
   const json f = s.value("filters", json::object());
   const json by_filter = f.value("refused", json::object());
-  std::printf("filters  %d kept passed them (deterministic, finite, not constant); refused: %d "
-              "nondeterministic, %d not finite, %d constant\n",
-              f.value("passed", 0), by_filter.value("nondeterministic", 0),
-              by_filter.value("not finite", 0), by_filter.value("constant", 0));
+  std::printf(
+      "filters  %d kept passed them (deterministic, finite, not constant, at most the gate's "
+      "tensors); refused: %d nondeterministic, %d not finite, %d constant, %d too many tensors\n",
+      f.value("passed", 0), by_filter.value("nondeterministic", 0),
+      by_filter.value("not finite", 0), by_filter.value("constant", 0),
+      by_filter.value("too many tensors", 0));
   std::printf(
       "dedup    %d duplicates dropped in %d clusters (the same code after normalizing names, or "
       "the same outputs on shared inputs); one of each cluster kept\n",

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gate/cpu/wire.h"
 #include "gate/files.h"
 #include "gate/process.h"
 #include "spec/problem.h"
@@ -113,9 +114,16 @@ json run_synth_trials(const fs::path& out, const synth_trial_options& o) {
       const gate::tool_jail jail = trial_jail(python);
       char per_trial[32];
       std::snprintf(per_trial, sizeof per_trial, "%g", o.per_trial_s);
-      const std::vector<std::string> cmd{
-          python.string(), "-I",        "-B",     "lathe/lathe_synth_trial.py",
-          "plan.json",     "--timeout", per_trial};
+      // A problem past the gate's tensor limit could never be evaluated: refused in the trial.
+      const std::vector<std::string> cmd{python.string(),
+                                         "-I",
+                                         "-B",
+                                         "lathe/lathe_synth_trial.py",
+                                         "plan.json",
+                                         "--timeout",
+                                         per_trial,
+                                         "--max-tensors",
+                                         std::to_string(wire::max_tensors)};
       const gate::tool_result r = gate::run_tool(cmd, o.timeout_s, work, &jail);
       gate::own_again(work);
       result["jail"] = r.jail;

@@ -1,6 +1,6 @@
 # A fixture for lathe synth's filters (tests/integration/synth_test.cpp): each module runs, and
-# each is refused by one filter in the sandbox. Noisy and Overflows declare their inputs (one
-# candidate each); Ignores does not (every guessed candidate runs and fails the same filter).
+# each is refused by one filter in the sandbox. Noisy, Overflows and Wide declare their inputs
+# (one candidate each); Ignores does not (every guessed candidate runs and fails the same filter).
 from typing import Annotated
 
 import torch
@@ -30,3 +30,16 @@ class Ignores(nn.Module):
 
     def forward(self, x):
         return x * 0 + self.bias
+
+
+class Wide(nn.Module):
+    """too many tensors: x, 8 weights, 8 biases and the output are 18, past the gate's 16."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(8)])
+
+    def forward(self, x: Annotated[torch.Tensor, (2, 4)]):
+        for layer in self.layers:
+            x = layer(x)
+        return x
