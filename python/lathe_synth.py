@@ -143,11 +143,14 @@ def problem_text(entry, source, defined, shapes, init=None, note=None):
 
 def installed_root(root):
     """The tree's own package name where the tree is that package as this interpreter installed
-    it (Debian's /usr/lib/python3/dist-packages/torchvision), else None. Its imports are then
-    allowed: the sandbox imports the same read-only files, and torchvision's modules use it for
-    small helpers in other files (utils._log_api_usage_once, ops.misc.Conv2dNormActivation) that
-    cross-file inlining would otherwise need. Found with importlib's finder, which reads the
-    path and never imports the package."""
+    it (Debian's /usr/lib/python3/dist-packages/torchvision), else None. With --own-package its
+    imports are then allowed: the sandbox imports the same read-only files, and torchvision's
+    modules use it for small helpers in other files (utils._log_api_usage_once,
+    ops.misc.Conv2dNormActivation) that cross-file inlining would otherwise need. Off by default:
+    a candidate that imports torchvision is killed by lathe's worker sandbox (its native
+    libraries open a socket for a user lookup), so such a problem cannot be evaluated with its own
+    Model as the candidate (docs/synth.md). Found with importlib's finder, which reads the path
+    and never imports the package."""
     import importlib.util
     name = outer_package(root) if os.path.isdir(root) else None
     if not name or "." in name:
@@ -415,6 +418,8 @@ def main():
     ap.add_argument("--max-file-bytes", type=int, default=1 << 20)
     ap.add_argument("--trials", type=int, default=8, help="candidates per module at most")
     ap.add_argument("--apply", help="trials.json: the trials' results, applied to --out")
+    ap.add_argument("--own-package", action="store_true",
+                    help="a tree that is an installed package may import itself (installed_root)")
     ap.add_argument("src", nargs="*")
     a = ap.parse_args()
     if a.apply:
@@ -435,7 +440,7 @@ def main():
         # A tree's name is its folder's; a single file's, the folder holding it.
         top = os.path.dirname(root) if os.path.isfile(root) else root
         tree_name = os.path.basename(top.rstrip("/")) or "root"
-        own = tuple(filter(None, [installed_root(root)]))
+        own = tuple(filter(None, [installed_root(root)])) if a.own_package else ()
         report = {"tree": root, "read": 0, "links": [], "unreadable": [], "unparsed": [],
                   "imports_allowed": ["torch", "math", "the standard library", *own]}
         for rel, text, package in walk(root, a.max_file_bytes, report):

@@ -32,6 +32,7 @@ struct synth_options {
   int trials = 8;  // candidates per module at most (0: no trials)
   double trial_timeout_s = 10;
   bool json = false;
+  bool own_package = false;  // an installed package's tree may import itself (docs/synth.md)
 };
 
 void print_summary(const json& s, const std::string& out, double seconds) {
@@ -108,6 +109,7 @@ int run_synth(const synth_options& o) {
                                 std::to_string(o.max_file_bytes),
                                 "--trials",
                                 std::to_string(std::max(o.trials, 0))};
+  if (o.own_package) args.push_back("--own-package");
   for (const auto& s : o.sources) args.push_back(s);
   const auto start = std::chrono::steady_clock::now();
   json s;
@@ -163,6 +165,9 @@ void add_synth(CLI::App& app, const common_options&, int& exit_code) {
   sub->add_option("--trial-timeout", o->trial_timeout_s,
                   "seconds each candidate may take (default 10)");
   sub->add_flag("--json", o->json, "print the summary as JSON (lathe.synth_summary/1)");
+  sub->add_flag("--allow-own-package", o->own_package,
+                "a source tree that is an installed package (torchvision) may import itself; its "
+                "problems then import it, which lathe's candidate worker refuses (docs/synth.md)");
   sub->callback([o, &exit_code] { exit_code = run_synth(*o); });
 }
 
