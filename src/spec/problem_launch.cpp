@@ -52,6 +52,9 @@ std::vector<std::pair<std::string, std::string>> oracle_environment(const fs::pa
   std::vector<std::pair<std::string, std::string>> env{
       {"LANG", "C.UTF-8"}, {"PYTHONDONTWRITEBYTECODE", "1"}, {"PYTHONUNBUFFERED", "1"},
       {"HOME", folder.string()}, {"TMPDIR", folder.string()},
+      // Its user has no passwd entry: Python's getpass.getuser() (torch's profiler on CUDA asks)
+      // reads these first instead of failing on getpwuid (the H100, 2026-12-07).
+      {"USER", "lathe-problem"}, {"LOGNAME", "lathe-problem"},
       {"PATH", "/usr/local/bin:/usr/bin:/bin"}};
   for (const char* k : {"LD_LIBRARY_PATH", "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "CUDA_HOME"})
     if (const char* v = std::getenv(k)) env.emplace_back(k, v);
