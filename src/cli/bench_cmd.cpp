@@ -59,7 +59,7 @@ struct bench_cli {
   std::string platform_word;     // --platform: where bare problem files run ("": cpu)
   bool json = false, check_only = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick, --refuse-torch-fallback
-  executor_choice exec;                          // --executor (cli/executor_slurm.h)
+  executor_cli exec;                             // --executor (cli/executor_slurm.h)
 };
 
 
@@ -376,14 +376,16 @@ int print_bench(const bench_cli& o, const search::bench_result& res, const searc
 // run again after a kill resumes (cli/executor_slurm.h).
 result<std::unique_ptr<slurm_verifier>> bench_on_slurm(const context& ctx, const bench_cli& o,
                                                       search::bench_options& bo) {
-  if (o.exec.kind != executor_kind::slurm) return nullptr;
+  auto chosen = resolve_executor(ctx.ws, o.exec);
+  if (!chosen) return tl::unexpected(chosen.error());
+  if (chosen->kind != executor_kind::slurm) return nullptr;
   if (!o.strategy.empty() || o.protocol == search::bench_protocol::klineage)
     return fail(errc::invalid_argument, "--executor slurm gates given candidates (--candidates, --kernel) with the lathe "
                                         "protocol; --strategy and --protocol klineage run locally");
   std::error_code ec;
   const std::string suite = o.shipped ? o.suite : fs::absolute(o.suite, ec).string();
   const std::string from = o.candidates.empty() ? "kernel " + o.kernel : fs::absolute(o.candidates, ec).string();
-  auto made = open_slurm_executor(ctx, o.exec, cat("bench\n", suite, "\n", from, "\n", o.check_only ? "check-only" : "timed", "\n",
+  auto made = open_slurm_executor(ctx, *chosen, cat("bench\n", suite, "\n", from, "\n", o.check_only ? "check-only" : "timed", "\n",
                                                    join(eval_flags(o.gate), " ")), eval_flags(o.gate));
   if (made) bo.lanes.assign(static_cast<size_t>(std::max(1, o.in_flight)), made->get());
   return made;

@@ -7,10 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
-
 #include "cli/context.h"
-#include "cli/enum_option.h"
 #include "core/hash.h"
 #include "core/json.h"
 #include "core/text.h"
@@ -214,21 +211,6 @@ evaluation slurm_verifier::run(const task& t, const kernel_bundle& c, const kern
 }
 
 const char* to_string(executor_kind k) { return k == executor_kind::slurm ? "slurm" : "local"; }
-
-void add_executor_options(CLI::App* verb, executor_choice& c) {
-  add_enum_option(verb, "--executor", c.kind, executor_kind::slurm,
-                  "local: evaluations on this host; slurm: each evaluation a Slurm batch job running `lathe eval` "
-                  "on this workspace (SLURM_CONF names the cluster; a killed submitter run again with the same "
-                  "arguments resumes; docs/scale.md \"Slurm\")");
-  verb->add_option("--slurm-partition", c.slurm.partition, "slurm executor: the jobs' partition (default: the cluster's)");
-  verb->add_option("--slurm-time", c.slurm.time_limit, "slurm executor: each job's time limit, Slurm's format (e.g. 30:00)");
-  verb->add_option("--slurm-arg", c.slurm.sbatch_args, "slurm executor: one more sbatch option, written --slurm-arg=--account=X; repeatable");
-  verb->add_option("--slurm-resubmits", c.slurm.resubmits,
-                   "slurm executor: a job Slurm ended before its end (cancelled, timed out, preempted, node "
-                   "failure) is submitted again at most this often; then the evaluation is infra_error")
-      ->check(CLI::Range(0, 100))
-      ->capture_default_str();
-}
 
 std::vector<std::string> eval_flags(const gate::gate_settings& s) {
   std::vector<std::string> out = {"--max-time", number_text("%g", s.max_time)};

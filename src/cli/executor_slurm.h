@@ -17,11 +17,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "gate/settings.h"
+#include "store/workspace.h"
 #include "verify/verifier.h"
 
 namespace CLI {
@@ -85,11 +87,24 @@ const char* to_string(executor_kind k);
 struct executor_choice {
   executor_kind kind = executor_kind::local;
   slurm_settings slurm;
+  std::string source;  // where it was read: "command line", lathe.toml's path, "default"
+};
+
+// What the command line said; unset: lathe.toml's [executor], else the default.
+struct executor_cli {
+  std::optional<std::string> kind, partition, time_limit;
+  std::optional<std::vector<std::string>> sbatch_args;
+  std::optional<int32_t> resubmits;
 };
 
 // --executor local|slurm and the Slurm job options (--slurm-partition, --slurm-time,
 // --slurm-arg, --slurm-resubmits) on a verb.
-void add_executor_options(CLI::App* verb, executor_choice& c);
+void add_executor_options(CLI::App* verb, executor_cli& c);
+
+// The command line's choice over [executor] in the lathe.toml the workspace finds (the file
+// docs/config.md says is read; keys kind, partition, time, sbatch_args, resubmits): a wrong
+// table is an error naming the file and the key.
+result<executor_choice> resolve_executor(const workspace& ws, const executor_cli& given);
 
 // The gate's settings a job's `lathe eval` must be given to measure as this process would.
 std::vector<std::string> eval_flags(const gate::gate_settings& s);

@@ -197,7 +197,7 @@ result<config> parse_config(std::string_view text, const fs::path& file_name,
   LATHE_TRY(keys, r.check_keys(root,
                                {"provider", "model", "base_url", "key_env", "concurrency", "prices",
                                 "limits", "timeouts", "retries", "command", "cassettes", "sampling",
-                                "prompt_version"},
+                                "prompt_version", "executor"},
                                ""));
   config c;
   c.file = file_name;

@@ -6,6 +6,12 @@
 #include <fstream>
 #include <sstream>
 
+#if __has_include(<toml++/toml.hpp>)
+#include <toml++/toml.hpp>
+#else
+#include <toml++/toml.h>  // Debian's libtomlplusplus-dev 3.3 ships only toml.h
+#endif
+
 #include "llm/config.h"
 
 namespace lathe::llm {
@@ -35,12 +41,27 @@ std::vector<fs::path> config_candidates(const fs::path& workspace_root, const en
   return out;
 }
 
+namespace {
+
+// A lathe.toml with an [executor] table and nothing else (no provider): it configures where
+// evaluations run (cli/executor_slurm.h), and no model, as a missing file would not.
+bool executor_only(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  toml::parse_result parsed = toml::parse(ss.str(), file.string());
+  return parsed && parsed.table().size() == 1 && parsed.table().contains("executor");
+}
+
+}  // namespace
+
 result<found_config> find_config(const fs::path& workspace_root, const env_lookup& env) {
   found_config f;
   f.searched = config_candidates(workspace_root, env);
   for (const auto& p : f.searched) {
     std::error_code ec;
     if (!fs::exists(p, ec)) continue;
+    if (executor_only(p)) break;  // the first file found says everything: here, no model
     auto c = load_config(p, env);
     if (!c) return tl::unexpected(c.error());
     f.cfg = std::move(*c);

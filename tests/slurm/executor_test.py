@@ -3,8 +3,9 @@ of checks-only evaluations (a hostile kernel that writes its input, two correct 
 Slurm jobs. The first task's job is cancelled while it runs (scancel) and must be submitted again,
 never counted as the kernel's failure; the submitter is killed (SIGKILL) while the second task's
 job is queued or running and run again with the same arguments, which must adopt that job and
-redo nothing finished. The verdicts must equal the local executor's; an API key in the
-submitter's environment must reach no job. Skipped, with why, where Slurm cannot start."""
+redo nothing finished; that second submitter takes Slurm from lathe.toml's [executor] instead of
+--executor (a wrong [executor] is refused first, naming the file and the key). The verdicts must
+equal the local executor's; an API key in the submitter's environment must reach no job. Skipped, with why, where Slurm cannot start."""
 import glob
 import json
 import os
@@ -93,7 +94,15 @@ def main():
             mm_state_at_kill = c.state(mm_jobs[0])
             before = requests(ws)
             assert "silu" not in before, "silu was submitted before mm ended (--in-flight 1)"
-            second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+            toml = os.path.join(ws, "lathe.toml")
+            with open(toml, "w") as f:
+                f.write('[executor]\nkind = "slurm"\nresubmit = 2\n')
+            bad = subprocess.run([LATHE, "--workspace", ws, *args], env=env, capture_output=True, text=True, timeout=120)
+            assert bad.returncode == 2 and f"{toml}: [executor] resubmit: unknown key" in bad.stderr, bad.stderr
+            with open(toml, "w") as f:
+                f.write('[executor]\nkind = "slurm"\nresubmits = 2\n')
+            second = subprocess.run([LATHE, "--workspace", ws, *args], env=env, capture_output=True, text=True,
+                                    timeout=300)
             assert second.returncode == 0, second.stderr
             got = verdicts(second.stdout)
             assert got == want, f"slurm executor {got} != local {want}"
