@@ -2,7 +2,7 @@
 
     python3 -I -B lathe_synth_trial.py plan.json --timeout S
 
-Run by `lathe synth` (src/cli/synth_trials.cpp) inside the one sandbox (src/gate/bubblewrap.h: no
+Run by `lathe synth` (src/cli/synth_trials.cpp) inside the one sandbox (src/gate/cpu/bubblewrap.h: no
 network, nothing of the host writable but this folder, the environment PATH, LANG and TMPDIR
 only), with this folder as its working directory. The mined code is untrusted: it runs only in
 the children this script forks, never in this process.

@@ -1,5 +1,5 @@
 // The one sandbox's cost (issue 42: target <= 50 ms a process start): the same tool started by
-// gate::run_tool with no jail, in the sandbox (bubblewrap, gate/bubblewrap.h), and, for scale,
+// gate::run_tool with no jail, in the sandbox (bubblewrap, gate/cpu/bubblewrap.h), and, for scale,
 // the Python interpreter's own start in both. Start and finish of each run alternate in one
 // series so that a loaded machine weighs on both alike; medians and the 10th/90th percentiles.
 // Also what a worker's own namespaces cost (gate/cpu/sandbox.h own_namespaces; root only): a
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "gate/process.h"
 
 namespace fs = std::filesystem;

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "gate/cpu/wire.h"
-#include "gate/files.h"
+#include "gate/cpu/files.h"
 #include "gate/process.h"
 #include "spec/problem.h"
 #include "spec/safe_file.h"
@@ -99,7 +99,7 @@ std::string tail(const std::string& s, size_t n) {
 json run_synth_trials(const fs::path& out, const synth_trial_options& o) {
   const auto start = std::chrono::steady_clock::now();
   json result{{"schema", "lathe.synth_trials/1"}, {"modules", json::array()}, {"error", nullptr}};
-  // The sandbox's folder: a fresh one in TMPDIR (gate/files.h), as a record step's. Not one under
+  // The sandbox's folder: a fresh one in TMPDIR (gate/cpu/files.h), as a record step's. Not one under
   // --out: bubblewrap run by root makes the folders above a bound one 0700, which the tool's own
   // user cannot walk, and Python opens its script by an absolute path.
   const fs::path work = gate::scratch_folder("synth").value_or(fs::path());

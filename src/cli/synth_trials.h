@@ -1,5 +1,5 @@
 // lathe synth's input trials (issue 47 item 2, first increment): the candidate problem files
-// python/lathe_synth.py planned (DIR/plan.json) tried in the one sandbox (gate/bubblewrap.h,
+// python/lathe_synth.py planned (DIR/plan.json) tried in the one sandbox (gate/cpu/bubblewrap.h,
 // through run_tool's tool_jail with candidate_code: never run where the sandbox cannot be set up)
 // by python/lathe_synth_trial.py; its results written to DIR/trials.json for lathe_synth.py
 // --apply (docs/synth.md).

@@ -11,7 +11,7 @@
 
 #include "core/hash.h"
 #include "core/text.h"
-#include "gate/files.h"
+#include "gate/cpu/files.h"
 #include "gate/process.h"
 #include "gate/python_build.h"
 #include "gate/python_kernel.h"

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <system_error>
 
-#include "gate/files.h"
+#include "gate/cpu/files.h"
 #include "gate/python_build.h"
 #include "spec/safe_file.h"
 

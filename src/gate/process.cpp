@@ -13,7 +13,7 @@
 #include <cstring>
 #include <optional>
 
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "gate/cpu/landlock.h"
 #include "gate/cpu/sandbox.h"
 #include "gate/step_cgroup.h"

@@ -14,7 +14,7 @@
 #include "core/hash.h"
 #include "core/text.h"
 #include "gate/extension_cache.h"
-#include "gate/files.h"
+#include "gate/cpu/files.h"
 #include "gate/python_kernel.h"
 #include "spec/safe_file.h"
 

@@ -13,9 +13,9 @@
 #include <optional>
 #include <vector>
 
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "gate/cpu/sandbox.h"
-#include "gate/files.h"
+#include "gate/cpu/files.h"
 #include "spec/problem.h"
 
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The problem oracle's process (spec/problem.h), started in the one sandbox (gate/bubblewrap.h):
+// The problem oracle's process (spec/problem.h), started in the one sandbox (gate/cpu/bubblewrap.h):
 // a problem's Model runs code from whoever wrote the file, and `lathe synth` keeps modules mined
 // from trees nobody reviewed. Internal to spec/problem.cpp.
 #pragma once

@@ -1,4 +1,4 @@
-// The one sandbox (gate/bubblewrap.h) around a jailed tool (gate/process.h run_tool), with real
+// The one sandbox (gate/cpu/bubblewrap.h) around a jailed tool (gate/process.h run_tool), with real
 // processes: what the record step of a hostile ModelNew did before it (issue 42, item 3) — reach
 // a listener on the host's loopback, leave processes spinning after lathe, read root's files and
 // lathe's environment — each tried by a shell script run as a tool that runs candidate code.
@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "proc_scan.h"
 #include "gate/process.h"
 

@@ -15,7 +15,7 @@
 #include <set>
 
 #include "spec/problem.h"
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "gate/trial.h"
 #include "gate_fixture.h"
 #include "lathe_cli_json.h"

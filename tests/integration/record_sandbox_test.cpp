@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "core/outcome.h"
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 #include "proc_scan.h"
 #include "gate_fixture.h"
 

@@ -1,4 +1,4 @@
-#include "gate/bubblewrap.h"
+#include "gate/cpu/bubblewrap.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -154,6 +154,16 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
       made.push_back(above);
     }
   };
+  // A /dev of two devices, as lathe's older jail allowed: /dev/null and /dev/urandom (bound as
+  // devices: a read-only bind is also nodev, and torch could not open it).
+  // Not bubblewrap's --dev, whose /dev/zero let `#include </dev/zero>` (through a macro) grow a
+  // compiler to its memory limit (32 s, against a refusal in milliseconds).
+  a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null",
+                     "--dev-bind", "/dev/urandom", "/dev/urandom", "--symlink", "/proc/self/fd", "/dev/fd",
+                     "--tmpfs", "/tmp"});
+  // All of the above before the trees: a tree or file beneath /tmp (a checkout cloned there, its
+  // python/ folder) is bound onto the private /tmp, not hidden by it (every problem failed to
+  // start from a clone in /tmp).
   std::error_code ec;
   for (const auto& t : spec.read_trees) {
     if (t.empty() || within_bound(t)) continue;
@@ -168,13 +178,6 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
   }
   // The CPU topology (OpenMP's and torch's thread counts read it); nothing else of /sys.
   if (!spec.gpu) a.insert(a.end(), {"--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"});
-  // A /dev of two devices, as lathe's older jail allowed: /dev/null and /dev/urandom (bound as
-  // devices: a read-only bind is also nodev, and torch could not open it).
-  // Not bubblewrap's --dev, whose /dev/zero let `#include </dev/zero>` (through a macro) grow a
-  // compiler to its memory limit (32 s, against a refusal in milliseconds).
-  a.insert(a.end(), {"--proc", "/proc", "--tmpfs", "/dev", "--dev-bind", "/dev/null", "/dev/null",
-                     "--dev-bind", "/dev/urandom", "/dev/urandom", "--symlink", "/proc/self/fd", "/dev/fd",
-                     "--tmpfs", "/tmp"});
   if (spec.gpu) {
     // The driver's nodes (nvidiactl, nvidia-uvm, nvidia0…, nvidia-caps), its shared memory, and
     // the PCI tree it reads in /sys.
@@ -183,7 +186,6 @@ std::vector<std::string> sandbox_command(const bubblewrap_tool& bw, const sandbo
         a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
     a.insert(a.end(), {"--dev-bind-try", "/dev/shm", "/dev/shm", "--ro-bind-try", "/sys", "/sys"});
   }
-  // After /tmp's own tmpfs, which would hide a file there.
   for (const auto& [from, to] : spec.read_files) {
     make_above(to);
     a.insert(a.end(), {"--ro-bind", from.string(), to.string()});
