@@ -16,9 +16,10 @@ import argparse, glob, json, os, shutil, statistics, subprocess, sys, tempfile, 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_bench(lathe, ws, suite, cands, width):
+def run_bench(lathe, ws, suite, cands, width, flag="--in-flight"):
+    """One checks-only bench run with `flag width` (bench_slots.py passes --cpu-slots)."""
     cmd = [lathe, "--workspace", ws, "bench", suite, "--candidates", cands, "--check-only", "--json",
-           "--in-flight", str(width)]
+           flag, str(width)]
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.monotonic() - t0

@@ -26,6 +26,7 @@
 #include "search/bench.h"
 #include "search/optimize.h"
 #include "search/strategy.h"
+#include "verify/slot_verifier.h"
 #include "spec/bundle.h"
 #include "spec/problem.h"
 #include "spec/task_file.h"
@@ -55,6 +56,7 @@ struct bench_cli {
   int32_t runs = 0;  // 0: 1 (lathe), 3 (klineage)
   int32_t level = 0;  // KernelBench's layout: the level of the candidates' names (0: from the suite)
   int32_t in_flight = 1;  // given candidates: evaluations at once (search::bench_options::in_flight)
+  int32_t cpu_slots = 0;  // --cpu-slots N (gate/cpu_slot.h); 0: none, the whole machine unpinned
   std::string kernelbench_json;  // KernelBench's layout: also write its eval results shape here
   std::string platform_word;     // --platform: where bare problem files run ("": cpu)
   bool json = false, check_only = false;
@@ -391,6 +393,19 @@ result<std::unique_ptr<slurm_verifier>> bench_on_slurm(const context& ctx, const
   return made;
 }
 
+// --cpu-slots N: the cores split into N slots, each evaluation on a free one with its workers
+// pinned there (verify/slot_verifier.h); at least N evaluations in flight, one per slot.
+// nullptr without --cpu-slots.
+result<std::unique_ptr<gate::cpu_slot_pool>> cpu_slots(const bench_cli& o) {
+  if (o.cpu_slots <= 0) return nullptr;
+  if (!o.strategy.empty() || o.protocol == search::bench_protocol::klineage)
+    return fail(errc::invalid_argument,
+                "--cpu-slots gates given candidates on slots; --strategy and --protocol klineage run one at a time");
+  auto slots = gate::split_cores(gate::allowed_cores(), static_cast<uint32_t>(o.cpu_slots));
+  if (!slots) return fail(errc::invalid_argument, "--cpu-slots: " + slots.error().message);
+  return std::make_unique<gate::cpu_slot_pool>(std::move(*slots));
+}
+
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
   const int sources = !o.candidates.empty() + !o.kernel.empty() + !o.strategy.empty();
   if (sources != 1)
@@ -424,31 +439,42 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   bo.check_only = o.check_only;
   if (o.in_flight > 1 && (!o.strategy.empty() || klineage))
     return fail_with("--in-flight gates given candidates at once; --strategy and --protocol klineage run one at a time", 2);
-  bo.in_flight = o.in_flight;
+  auto pool = cpu_slots(o);
+  if (!pool) return fail_with(pool.error().message, 2);
+  const int32_t in_flight = *pool ? std::max(o.in_flight, o.cpu_slots) : o.in_flight;
+  bo.in_flight = in_flight;
   std::vector<search::bench_entry> entries;
   // Read --in-flight at a time (bench_load.h: each problem file starts its oracle), then taken in
   // the suite's order: the same entries, skips and first failure as one at a time.
   auto loaded = load_suite(
-      *dirs, o.in_flight,
+      *dirs, in_flight,
       [&](const fs::path& d) { return find_task(d.string(), ctx->where, problem_platform_word(o.platform_word)); },
       [](const fs::path& d, const result<task>& t) { return !t && !gate::is_problem_file(d); });
   for (size_t i = 0; i < dirs->size() && loaded[i]; ++i)
     if (auto failed = add_entry((*dirs)[i], std::move(*loaded[i]), o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
-  lineages::gate_verifier local(make_gate_hooks(*ctx, o.gate));
+  lineages::gate_verifier whole(make_gate_hooks(*ctx, o.gate));
+  std::optional<lineages::slot_verifier> slotted;
+  if (*pool) slotted.emplace(make_gate_hooks(*ctx, o.gate), **pool);
   auto slurm = bench_on_slurm(*ctx, o, bo);
   if (!slurm) return fail_with(slurm.error().message, 2);
-  lineages::verifier& v = *slurm ? static_cast<lineages::verifier&>(**slurm) : local;
+  if (*slurm && *pool) return fail_with("--cpu-slots splits this host's cores; with --executor slurm, Slurm places the jobs", 2);
+  lineages::verifier& v = *slurm    ? static_cast<lineages::verifier&>(**slurm)
+                          : slotted ? static_cast<lineages::verifier&>(*slotted)
+                                    : whole;
   // --in-flight: a context (its own store connection) and a verifier per evaluation at once; this
   // thread keeps `ctx`'s connection for the run's events (search/bench.h bench_options::lanes).
   std::list<context> lane_ctx;
-  std::list<lineages::gate_verifier> lane_v;
-  for (int32_t k = 0; o.in_flight > 1 && !*slurm && k < o.in_flight; ++k) {
+  std::list<std::unique_ptr<lineages::verifier>> lane_v;
+  for (int32_t k = 0; in_flight > 1 && !*slurm && k < in_flight; ++k) {
     auto c = open_context(ws, true);
     if (!c) return fail_with(c.error().message, 2);
     lane_ctx.push_back(std::move(*c));
-    lane_v.emplace_back(make_gate_hooks(lane_ctx.back(), o.gate));
-    bo.lanes.push_back(&lane_v.back());
+    if (*pool)
+      lane_v.push_back(std::make_unique<lineages::slot_verifier>(make_gate_hooks(lane_ctx.back(), o.gate), **pool));
+    else
+      lane_v.push_back(std::make_unique<lineages::gate_verifier>(make_gate_hooks(lane_ctx.back(), o.gate)));
+    bo.lanes.push_back(lane_v.back().get());
   }
   if (!o.json)
     bo.progress = [](const search::bench_row& r) {
@@ -512,6 +538,11 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   add_executor_options(b, o->exec);
+  b->add_option("--cpu-slots", o->cpu_slots,
+                "given candidates: split the cores into N slots of their own (each with its own lock, workers pinned "
+                "to its cores with as many threads); an evaluation on each free slot at once, a paired series on one "
+                "slot. Default: none (the whole machine, unpinned)")
+      ->check(CLI::Range(1, 1024));
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "

@@ -118,6 +118,14 @@ struct kernel_resources {
   int64_t spill_stores = 0, spill_loads = 0;
 };
 
+// The CPU slot an evaluation ran on (gate/cpu_slot.h): every worker of it pinned to `cores`. A
+// time measured on one slot is compared with another slot's only through ratios, each measured
+// on its own slot.
+struct slot_record {
+  uint32_t index = 0, count = 1;
+  std::vector<uint32_t> cores;
+};
+
 struct evaluation {
   int64_t id = 0;  // store id, 0 before stored
   std::string task;
@@ -153,6 +161,7 @@ struct evaluation {
   std::string reference_runtime;
   // PyTorch problems: how the checks' tensors travelled (tensor_path). None for other tasks.
   std::optional<tensor_path> problem_path;
+  std::optional<slot_record> slot;  // none: the whole machine, unpinned (no --cpu-slots)
   std::vector<kernel_resources> resources;  // CUDA: ptxas resource report per kernel function
   std::string ptx;       // CUDA: the PTX of the build; stored as a blob, not in the JSON
   std::string ptx_blob;  // content hash of the stored PTX

@@ -153,6 +153,7 @@ void to_json(json& j, const evaluation& e) {
   j["trials_on"] = to_string(e.trials_on);
   if (!e.reference_runtime.empty()) j["reference_runtime"] = e.reference_runtime;
   if (e.problem_path) j["problem_path"] = to_string(*e.problem_path);
+  if (e.slot) j["slot"] = {{"index", e.slot->index}, {"count", e.slot->count}, {"cores", e.slot->cores}};
   json res = json::array();
   for (const auto& r : e.resources)
     res.push_back({{"function", r.function}, {"registers", r.registers},
@@ -197,6 +198,13 @@ void from_json(const json& j, evaluation& e) {
   get_enum(j, "trials_on", e.trials_on, trial_site::device);
   get(j, "reference_runtime", e.reference_runtime);
   get_word(j, "problem_path", e.problem_path, tensor_path::cuda_ipc);
+  if (auto it = j.find("slot"); it != j.end() && it->is_object()) {
+    slot_record s;
+    get(*it, "index", s.index);
+    get(*it, "count", s.count);
+    get(*it, "cores", s.cores);
+    e.slot = std::move(s);
+  }
   get(j, "timing_shape", e.timing_shape);
   get_double(j, "wall_seconds", e.wall_seconds);
   if (auto it = j.find("resources"); it != j.end() && it->is_array()) {

@@ -473,7 +473,26 @@ const char* to_string(timing_mode m) {
 
 using detail::clock_type;
 
-evaluation evaluate(const gate_config& cfg, const gate_request& req) {
+namespace {
+
+// The slot's cores and thread count in the sandbox every worker of the evaluation starts from.
+gate_config on_slot(gate_config cfg) {
+  if (cfg.slot) {
+    cfg.sandbox.cores = cfg.slot->cores;
+    cfg.sandbox.threads = static_cast<uint32_t>(cfg.slot->cores.size());
+  }
+  return cfg;
+}
+
+std::optional<slot_record> record_of(const std::optional<cpu_slot>& s) {
+  if (!s) return std::nullopt;
+  return slot_record{s->index, s->count, s->cores};
+}
+
+}  // namespace
+
+evaluation evaluate(const gate_config& given, const gate_request& req) {
+  const gate_config cfg = on_slot(given);
   const auto t0 = clock_type::now();
   evaluation e;
   e.task = req.t->name;
@@ -485,6 +504,7 @@ evaluation evaluate(const gate_config& cfg, const gate_request& req) {
   e.toolchain = cfg.tools.cxx_version;
   e.policy = cfg.policy;
   e.prov = req.prov;
+  e.slot = record_of(cfg.slot);
   detail::evaluator ev(cfg, req, e);
   std::optional<detail::stop> s = ev.run();
   if (s && (s->o == outcome::infra_error || s->retry)) {
@@ -506,6 +526,7 @@ evaluation evaluate(const gate_config& cfg, const gate_request& req) {
     e.policy = cfg.policy;
     e.prov = req.prov;
     e.diagnostics = first;
+    e.slot = record_of(cfg.slot);
     detail::evaluator again(cfg, req, e);
     s = again.run();
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/evaluation.h"
@@ -13,6 +14,7 @@
 #include "core/target.h"
 #include "core/task.h"
 #include "gate/build.h"
+#include "gate/cpu_slot.h"
 #include "gate/cpu/worker.h"
 #include "gate/screen.h"
 
@@ -45,6 +47,10 @@ struct gate_config {
   // A ModelNew's calls of the reference's own torch ops (KernelBench's "torch fallback",
   // python/lathe_screen.py): refused (forbidden) when set, else reported in the diagnostics.
   bool refuse_torch_fallback = false;
+  // The CPU slot the evaluation runs on (gate/cpu_slot.h), its lock held by the caller for the
+  // whole evaluation: every worker (candidate, baseline, the A/A copies) is pinned to its cores
+  // with as many threads. None: the whole machine, unpinned.
+  std::optional<cpu_slot> slot;
   std::function<void(const std::string&)> progress;  // stage messages (cli prints them)
 };
 

@@ -33,6 +33,7 @@ enum stage : int32_t {
   st_chdir,
   st_exec,
   st_parent,
+  st_affinity,
 };
 
 // Written before any fork (allow_for_profiler), read in the forked child: plain data.
@@ -78,6 +79,8 @@ const char* stage_name(int32_t stage) {
       return "executing the worker";
     case st_parent:
       return "binding the worker to lathe (PR_SET_PDEATHSIG)";
+    case st_affinity:
+      return "pinning the worker to its CPU slot's cores";
   }
   return "unknown stage";
 }
@@ -170,6 +173,9 @@ void exec_child(const child_plan& p) {
       // No bytes into any regular file (a profiler's library writes temporary files).
       !limit(RLIMIT_FSIZE, profiler.file_size, profiler.file_size))
     die(err, st_rlimit);
+
+  // Pinned while still lathe's user: the mask is inherited across exec and by every thread.
+  if (p.pin && syscall(SYS_sched_setaffinity, 0, sizeof p.cores, &p.cores) != 0) die(err, st_affinity);
 
   if (p.drop) {
     // A /proc of its own, where other users' processes do not show. Best effort: a container

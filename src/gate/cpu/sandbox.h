@@ -7,6 +7,7 @@
 // because it must come after the dynamic loader has mapped the worker's own libraries.
 #pragma once
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -62,6 +63,11 @@ struct child_plan {
   rlim_t address_space = RLIM_INFINITY;
   rlim_t cpu_seconds = RLIM_INFINITY;
   rlim_t nproc = RLIM_INFINITY;  // only when dropping: a per-user count, meaningless for root
+  // A CPU slot's cores (gate/cpu_slot.h): with pin, the child's affinity is set to them before
+  // exec, so the worker and every thread it starts run there. The candidate may narrow or widen
+  // its own mask afterwards (its own business); it cannot reach a slot's lock, which lathe holds.
+  bool pin = false;
+  cpu_set_t cores{};
   // Descriptors: pipes filled to an inherited limit of 20,000 held ~490 MiB of kernel memory that
   // no watchdog sees; a few dozen suffice for a kernel (CUDA's driver needs a few hundred).
   rlim_t open_files = 64;

@@ -110,6 +110,16 @@ result<void> plan_user(const sandbox_options& opt, sandbox::child_plan& plan) {
   return {};
 }
 
+// A CPU slot's cores (sandbox_options::cores) as the child's affinity, set before exec.
+result<void> plan_cores(const sandbox_options& opt, sandbox::child_plan& plan) {
+  for (uint32_t c : opt.cores) {
+    if (c >= CPU_SETSIZE) return fail(errc::invalid_argument, "worker: core " + std::to_string(c) + " out of range");
+    CPU_SET(c, &plan.cores);
+    plan.pin = true;
+  }
+  return {};
+}
+
 // The child's start: EOF on the close-on-exec pipe `err_fd` = exec succeeded; a record = the
 // step that failed (the child is reaped and the step named).
 result<void> await_exec(pid_t pid, int err_fd, const std::string& exe, bool dropped, const sandbox_options& opt) {
@@ -171,6 +181,7 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   };
   plan.address_space = opt.address_space_bytes ? opt.address_space_bytes : RLIM_INFINITY;
   plan.cpu_seconds = rlim(opt.cpu_seconds);
+  if (auto pinned = plan_cores(opt, plan); !pinned) return tl::unexpected(pinned.error());
 
   exec_args ea(opt, exe);
   plan.exe = exe.c_str();

@@ -56,6 +56,9 @@ struct sandbox_options {
   bool own_namespaces = true;
   uint64_t open_files = 64;           // RLIMIT_NOFILE (CUDA workers: more, for the driver)
   uint32_t threads = 0;               // OMP/OpenBLAS threads; 0 = all cores
+  // A CPU slot's cores (gate/cpu_slot.h): the worker is pinned to them before exec. Empty: the
+  // cores lathe may run on, unpinned.
+  std::vector<uint32_t> cores;
   uint64_t address_space_bytes = uint64_t{8} << 30;  // RLIMIT_AS (CPU workers only)
   uint64_t rss_limit_bytes = uint64_t{6} << 30;      // resident-memory watchdog
   double cpu_seconds = 600;           // RLIMIT_CPU of the whole worker
