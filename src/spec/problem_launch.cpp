@@ -143,6 +143,10 @@ result<oracle_process> launch_oracle(const fs::path& python, const fs::path& pro
   sandbox::child_plan plan;
   plan.parent = getpid();
   plan.open_files = p == platform::cuda ? 4096 : 1024;  // python, torch's libraries, the driver
+  // Files in its own folder only (the sandbox's one writable place, removed when it ends): on
+  // CUDA, torch's op recording needs tempfile's directory, which Python finds by writing a probe
+  // ("No usable temporary directory" under RLIMIT_FSIZE 0, the H100).
+  plan.file_size = rlim_t{1} << 30;
   // The problem as it is called (messages and traces name it), at its own path in the sandbox.
   std::vector<std::string> command{python.string(), "-B", "-s", script.string(), seen_at.string(),
                                    "--device", p == platform::cuda ? "cuda" : "cpu", "--fds"};

@@ -171,7 +171,7 @@ void exec_child(const child_plan& p) {
       !limit(RLIMIT_CORE, 0, 0) ||                            // no core files
       !limit(RLIMIT_NOFILE, p.open_files, p.open_files) ||
       // No bytes into any regular file (a profiler's library writes temporary files).
-      !limit(RLIMIT_FSIZE, profiler.file_size, profiler.file_size))
+      !limit(RLIMIT_FSIZE, std::max(profiler.file_size, p.file_size), std::max(profiler.file_size, p.file_size)))
     die(err, st_rlimit);
 
   // Pinned while still lathe's user: the mask is inherited across exec and by every thread.

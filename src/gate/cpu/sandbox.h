@@ -71,6 +71,9 @@ struct child_plan {
   // Descriptors: pipes filled to an inherited limit of 20,000 held ~490 MiB of kernel memory that
   // no watchdog sees; a few dozen suffice for a kernel (CUDA's driver needs a few hundred).
   rlim_t open_files = 64;
+  // RLIMIT_FSIZE: 0, no byte into any regular file (a worker); a problem's oracle writes in its
+  // own folder (Python's tempfile probes it by writing; torch on CUDA asks for it).
+  rlim_t file_size = 0;
 };
 
 // What the child writes on error_fd when a step before exec fails.
