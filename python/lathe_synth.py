@@ -34,7 +34,7 @@ HEADER_LINES = 30
 SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
 # Refusals a trial may lift: values and shapes the source does not declare (lathe_synth_guess.py).
 # What a candidate that ran may fail (lathe_synth_trial.py): each a refusal's kind.
-FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors")
+FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors", "returns its input")
 # A kept module's measured bytes (lathe_synth_trial.py): forward's tensors, the state_dict, outputs.
 COST_BYTES = ("inputs", "parameters", "outputs")
 TRIABLE = {"constructor argument without default", "forward argument undetermined"}

@@ -39,7 +39,7 @@ import time
 MARK = "LATHE_SYNTH_TRIAL "
 ERROR_CHARS = 300
 SAMPLES = 32  # output values per output in a fingerprint
-FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors")
+FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors", "returns its input")
 SCALE = 8.0
 # The gate's limit on a problem's tensors, inputs and parameters and outputs together (lathe passes
 # --max-tensors: src/gate/cpu/wire.h); 0 for none. A module past it is kept nowhere lathe can
@@ -201,6 +201,13 @@ def examine(worker_mod, torch, path):
     if MAX_TENSORS and len(named) + len(first) > MAX_TENSORS:
         raise Rejected("too many tensors", f"{len(named)} inputs and parameters and {len(first)} "
                        f"outputs: lathe's gate passes {MAX_TENSORS} tensors at most")
+    # An output that is an input's storage (the input itself, or a view: an identity, Dropout in
+    # eval, Flatten) does no work, and lathe's worker refuses a candidate that returns it
+    # (`forbidden`: a view of lathe's own buffers).
+    inputs = {t.storage().data_ptr() for _, t in named[:p.n_inputs] if t.numel()}
+    for i, t in enumerate(first):
+        if t.numel() and t.storage().data_ptr() in inputs:
+            raise Rejected("returns its input", f"output {i} is an input or a view of one")
     for i, t in enumerate(first):
         if (t.is_floating_point() or t.is_complex()) and not bool(torch.isfinite(t).all()):
             raise Rejected("not finite", f"output {i} holds NaN or inf")

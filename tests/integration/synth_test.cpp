@@ -64,9 +64,9 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
                            (dir_ / "out").string() + "' --trials 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["found"], 14) << r.out;
-  EXPECT_EQ(s["kept"], 5) << r.out;  // GeluBlock, Flip, Noisy, Overflows, Wide: no filter ran
-  EXPECT_EQ(s["kept_declared"], 5) << r.out;
+  EXPECT_EQ(s["found"], 15) << r.out;
+  EXPECT_EQ(s["kept"], 6) << r.out;  // GeluBlock, Flip and filtered.py's 4: no filter ran
+  EXPECT_EQ(s["kept_declared"], 6) << r.out;
   EXPECT_EQ(s["refused"], 8) << r.out;
   EXPECT_EQ(s["duplicates"], 1) << r.out;  // vendored.py's GeluCopy, by its code alone
   EXPECT_EQ(s["trials"]["modules"], 0) << r.out;
@@ -200,6 +200,7 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
                    "two runs on the same inputs gave different outputs"},
         std::tuple{"Overflows", "not finite", "output 0 holds NaN or inf"},
         std::tuple{"Ignores", "constant", "two different input draws gave the same outputs"},
+        std::tuple{"Passthrough", "returns its input", "output 0 is an input or a view of one"},
         std::tuple{"Wide", "too many tensors",
                    "17 inputs and parameters and 1 outputs: lathe's gate passes 16 tensors"}}) {
     const json* f = module(m, cls);

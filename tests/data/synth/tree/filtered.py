@@ -1,6 +1,6 @@
 # A fixture for lathe synth's filters (tests/integration/synth_test.cpp): each module runs, and
-# each is refused by one filter in the sandbox. Noisy, Overflows and Wide declare their inputs
-# (one candidate each); Ignores does not (every guessed candidate runs and fails the same filter).
+# each is refused by one filter in the sandbox. Noisy, Overflows, Passthrough and Wide declare
+# their inputs (one candidate each); Ignores does not (every guessed candidate runs and fails the same filter).
 from typing import Annotated
 
 import torch
@@ -30,6 +30,13 @@ class Ignores(nn.Module):
 
     def forward(self, x):
         return x * 0 + self.bias
+
+
+class Passthrough(nn.Module):
+    """returns its input: a view of x, no work (lathe refuses a candidate that does the same)."""
+
+    def forward(self, x: Annotated[torch.Tensor, (4, 16)]):
+        return x.view(2, 32)
 
 
 class Wide(nn.Module):
