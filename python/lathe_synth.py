@@ -37,7 +37,8 @@ SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
 FILTERS = ("nondeterministic", "not finite", "constant", "too many tensors", "returns its input")
 # A kept module's measured bytes (lathe_synth_trial.py): forward's tensors, the state_dict, outputs.
 COST_BYTES = ("inputs", "parameters", "outputs")
-TRIABLE = {"constructor argument without default", "forward argument undetermined"}
+TRIABLE = {"constructor argument without default", "forward argument undetermined",
+           "constructor not read"}
 # What --out may hold: this script's own output (and the C++ side's trial files).
 OUTPUT_NAMES = {"problems", "extracted", "manifest.json", "trials", "plan.json", "trials.json"}
 
@@ -118,7 +119,29 @@ def slug(s):
     return re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_") or "x"
 
 
-def problem_text(entry, source, defined, shapes, init=None, note=None):
+def input_text(shape, draw):
+    """One of get_inputs' values (lathe_synth_guess.forward_inputs' draws)."""
+    if draw and "value" in draw:
+        return repr(draw["value"])
+    dims = ", ".join(str(d) for d in shape)
+    if not draw:
+        return f"torch.randn({dims})"
+    return f"torch.randint(0, {draw['below']}, ({dims}{',' if len(shape) == 1 else ''}))"
+
+
+def model_text(cls, init_names, kwargs):
+    """KernelBench's Model: the class itself, or, where a candidate sets constructor arguments by
+    keyword, a constructor taking the guessed values (get_init_inputs' order) and passing the
+    keyword ones by name, so every value stays a number lathe's ABI carries."""
+    if not kwargs:
+        return f"\n\nclass Model({cls}):\n    pass\n"
+    params = list(init_names) + list(kwargs)
+    call = list(init_names) + [f"{k}={k}" for k in kwargs]
+    return (f"\n\nclass Model({cls}):\n    def __init__(self, {', '.join(params)}):\n"
+            f"        super().__init__({', '.join(call)})\n")
+
+
+def problem_text(entry, source, defined, shapes, init=None, note=None, cand=None):
     head = [f"# lathe synth: {entry['class']} from {entry['tree']}/{entry['file']} line {entry['line']}"
             " (docs/synth.md). Parsed, inlined and written without being run."]
     if note:
@@ -128,11 +151,15 @@ def problem_text(entry, source, defined, shapes, init=None, note=None):
     text = "\n".join(head) + "\n" + source
     if shapes is None:
         return text
-    if entry["class"] != "Model":
+    cand = cand or {}
+    kwargs = cand.get("kwargs") or {}
+    if entry["class"] != "Model" or kwargs:
         if "Model" in defined:
             raise ex.Refusal("name clash", "the file's own Model would clash with KernelBench's Model")
-        text += f"\n\nclass Model({entry['class']}):\n    pass\n"
-    args = ", ".join(f"torch.randn({', '.join(str(d) for d in s)})" for s in shapes)
+        text += model_text(entry["class"], cand.get("init_names", []), kwargs)
+    draws = cand.get("draws") or [None] * len(shapes)
+    args = ", ".join(input_text(s, d) for s, d in zip(shapes, draws))
+    init = list(init or []) + list(kwargs.values())
     init_line = (f"return {init!r}  # guessed, then tried" if init else
                  "return []  # the constructor's defaults")
     text += (f"\n\ndef get_inputs():\n    return [{args}]\n\n\n"
@@ -192,20 +219,21 @@ def analyze(tree_name, rel, text, package, modules, limit, own=()):
         except ex.Refusal as r:
             entry.update(status="refused", kind=r.kind, reason=r.detail)
             if r.kind in TRIABLE and "source" in entry:
-                add_candidates(entry, index, chain, stmt.name, limit)
+                add_candidates(entry, index, chain, stmt.name, limit,
+                               r.kind == "constructor not read")
         except RecursionError:
             entry.update(status="refused", kind="too deep", reason="nesting too deep to analyze")
         modules.append(entry)
     return None
 
 
-def add_candidates(entry, index, chain, name, limit):
+def add_candidates(entry, index, chain, name, limit, inherited=False):
     """entry["candidates"] for a trial, or entry["no_trial"] saying why none runs."""
     if limit <= 0:
         entry["no_trial"] = "--trials 0"
         return
     try:
-        entry["candidates"] = guess.candidates(index, chain, name, limit)
+        entry["candidates"] = guess.candidates(index, chain, name, limit, inherited)
     except ex.Refusal as g:
         entry["no_trial"] = g.detail
     except RecursionError:
@@ -265,8 +293,9 @@ def guessed_texts(m, source, defined, cands):
         for k, c in enumerate(cands):
             note = (f"inputs guessed, candidate {k + 1} of {len(cands)}: tried in lathe's sandbox "
                     "and kept because it loads, runs forward and passes the filters")
-            texts.append({"text": problem_text(m, source, defined, c["shapes"], c["init"], note),
-                          "shapes": c["shapes"], "init": c["init"]})
+            texts.append({"text": problem_text(m, source, defined, c["shapes"], c["init"], note, c),
+                          "shapes": c["shapes"], "init": c["init"] + list(c["kwargs"].values()),
+                          "draws": c["draws"], "kwargs": c["kwargs"]})
     except (ex.Refusal, SyntaxError) as r:
         m["reason"] += f"; no trial ran: {getattr(r, 'detail', str(r))}"
         return None
@@ -321,12 +350,26 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "seconds": round(seconds + trial_seconds, 3),
             "filters": {"passed": sum(1 for m in found if m.get("filters") == "passed"),
                         "refused": {k: sum(1 for m in found if m.get("kind") == k) for k in FILTERS}},
-            "not_done": ["inputs by usage", "sizes for a target run time"]}
+            "not_done": ["inputs from where the tree builds and calls a module",
+                         "sizes for a target run time"]}
 
 
 def strings(v, cap=200):
     """A list of short strings from the sandbox's reply (anything else: empty)."""
     return [str(s)[:80] for s in v[:cap] if isinstance(s, str)] if isinstance(v, list) else []
+
+
+def input_specs(c):
+    """The manifest's inputs of a kept candidate: shape and dtype (int64 for drawn indices, with
+    the bound they are drawn below; a number's value)."""
+    specs = []
+    for s, d in zip(c["shapes"], c.get("draws") or [None] * len(c["shapes"])):
+        if d and "value" in d:
+            specs.append({"value": d["value"]})
+        else:
+            specs.append({"shape": s, "dtype": "float32"} if not d else
+                         {"shape": s, "dtype": "int64", "below": d["below"]})
+    return specs
 
 
 def apply_one(out, m, p, r, why_none):
@@ -353,8 +396,9 @@ def apply_one(out, m, p, r, why_none):
         c = p["candidates"][kept]
         write_file(os.path.join(out, "problems", p["name"] + ".py"), c["text"])
         m.update(status="kept", problem=f"problems/{p['name']}.py", inputs_found=f"trial {kept + 1} of {n}",
-                 inputs=[{"shape": s, "dtype": "float32"} for s in c["shapes"]],
-                 init_inputs=c["init"], refused_before=m.pop("reason"))
+                 inputs=input_specs(c), init_inputs=c["init"], refused_before=m.pop("reason"))
+        if c.get("kwargs"):
+            m["init_keywords"] = list(c["kwargs"])
         m.pop("kind", None)
         return
     errors = (r or {}).get("errors") or []

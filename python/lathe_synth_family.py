@@ -81,8 +81,8 @@ def family(ops, layers):
             return fam  # softmax between batched matmuls: attention spelled out
         if fam == "recurrent" and {"sigmoid", "tanh"} <= names and names & {"unsafe_split", "unsafe_chunk"}:
             return fam  # gates split from one matmul, sigmoid and tanh: an LSTM/GRU cell
-        if fam == "loss" and any(n.endswith("_loss") for n in names):
-            return fam
+        if fam == "loss" and any(n.endswith(("_loss", "_loss_forward")) for n in names):
+            return fam  # nll_loss_forward, multilabel_margin_loss_forward: a loss on class indices
         if fam == "convolution" and any(n.startswith(("conv", "slow_conv", "cudnn_conv")) for n in names):
             return fam
         if fam == "normalization" and any(NORM_NAME.search(c) for c in classes):

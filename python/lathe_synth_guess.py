@@ -106,16 +106,134 @@ def default_sizes(init):
             and type(d.value) is int and d.value > 1]
 
 
-def candidates(index, chain, cls_name, limit):
+# Inputs by usage (issue 47 item 2): a forward argument that forward hands to torch where torch
+# reads indices is drawn as int64 indices, not floats. Where: a torch.nn.functional call, or a
+# call of an attribute the constructor set to a torch.nn module; which argument: (position,
+# keyword). Roles: `rows`, indices into a table of C rows (an embedding's), drawn in the shared
+# shape; `classes`, a class per sample of the first argument (its shape without dim 1, values
+# below its dim 1); `labels`, the first argument's shape, values below its dim 1.
+INDEX_FUNCTIONS = {"embedding": ("rows", 0, "input"), "embedding_bag": ("rows", 0, "input"),
+                   "nll_loss": ("classes", 1, "target"), "cross_entropy": ("classes", 1, "target"),
+                   "multi_margin_loss": ("classes", 1, "target"),
+                   "multilabel_margin_loss": ("labels", 1, "target")}
+INDEX_MODULES = {"Embedding": ("rows", 0, "input"), "EmbeddingBag": ("rows", 0, "input"),
+                 "NLLLoss": ("classes", 1, "target"), "CrossEntropyLoss": ("classes", 1, "target"),
+                 "MultiMarginLoss": ("classes", 1, "target"),
+                 "MultiLabelMarginLoss": ("labels", 1, "target")}
+# Constructor arguments whose default None leaves some modules unable to run (Upsample needs a
+# size or a scale factor): each set by keyword, one at a time, in candidates after the defaults.
+FILLS = ("scale_factor", "size", "output_size")
+
+
+def attribute_classes(init):
+    """{attr: qualified name} of `self.attr = <torch.nn class>(...)` in the constructor."""
+    out = {}
+    for n in ast.walk(init) if init is not None else ():
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+            for t in n.targets:
+                if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"):
+                    out[t.attr] = n.value.func
+    return out
+
+
+def index_roles(index, init, fwd, names):
+    """{forward argument: role} for the arguments forward passes where torch reads indices."""
+    attrs, roles = attribute_classes(init), {}
+    for call in (n for n in ast.walk(fwd) if isinstance(n, ast.Call)):
+        func, rule = call.func, None
+        if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == "self" and func.attr in attrs):
+            q = index.qualify(attrs[func.attr])
+            if q and q[0] == "import" and q[1].startswith("torch.nn."):
+                rule = INDEX_MODULES.get(q[1].rsplit(".", 1)[-1])
+        else:
+            q = index.qualify(func)
+            if q and q[0] == "import" and q[1].startswith("torch.nn.functional."):
+                rule = INDEX_FUNCTIONS.get(q[1].rsplit(".", 1)[-1])
+        if rule is None:
+            continue
+        role, pos, key = rule
+        args = [a for a in call.args if not isinstance(a, ast.Starred)]
+        node = args[pos] if pos < len(args) else next(
+            (k.value for k in call.keywords if k.arg == key), None)
+        if isinstance(node, ast.Name) and node.id in names:
+            roles.setdefault(node.id, role)
+    return roles
+
+
+def index_input(role, shape):
+    """(shape, high) of an index input drawn with the shared float shape `shape`."""
+    if role == "rows":
+        return list(shape), shape[1]
+    if role == "classes":
+        return [shape[0]] + list(shape[2:]), shape[1]
+    return list(shape), shape[1]
+
+
+def fills(init):
+    """The constructor's keyword fills: [{}] (its defaults), then one {name: value} per
+    FILLS argument whose default is None."""
+    out = [{}]
+    if init is None:
+        return out
+    args = init.args.posonlyargs + init.args.args
+    pairs = list(zip(args[len(args) - len(init.args.defaults):], init.args.defaults))
+    pairs += list(zip(init.args.kwonlyargs, init.args.kw_defaults))
+    unset = {a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None}
+    return out + [{name: BY_NAME[name]} for name in FILLS if name in unset]
+
+
+def forward_int(name):
+    """A forward argument annotated int: a window or a partition count (MaxViT's p)."""
+    v = BY_NAME.get(name)
+    return v if type(v) is int and v > 0 else 2
+
+
+def forward_inputs(fwd_req, declared, roles, shape):
+    """{"shapes", "draws"} of forward's arguments for one shared shape: a declared shape kept, a
+    number as declared, an index drawn below its bound (index_roles), else randn of `shape`.
+    draws[i]: None (randn), {"below": n} (int64 indices) or {"value": v} (a number, not a
+    tensor; its shape None)."""
+    shapes, draws = [], []
+    for a, d in zip(fwd_req, declared):
+        if isinstance(d, dict):
+            shapes.append(None)
+            draws.append(dict(d))
+        elif d is not None or a.arg not in roles:
+            shapes.append(list(d) if d else list(shape))
+            draws.append(None)
+        else:
+            dims, high = index_input(roles[a.arg], shape)
+            shapes.append(dims)
+            draws.append({"below": high})
+    return {"shapes": shapes, "draws": draws}
+
+
+def constructor_rounds(init, init_req, init_kw, size, inherited):
+    """[(positional values, keyword values)] to try for one size. A class whose constructor is a
+    torch.nn class's (convnext's LayerNorm2d is nn.LayerNorm's) gets one size, then two: the
+    first arguments of torch.nn's layers are sizes (normalized_shape; in and out features)."""
+    if inherited:
+        return [([size], {}), ([size, size], {})]
+    values = []
+    for a in init_req + init_kw:
+        v, why = guess_value(a, size)
+        if why:
+            raise ex.Refusal("no trial", why)
+        values.append(v)
+    return [(values[:len(init_req)], {a.arg: v for a, v in zip(init_kw, values[len(init_req):])})]
+
+
+def candidates(index, chain, cls_name, limit, inherited=False):
     """Up to `limit` candidates [{"init": [values], "shapes": [[dims]...]}], or ex.Refusal (kind
-    "no trial") saying why none can be made. Forward tensors with a declared shape keep it."""
+    "no trial") saying why none can be made. Forward tensors with a declared shape keep it.
+    `inherited`: the constructor is a torch.nn class's (constructor_rounds)."""
     _, init = ex.find_method(chain, "__init__")
-    init_req = []
+    init_req, init_kw = [], []
     if init is not None:
-        init_req, kw = ex.required_args(init)
-        if kw is not None:
-            raise ex.Refusal("no trial",
-                             f"constructor keyword-only argument {kw.arg} has no default")
+        init_req, _ = ex.required_args(init)
+        init_kw = [a for a, d in zip(init.args.kwonlyargs, init.args.kw_defaults) if d is None]
     _, fwd = ex.find_method(chain, "forward")
     fwd_req, kw = ex.required_args(fwd)
     if kw is not None:
@@ -126,24 +244,25 @@ def candidates(index, chain, cls_name, limit):
     for a in fwd_req:
         node = ex.annotation_node(a) if a.annotation is not None else None
         shape = ex.tensor_shape(index, node) if node is not None else None
-        if shape is None and not tensor_like(index, a):
+        if shape is None and annotation_text(a).replace(" ", "") == "int":
+            shape = {"value": forward_int(a.arg)}
+        elif shape is None and not tensor_like(index, a):
             raise ex.Refusal("no trial",
                              f"forward argument {a.arg}: {annotation_text(a)} is not a tensor")
         declared.append(shape)
+    roles = index_roles(index, init, fwd, {a.arg for a, d in zip(fwd_req, declared) if d is None})
     out = []
     for size in (16, 32):
-        values = []
-        for a in init_req:
-            v, why = guess_value(a, size)
-            if why:
-                raise ex.Refusal("no trial", why)
-            values.append(v)
-        sizes = [v for a, v in zip(init_req, values) if type(v) is int and size_like(a.arg)
-                 and a.arg not in BY_NAME]
+        inits = constructor_rounds(init, init_req, init_kw, size, inherited)
+        named = list(zip(init_req + init_kw, inits[0][0] + list(inits[0][1].values())))
+        sizes = [v for a, v in named if type(v) is int and size_like(a.arg) and a.arg not in BY_NAME]
         c = sizes[0] if sizes else (default_sizes(init) or [size])[0]
         rounds = shape_order(cls_name, c) if None in declared else [None]
         for shape in rounds:
-            cand = {"init": values, "shapes": [list(d) if d else list(shape) for d in declared]}
-            if cand not in out:
-                out.append(cand)
+            for (values, keywords), fill in ((i, f) for i in inits for f in fills(init)):
+                cand = {"init": values, "kwargs": {**keywords, **fill},
+                        "init_names": [a.arg for a in init_req],
+                        **forward_inputs(fwd_req, declared, roles, shape)}
+                if cand not in out:
+                    out.append(cand)
     return out[:limit]

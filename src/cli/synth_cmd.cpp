@@ -78,7 +78,8 @@ void print_summary(const json& s, const std::string& out, double seconds) {
     families += (families.empty() ? "" : ", ") + family + " " + std::to_string(count.get<int>());
   std::printf("families %s\n", families.empty() ? "none (nothing ran)" : families.c_str());
   std::printf(
-      "not done yet: inputs by usage, sizes for a target run time (docs/synth.md)\n");
+      "not done yet: inputs from where the tree builds and calls a module, sizes for a target "
+      "run time (docs/synth.md)\n");
   std::printf("wall time %.2f s\n", seconds);
 }
 
