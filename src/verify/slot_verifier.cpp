@@ -40,12 +40,4 @@ evaluation slot_verifier::compare(const task& t, const kernel_bundle& candidate,
   return run(t, candidate, baseline, prov, true);
 }
 
-agent::rules::detections slot_verifier::features(const task& t, const kernel_bundle& k) {
-  return gate_verifier(hooks_).features(t, k);
-}
-
-result<std::filesystem::path> slot_verifier::object(const task& t, const kernel_bundle& k) {
-  return gate_verifier(hooks_).object(t, k);
-}
-
 }  // namespace lathe::lineages

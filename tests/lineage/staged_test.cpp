@@ -10,23 +10,22 @@
 
 #include "lineage/staged.h"
 #include "lineage_fixture.h"
+#include "verify/verifier_decorator.h"
 
 namespace lathe::lineage_test {
 namespace {
 
 // Features and objects from the real verifier (nvcc, the detectors); checks and comparisons not
 // run, and said so in every evaluation.
-class features_only final : public lineages::verifier {
+class features_only final : public lineages::verifier_decorator {
  public:
-  explicit features_only(lineages::verifier& real) : real_(real) {}
+  explicit features_only(lineages::verifier& real) : verifier_decorator(real) {}
   evaluation check(const task& t, const kernel_bundle& k, const kernel_bundle&, const provenance& p) override {
     return not_gated(t, k, p);
   }
   evaluation compare(const task& t, const kernel_bundle& k, const kernel_bundle&, const provenance& p) override {
     return not_gated(t, k, p);
   }
-  agent::rules::detections features(const task& t, const kernel_bundle& k) override { return real_.features(t, k); }
-  result<std::filesystem::path> object(const task& t, const kernel_bundle& k) override { return real_.object(t, k); }
 
  private:
   static evaluation not_gated(const task& t, const kernel_bundle& k, const provenance& p) {
@@ -38,7 +37,6 @@ class features_only final : public lineages::verifier {
     e.message = "not gated: features-only scoring on a machine without a GPU";
     return e;
   }
-  lineages::verifier& real_;
 };
 
 // The stages in order with the names each adds, read from lineage.toml (the scorer's ground
