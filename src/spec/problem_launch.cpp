@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -105,18 +104,9 @@ result<pid_t> fork_and_await(sandbox::child_plan& plan, const std::string& exe) 
   if (pid < 0) return fail(errc::io_error, "fork: " + errno_text(-pid));
   close(err_w.fd);
   err_w.fd = -1;
-  sandbox::child_failure f;
-  ssize_t n;
-  do n = read(err_r.fd, &f, sizeof f);
-  while (n < 0 && errno == EINTR);
-  if (n == 0) return pid;  // exec closed the pipe
-  int st;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return fail(errc::io_error, "could not start the problem's process (" + exe + "): " +
-                                  (n == static_cast<ssize_t>(sizeof f)
-                                       ? std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error)
-                                       : std::string("no report from the child")));
+  if (auto failed = sandbox::await_exec(pid, err_r.fd))
+    return fail(errc::io_error, "could not start the problem's process (" + exe + "): " + failed->what);
+  return pid;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -287,6 +289,19 @@ pid_t fork_worker(const child_plan& plan) {
   // Never destroyed: its thread must outlive every worker, that is, live as long as lathe.
   static spawner* const s = new spawner;
   return s->fork_for(plan);
+}
+
+std::optional<start_failure> await_exec(pid_t pid, int error_fd) {
+  child_failure f;
+  ssize_t n;
+  do n = read(error_fd, &f, sizeof f);
+  while (n < 0 && errno == EINTR);
+  if (n == 0) return std::nullopt;  // exec closed the pipe
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof f)) return start_failure{"no report from the child", 0};
+  return start_failure{std::string(stage_name(f.stage)) + ": " + std::strerror(f.error), f.error};
 }
 
 std::vector<std::string> worker_environment(const std::vector<std::string>& allow,

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,17 @@ const char* stage_name(int32_t stage);
 // PR_SET_PDEATHSIG fires when the *thread* that forked a child ends, and workers are also started
 // from short-lived threads (std::async). Returns the child's pid, or -errno.
 pid_t fork_worker(const child_plan& plan);
+
+// Why a child forked with `error_fd` (child_plan::error_fd, its write end closed by lathe after
+// the fork) never reached exec.
+struct start_failure {
+  std::string what;   // "<stage>: <errno's text>", or "no report from the child"
+  int32_t error = 0;  // the failed step's errno; 0 when the child said nothing
+};
+// Waits for that child's exec: EOF on the close-on-exec pipe means exec succeeded (nothing
+// returned); a child_failure record, or a short read, means it did not, and the child is reaped.
+// One wait for every process started in the sandbox (a worker, a problem's oracle).
+std::optional<start_failure> await_exec(pid_t pid, int error_fd);
 
 // The first uid of the workers' own users (child_plan::own_uid): far above any system or human
 // account (Debian gives those below 60000 and 65534), and below 2^31 with any pid added.

@@ -120,29 +120,15 @@ result<void> plan_cores(const sandbox_options& opt, sandbox::child_plan& plan) {
   return {};
 }
 
-// The child's start: EOF on the close-on-exec pipe `err_fd` = exec succeeded; a record = the
-// step that failed (the child is reaped and the step named).
-result<void> await_exec(pid_t pid, int err_fd, const std::string& exe, bool dropped, const sandbox_options& opt) {
-  sandbox::child_failure f;
-  ssize_t n;
-  do n = read(err_fd, &f, sizeof f);
-  while (n < 0 && errno == EINTR);
-  if (n != 0) {
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-    std::string msg = "could not start the worker '" + exe + "': ";
-    if (n == static_cast<ssize_t>(sizeof f)) {
-      msg += std::string(sandbox::stage_name(f.stage)) + ": " + errno_text(f.error);
-      if (dropped && f.error == EACCES)
-        msg += " (it runs as " + (opt.user.empty() ? std::string("a user of its own") : "'" + opt.user + "'") +
-               ": the binary and its directories must be readable and executable by any user)";
-    } else {
-      msg += "no report from the child";
-    }
-    return fail(errc::io_error, msg);
-  }
-  return {};
+// Why the worker never reached exec (sandbox::await_exec), with what to do when a dropped
+// worker's user may not read or run lathe-worker.
+std::string start_failure_text(const std::string& exe, const sandbox::start_failure& f, bool dropped,
+                               const sandbox_options& opt) {
+  std::string msg = "could not start the worker '" + exe + "': " + f.what;
+  if (dropped && f.error == EACCES)
+    msg += " (it runs as " + (opt.user.empty() ? std::string("a user of its own") : "'" + opt.user + "'") +
+           ": the binary and its directories must be readable and executable by any user)";
+  return msg;
 }
 
 }  // namespace
@@ -227,8 +213,8 @@ result<worker> worker::spawn(const sandbox_options& opt, const shared_region& re
   close_fd(err_w.fd);
   close_fd(devnull.fd);
   close_fd(record_w.fd);
-  if (auto started = await_exec(pid, err_r.fd, exe, plan.drop, opt); !started)
-    return tl::unexpected(started.error());
+  if (auto failed = sandbox::await_exec(pid, err_r.fd))
+    return fail(errc::io_error, start_failure_text(exe, *failed, plan.drop, opt));
   // Non-blocking on lathe's ends: a worker that stops reading or writes half a reply must never
   // block lathe; the waits below use poll with a deadline.
   fcntl(cmd_w.fd, F_SETFL, O_NONBLOCK);
