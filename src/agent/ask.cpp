@@ -2,6 +2,7 @@
 
 #include "agent/schema.h"
 #include "llm/command.h"
+#include "core/lines.h"
 
 namespace lathe::agent {
 namespace {
@@ -19,11 +20,8 @@ struct fence {
 std::vector<fence> fences_of(const std::string& text) {
   std::vector<fence> out;
   std::optional<fence> open;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t eol = text.find('\n', at);
-    if (eol == std::string::npos) eol = text.size();
-    std::string_view line(text.data() + at, eol - at);
+  for (const std::string_view raw : split_lines(text)) {
+    std::string_view line = raw;
     while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
     if (line.starts_with("```")) {
       if (!open) {
@@ -33,9 +31,8 @@ std::vector<fence> fences_of(const std::string& text) {
         open.reset();
       }
     } else if (open) {
-      open->body.append(text, at, eol - at).push_back('\n');
+      open->body.append(raw).push_back('\n');
     }
-    at = eol + 1;
   }
   return out;
 }

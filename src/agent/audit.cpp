@@ -1,5 +1,6 @@
 // Citation verification for audit_features (agent/audit.h).
 #include "agent/audit.h"
+#include "core/lines.h"
 
 #include <cctype>
 
@@ -58,12 +59,7 @@ std::vector<bool> code_lines(std::string_view src) {
   std::vector<bool> out{false};
   bool in_block = false;
   std::string raw_end;
-  for (size_t start = 0; start < src.size();) {
-    size_t eol = src.find('\n', start);
-    if (eol == std::string_view::npos) eol = src.size();
-    out.push_back(line_has_code(src.substr(start, eol - start), in_block, raw_end));
-    start = eol + 1;
-  }
+  for (std::string_view line : split_lines(src)) out.push_back(line_has_code(line, in_block, raw_end));
   return out;
 }
 

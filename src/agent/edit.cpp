@@ -19,7 +19,6 @@ namespace {
 using detail::at_line;
 using detail::clip;
 using detail::err;
-using detail::split_lines;
 using detail::trim;
 using std::string;
 using std::string_view;

@@ -1,8 +1,8 @@
 // The line handling of the edit format (docs/edits.md), shared by reading a reply
-// (edit_parse.cpp) and applying its edits (edit.cpp): splitting and trimming lines, marker lines,
-// and the pieces every message for the model is made of. Internal to agent/. Inline, as they were
-// when both sides lived in one file: GCC 12 warns (-Wrestrict, falsely) on `"'" + clip(path)`
-// once clip is out of line.
+// (edit_parse.cpp) and applying its edits (edit.cpp): trimming lines (split on core/lines.h's
+// split_lines), marker lines, and the pieces every message for the model is made of. Internal to
+// agent/. Inline, as they were when both sides lived in one file: GCC 12 warns (-Wrestrict,
+// falsely) on `"'" + clip(path)` once clip is out of line.
 #pragma once
 
 #include <cstddef>
@@ -13,23 +13,9 @@
 #include <vector>
 
 #include "agent/edit.h"
+#include "core/lines.h"
 
 namespace lathe::agent::detail {
-
-inline std::vector<std::string_view> split_lines(std::string_view text) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t nl = text.find('\n', start);
-    if (nl == std::string_view::npos) {
-      out.push_back(text.substr(start));
-      break;
-    }
-    out.push_back(text.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
 
 inline std::string_view rtrim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))

@@ -13,7 +13,6 @@ using detail::err;
 using detail::is_fence;
 using detail::is_marker;
 using detail::rtrim;
-using detail::split_lines;
 using detail::trim;
 using std::string;
 using std::string_view;

@@ -1,5 +1,6 @@
 // Applying a reply's edits: JSON first, then the blocks outside it (agent/reply_edits.h).
 #include "agent/reply_edits.h"
+#include "core/lines.h"
 
 #include <algorithm>
 
@@ -43,13 +44,9 @@ edit_set without_repeats(edit_set outside, const kernel_bundle& now) {
 }  // namespace
 
 bool has_edit_blocks(std::string_view text) {
-  size_t at = 0;
-  while (at <= text.size()) {
-    size_t eol = text.find('\n', at);
-    if (eol == std::string_view::npos) eol = text.size();
-    const std::string_view line = rtrim(text.substr(at, eol - at));
+  for (std::string_view raw : split_lines(text)) {
+    const std::string_view line = rtrim(raw);
     if (line == "@@@" || line.starts_with("@@@ ") || line == marker_search) return true;
-    at = eol + 1;
   }
   return false;
 }

@@ -20,6 +20,7 @@
 #include "gate/profile.h"
 #include "spec/bundle.h"
 #include "spec/task_file.h"
+#include "core/lines.h"
 
 namespace fs = std::filesystem;
 
@@ -209,14 +210,9 @@ void print_profiler_output(const gate::tool_result& r, bool table_too) {
                r.exit_code, r.seconds, r.output.size(),
                r.output.size() >= (1u << 20) ? ", cut at 1 MiB" : "",
                table_too ? "" : ", table rows left out");
-  for (size_t at = 0; at < r.output.size();) {
-    size_t nl = r.output.find('\n', at);
-    if (nl == std::string::npos) nl = r.output.size();
-    const std::string line = r.output.substr(at, nl - at);
+  for (const std::string_view line : split_lines(r.output))
     if (table_too || line.empty() || line.front() != '"')
-      std::fprintf(stderr, "  | %s\n", line.c_str());
-    at = nl + 1;
-  }
+      std::fprintf(stderr, "  | %.*s\n", static_cast<int>(line.size()), line.data());
   std::fprintf(stderr, "lathe: end of Nsight Compute's output\n");
 }
 

@@ -12,6 +12,7 @@
 #include "features/detect.h"
 #include "features/detect_util.h"
 #include "gate/process.h"
+#include "core/lines.h"
 
 namespace lathe::agent::rules {
 namespace {
@@ -118,7 +119,7 @@ std::vector<detection> detect_disassembly(std::string_view text) {
   std::map<std::string, locus_stats> by_locus;
   std::string section, locus;
   bool skip = true;
-  for (std::string_view raw : detail::split_lines(text)) {
+  for (std::string_view raw : lathe::split_lines(text, carriage_return::dropped)) {
     if (raw.starts_with("Disassembly of section ")) {
       section = std::string(trim(raw.substr(23)));
       if (!section.empty() && section.back() == ':') section.pop_back();

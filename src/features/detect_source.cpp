@@ -11,6 +11,7 @@
 #include "features/detect.h"
 #include "features/detect_util.h"
 #include "source/token.h"
+#include "core/lines.h"
 
 namespace lathe::agent::rules {
 namespace {
@@ -81,7 +82,7 @@ class file_scan {
   file_scan(const std::string& path, const std::string& text, language lang,
             detail::detection_set& set)
       : path_(path),
-        lines_(detail::split_lines(text)),
+        lines_(lathe::split_lines(text, carriage_return::dropped)),
         tl_(tokenize(text)),
         st_(analyze(tl_)),
         lang_(lang),

@@ -34,7 +34,5 @@ void keep_max_param(detection& d, const std::string& key, int64_t value);
 void add_param_item(detection& d, const std::string& key, std::string_view value);
 
 std::string_view trim(std::string_view s);
-// Lines without their terminators; line i of the text is lines[i - 1].
-std::vector<std::string_view> split_lines(std::string_view text);
 
 }  // namespace lathe::agent::rules::detail

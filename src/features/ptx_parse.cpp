@@ -5,6 +5,7 @@
 
 #include "features/detect.h"
 #include "features/detect_util.h"
+#include "core/lines.h"
 
 namespace lathe::agent::rules::detail::ptx {
 namespace {
@@ -75,7 +76,7 @@ std::vector<std::string> split_operands(std::string_view s) {
 
 std::vector<function> parse_ptx(std::string_view ptx) {
   const std::string clean = strip_comments(ptx);
-  const auto lines = detail::split_lines(clean);
+  const auto lines = lathe::split_lines(clean, carriage_return::dropped);
   std::vector<function> out;
   function pending;
   bool have_pending = false;

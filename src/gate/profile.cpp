@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "gate/process.h"
+#include "core/lines.h"
 
 namespace fs = std::filesystem;
 
@@ -128,12 +129,7 @@ std::string_view trim(std::string_view s) {
 // Calls f on every line of `text`, trimmed, empty ones included.
 template <class F>
 void for_each_line(std::string_view text, F f) {
-  for (size_t at = 0; at < text.size();) {
-    const size_t nl = text.find('\n', at);
-    const size_t end = nl == std::string_view::npos ? text.size() : nl;
-    f(trim(text.substr(at, end - at)));
-    at = end + 1;
-  }
+  for (std::string_view line : split_lines(text)) f(trim(line));
 }
 
 // One CSV record on one line (ncu quotes every field; a quote inside is doubled).

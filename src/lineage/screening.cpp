@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/lines.h"
 #include "core/text.h"
 #include "gate/process.h"
 
@@ -47,10 +48,8 @@ bool allowed(const task& t, const std::string& library) {
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
+  const auto lines = split_lines(text);
+  return std::vector<std::string>(lines.begin(), lines.end());
 }
 
 std::string trim(std::string s) {

@@ -2,6 +2,7 @@
 // naming the file, the line and the field, because a limit that is silently ignored spends money.
 #include "llm/config.h"
 #include "llm/config_reader.h"
+#include "core/lines.h"
 
 #include <algorithm>
 #include <cctype>
@@ -88,18 +89,14 @@ result<void> refuse_secret_fields(const reader& r, const toml::node& n, const st
 // Before parsing, line by line, comments included: a key pasted anywhere in the file is refused
 // (and a syntax error's message, which may quote the line, never gets to show it).
 result<void> refuse_key_text(const reader& r, std::string_view text) {
-  uint32_t line = 1;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    if (auto prefix = key_like(text.substr(start, end - start)))
+  uint32_t line = 0;
+  for (std::string_view l : split_lines(text)) {
+    ++line;
+    if (auto prefix = key_like(l))
       return r.err(line, "",
                    "this line holds what looks like an API key ('" + *prefix +
                        "…'); keys may not be written in lathe.toml, not even in a comment: remove "
                        "it and name the environment variable that holds it with key_env");
-    start = end + 1;
-    ++line;
   }
   return {};
 }

@@ -1,6 +1,9 @@
 #include "report/diff.h"
 
 #include <algorithm>
+#include <string_view>
+
+#include "core/lines.h"
 
 namespace lathe::report {
 
@@ -15,20 +18,8 @@ const char* to_string(line_op op) {
 
 namespace {
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < s.size()) {
-    size_t nl = s.find('\n', start);
-    if (nl == std::string::npos) nl = s.size();
-    out.push_back(s.substr(start, nl - start));
-    start = nl + 1;
-  }
-  return out;
-}
-
 // The edit script of a[lo_a, hi_a) against b[lo_b, hi_b), appended to `ops`.
-void align(const std::vector<std::string>& a, const std::vector<std::string>& b, size_t lo_a, size_t hi_a,
+void align(const std::vector<std::string_view>& a, const std::vector<std::string_view>& b, size_t lo_a, size_t hi_a,
            size_t lo_b, size_t hi_b, int64_t max_cells, std::vector<line_op>& ops, bool& whole) {
   const size_t n = hi_a - lo_a, m = hi_b - lo_b;
   if (n == 0 || m == 0 || static_cast<int64_t>((n + 1) * (m + 1)) > max_cells) {
@@ -80,11 +71,11 @@ line_diff diff_lines(const std::string& before, const std::string& after, int32_
     diff_line l;
     l.op = op;
     if (op == line_op::added) {
-      l.text = b[static_cast<size_t>(ib)];
+      l.text = std::string(b[static_cast<size_t>(ib)]);
       l.new_no = ++ib;
       ++out.added;
     } else {
-      l.text = a[static_cast<size_t>(ia)];
+      l.text = std::string(a[static_cast<size_t>(ia)]);
       l.old_no = ++ia;
       if (op == line_op::same) l.new_no = ++ib;
       else ++out.removed;

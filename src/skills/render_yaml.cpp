@@ -19,7 +19,7 @@ struct line {
   bool blank = false;  // empty or a comment
 };
 
-std::vector<line> split_lines(std::string_view yaml) {
+std::vector<line> yaml_lines(std::string_view yaml) {
   std::vector<line> out;
   int number = 0;
   size_t pos = 0;
@@ -362,7 +362,7 @@ class parser {
 }  // namespace
 
 result<nlohmann::json> parse_yaml_subset(std::string_view yaml) {
-  parser p(split_lines(yaml));
+  parser p(yaml_lines(yaml));
   return p.document();
 }
 

@@ -5,23 +5,10 @@
 #include <charconv>
 #include <optional>
 
+#include "core/lines.h"
+
 namespace lathe {
 namespace {
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t nl = s.find('\n', at);
-    if (nl == std::string::npos) {
-      out.push_back(s.substr(at));
-      break;
-    }
-    out.push_back(s.substr(at, nl - at));
-    at = nl + 1;
-  }
-  return out;
-}
 
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -33,12 +20,12 @@ struct knob_match {
   size_t value_at = 0, value_len = 0;
 };
 
-std::optional<knob_match> match_knob(const std::string& line) {
+std::optional<knob_match> match_knob(std::string_view line) {
   if (line.empty() || !ident_start(line[0])) return std::nullopt;
   size_t i = 0;
   while (i < line.size() && ident_char(line[i])) ++i;
   knob_match m;
-  m.name = line.substr(0, i);
+  m.name = std::string(line.substr(0, i));
   auto spaces = [&] {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
   };
@@ -67,12 +54,12 @@ std::optional<knob_match> match_knob(const std::string& line) {
 }
 
 // The triple-quoted string a line leaves open (`open`: its quotes), from the one it began in.
-void track_strings(const std::string& line, std::string& open) {
+void track_strings(std::string_view line, std::string& open) {
   for (size_t i = 0; i + 3 <= line.size(); ++i) {
-    const std::string three = line.substr(i, 3);
+    const std::string_view three = line.substr(i, 3);
     if (three != "\"\"\"" && three != "'''") continue;
     if (open.empty())
-      open = three;
+      open = std::string(three);
     else if (open == three)
       open.clear();
     i += 2;
@@ -121,7 +108,8 @@ result<void> bind_python_tunables(kernel_bundle& b, const std::vector<std::strin
 
 result<std::string> set_python_knobs(const std::string& source, const tune_config& c) {
   const auto knobs = python_knob_lines(source);
-  auto lines = split_lines(source);
+  const auto views = split_lines(source);
+  std::vector<std::string> lines(views.begin(), views.end());
   for (const auto& [name, value] : c) {
     const auto k = knobs.find(name);
     if (k == knobs.end() || k->second.size() != 1)
@@ -131,7 +119,11 @@ result<std::string> set_python_knobs(const std::string& source, const tune_confi
     line.replace(m->value_at, m->value_len, std::to_string(value));
   }
   std::string out;
-  for (size_t i = 0; i < lines.size(); ++i) out += lines[i] + (i + 1 < lines.size() ? "\n" : "");
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (i > 0) out += '\n';
+    out += lines[i];
+  }
+  if (source.ends_with('\n')) out += '\n';  // the last line's end, as the source had it
   return out;
 }
 

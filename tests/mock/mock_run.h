@@ -130,18 +130,6 @@ inline nlohmann::json reply_json(const std::string& out) {
   return *j;
 }
 
-inline std::vector<std::string> split_lines_for_test(const std::string& text) {
-  std::vector<std::string> out;
-  size_t b = 0;
-  while (b < text.size()) {
-    auto e = text.find('\n', b);
-    if (e == std::string::npos) e = text.size();
-    out.push_back(text.substr(b, e - b));
-    b = e + 1;
-  }
-  return out;
-}
-
 // A copy of a bundle in a fresh directory (files mode works on it).
 inline void materialize(const kernel_bundle& b, const std::filesystem::path& dir) {
   auto w = write_bundle(b, dir);

@@ -10,6 +10,7 @@
 #include "agent/replies.h"
 #include "agent/schema.h"
 #include "mock_fields.h"
+#include "core/lines.h"
 
 namespace lathe::mock_test {
 namespace {
@@ -419,7 +420,7 @@ TEST(mock_model, audit_cites_code_lines_and_wrong_audits_cite_comments) {
   const auto r = ask({"--seed", "4"}, prompt, b);
   expect_keys("audit_features", r.value);
   ASSERT_EQ(r.value["verdicts"].size(), asked.size());
-  const auto lines = split_lines_for_test(b.sources.at("kernel.cu"));
+  const auto lines = split_lines(b.sources.at("kernel.cu"));
   for (size_t i = 0; i < asked.size(); ++i) {
     const auto& v = r.value["verdicts"][i];
     EXPECT_EQ(v["name"], asked[i]);
@@ -429,7 +430,7 @@ TEST(mock_model, audit_cites_code_lines_and_wrong_audits_cite_comments) {
       const int first = c["first"];
       ASSERT_GE(first, 1);
       ASSERT_LE(first, static_cast<int>(lines.size()));
-      const std::string line = lines[first - 1];
+      const std::string line(lines[first - 1]);
       EXPECT_NE(line.find(asked[i] == "loop_unroll"     ? "#pragma unroll"
                           : asked[i] == "restrict"      ? "__restrict__"
                           : asked[i] == "launch_bounds" ? "__launch_bounds__"
@@ -447,7 +448,7 @@ TEST(mock_model, audit_cites_code_lines_and_wrong_audits_cite_comments) {
         ++bad;
         continue;
       }
-      const std::string line = lines[first - 1];
+      const std::string line(lines[first - 1]);
       const auto code = line.find_first_not_of(" \t");
       if (code == std::string::npos || line.compare(code, 2, "//") == 0) ++bad;
     }
