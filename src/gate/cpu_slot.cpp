@@ -1,9 +1,7 @@
 #include "gate/cpu_slot.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -55,16 +53,12 @@ result<slot_lock> slot_lock::take(const cpu_slot& s, bool wait, bool& busy) {
   slot_lock held;
   for (uint32_t core : s.cores) {
     const std::string path = core_file(core);
-    // O_NOFOLLOW: a link standing in for the lock file is refused, never followed (PROTOCOL.md:
-    // lathe never follows a link it did not make); the folder is this user's alone anyway.
-    const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == ELOOP)
-      return fail(errc::io_error, path + " is a symbolic link, not a lock file: not followed (remove it)");
-    if (fd < 0) return fail(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
+    // A link standing in for the lock file is refused, never followed; the folder is this
+    // user's alone anyway.
+    auto opened = open_lock_file(path);
+    if (!opened) return tl::unexpected(opened.error());
+    const int fd = *opened;
     held.fds_.push_back(fd);
-    struct stat st{};
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid())
-      return fail(errc::io_error, path + " is not a regular file of this user's: not used as a lock");
     int rc;
     while ((rc = flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) != 0 && errno == EINTR) {
     }

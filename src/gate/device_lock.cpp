@@ -27,13 +27,27 @@ result<std::string> device_lock::own_directory() {
   return dir;
 }
 
+result<int> open_lock_file(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ELOOP)
+    return fail(errc::io_error, path + " is a symbolic link, not a lock file: not followed (remove it)");
+  if (fd < 0) return fail(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st{};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
+    close(fd);
+    return fail(errc::io_error, path + " is not a regular file of this user's: not used as a lock");
+  }
+  return fd;
+}
+
 result<device_lock> device_lock::acquire(const std::string& device, mode m) {
   auto dir = own_directory();
   if (!dir) return tl::unexpected(dir.error());
   const std::string path = *dir + "/" + device + ".lock";
+  auto fd = open_lock_file(path);
+  if (!fd) return tl::unexpected(fd.error());
   device_lock l;
-  l.fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (l.fd_ < 0) return fail(errc::io_error, "cannot open " + path + ": " + std::strerror(errno));
+  l.fd_ = *fd;
   while (flock(l.fd_, m == mode::exclusive ? LOCK_EX : LOCK_SH) != 0) {
     if (errno != EINTR) return fail(errc::io_error, "flock " + path + ": " + std::strerror(errno));
   }

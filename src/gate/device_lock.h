@@ -12,6 +12,12 @@
 
 namespace lathe::gate {
 
+// A lock file of lathe's (a device's, a CPU core's: gate/cpu_slot.h) opened for flock, created
+// 0600 where missing: never through a link (O_NOFOLLOW: a link planted at `path` is refused and
+// its target never created; PROTOCOL.md: lathe never follows a link it did not make), and only a
+// regular file owned by this user. The descriptor (close-on-exec), or what stands there instead.
+result<int> open_lock_file(const std::string& path);
+
 class device_lock {
  public:
   enum class mode { shared, exclusive };
