@@ -1,21 +1,25 @@
 #include "spec/problem_launch.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "gate/cpu/bubblewrap.h"
 #include "gate/cpu/sandbox.h"
 #include "gate/cpu/files.h"
 #include "spec/problem.h"
+#include "spec/safe_file.h"
 
 namespace fs = std::filesystem;
 
@@ -91,6 +95,12 @@ struct exec_strings {
   }
 };
 
+// What an oracle folder's name says of its lathe process (scratch_folder puts it between
+// "lathe-" and the random part).
+std::string owner_tag(pid_t pid, uint64_t start) {
+  return "problem-" + std::to_string(pid) + "-" + std::to_string(start);
+}
+
 // Forks `plan` on lathe's spawner thread and waits for its exec: the pid, or the step that failed.
 result<pid_t> fork_and_await(sandbox::child_plan& plan, const std::string& exe) {
   fd_guard devnull{open("/dev/null", O_RDWR | O_CLOEXEC)};
@@ -114,7 +124,8 @@ result<pid_t> fork_and_await(sandbox::child_plan& plan, const std::string& exe) 
 result<oracle_process> launch_oracle(const fs::path& python, const fs::path& problem, platform p,
                                      const int (&fds)[4]) {
   std::error_code ec;
-  const auto folder = scratch_folder("problem");
+  (void)reclaim_oracle_folders(scratch_root());
+  const auto folder = scratch_folder(owner_tag(getpid(), process_start(getpid()).value_or(0)).c_str());
   if (!folder) return fail(errc::io_error, "a folder for the problem's process: " + errno_text(errno));
   oracle_process o;
   o.folder = *folder;
@@ -198,8 +209,63 @@ result<oracle_process> launch_oracle(const fs::path& python, const fs::path& pro
 
 void remove_oracle_folder(const fs::path& folder) {
   if (folder.empty()) return;
-  std::error_code ec;
-  fs::remove_all(folder, ec);  // links inside are removed, never followed
+  (void)remove_tree(folder);  // links inside are removed, never followed
+}
+
+std::optional<uint64_t> process_start(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so fields count from
+  // the last ')'; starttime is field 22, the 20th after it.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int i = 0; i < 20; ++i)
+    if (!(fields >> field)) return std::nullopt;
+  uint64_t start = 0;
+  const auto [end, err] = std::from_chars(field.data(), field.data() + field.size(), start);
+  if (err != std::errc() || end != field.data() + field.size()) return std::nullopt;
+  return start;
+}
+
+std::string oracle_folder_prefix(pid_t pid, uint64_t start) { return "lathe-" + owner_tag(pid, start) + "-"; }
+
+namespace {
+
+// "<pid>-<start>-" at the front of `rest` (an oracle folder's name after "lathe-problem-").
+std::optional<std::pair<pid_t, uint64_t>> folder_owner(std::string_view rest) {
+  int64_t pid = 0;
+  uint64_t start = 0;
+  auto [p, e1] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+  if (e1 != std::errc() || pid <= 0 || p == rest.data() + rest.size() || *p != '-') return std::nullopt;
+  auto [q, e2] = std::from_chars(p + 1, rest.data() + rest.size(), start);
+  if (e2 != std::errc() || q == rest.data() + rest.size() || *q != '-') return std::nullopt;
+  return std::pair{static_cast<pid_t>(pid), start};
+}
+
+}  // namespace
+
+int32_t reclaim_oracle_folders(const fs::path& dir) {
+  constexpr std::string_view stem = "lathe-problem-";
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d))
+      if (std::string_view(e->d_name).starts_with(stem)) names.emplace_back(e->d_name);
+    closedir(d);
+  }
+  int32_t removed = 0;
+  if (!process_start(getpid())) return removed;  // no /proc to read: no owner can be told alive
+  for (const std::string& name : names) {
+    const auto owner = folder_owner(std::string_view(name).substr(stem.size()));
+    if (!owner) continue;  // not named for its process: whose it is cannot be told
+    if (const auto now = process_start(owner->first); now && *now == owner->second) continue;  // alive
+    struct stat st {};
+    if (lstat((dir / name).c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    const bool mine = st.st_uid == geteuid() || (geteuid() == 0 && st.st_uid >= sandbox::own_uid_base);
+    if (mine && remove_tree(dir / name)) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace lathe::gate

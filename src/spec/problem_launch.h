@@ -5,7 +5,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -16,7 +18,8 @@ namespace lathe::gate {
 struct oracle_process {
   pid_t pid = -1;
   // Its own folder: HOME, TMPDIR, the working directory and the problem's copy; removed by
-  // remove_oracle_folder when the oracle ends.
+  // remove_oracle_folder when the oracle ends. Named for the lathe process that made it
+  // (oracle_folder_prefix), so that one a killed lathe left is reclaimed later.
   std::filesystem::path folder;
   std::string sandbox;  // how it is confined, in words ("bubblewrap 0.8.0: …", or why it is not)
 };
@@ -32,7 +35,24 @@ result<oracle_process> launch_oracle(const std::filesystem::path& python,
                                      const std::filesystem::path& problem, platform p,
                                      const int (&fds)[4]);
 
-// The oracle's folder removed (its user's files with it), once its process has ended.
+// The oracle's folder removed (its user's files with it, never through a link), once its process
+// has ended.
 void remove_oracle_folder(const std::filesystem::path& folder);
+
+// When process `pid` started (/proc/<pid>/stat's starttime, clock ticks after boot): a pid is
+// reused, a pid and its start time name one process. None: no such process.
+std::optional<uint64_t> process_start(pid_t pid);
+
+// The name an oracle folder of process `pid` (started at `start`) begins with:
+// "lathe-problem-<pid>-<start>-"; mkdtemp's random part follows.
+std::string oracle_folder_prefix(pid_t pid, uint64_t start);
+
+// The oracle folders in `dir` whose lathe process is gone, removed without following a link: a
+// lathe killed with SIGKILL never ran remove_oracle_folder. A folder is gone's when no process
+// has its pid or the one that has started at another time; only folders (not links) of this
+// user's, or, as root, of an oracle's own user, are touched; names of another shape are left.
+// launch_oracle calls it on the temporary directory before it makes its folder. Returns how many
+// were removed.
+int32_t reclaim_oracle_folders(const std::filesystem::path& dir);
 
 }  // namespace lathe::gate

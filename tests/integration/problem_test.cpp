@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <set>
 
 #include "spec/problem.h"
+#include "spec/problem_launch.h"
 #include "gate/cpu/bubblewrap.h"
 #include "gate/trial.h"
 #include "gate_fixture.h"
@@ -195,6 +197,41 @@ TEST_F(problem_test, problems_that_cannot_be_imported_say_why) {
   auto raises = load_task(problems() / "kl_raises.py");
   ASSERT_FALSE(raises);
   EXPECT_NE(raises.error().message.find("broken on purpose"), std::string::npos) << raises.error().message;
+}
+
+// A lathe killed with SIGKILL never removes its oracle's folder; the next oracle start removes
+// such a folder once its process is gone (spec/problem_launch.h reclaim_oracle_folders), and
+// leaves the folders of a lathe that still runs.
+TEST_F(problem_test, the_next_oracle_start_reclaims_a_dead_lathes_folder_not_a_live_ones) {
+  char tmpl[] = "/tmp/lathe-oracle-tmp-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path tmp = tmpl;
+  fs::permissions(tmp, fs::perms::all, fs::perm_options::add);  // as /tmp: the oracle's own user makes its folder below
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  const auto child_start = gate::process_start(child);  // a zombie until reaped: still there
+  ASSERT_TRUE(child_start);
+  int st = 0;
+  waitpid(child, &st, 0);
+  const fs::path dead = tmp / (gate::oracle_folder_prefix(child, *child_start) + "Ab12cD");
+  const fs::path live = tmp / (gate::oracle_folder_prefix(getpid(), *gate::process_start(getpid())) + "Ef34gH");
+  for (const auto& f : {dead, live}) {
+    fs::create_directories(f);
+    std::ofstream(f / "torch_probe.tmp") << "left";
+  }
+  const fs::path problem = tmp / "kb_scale_relu_copy.py";  // a path no oracle of this process has
+  fs::copy_file(problems() / "kb_scale_relu.py", problem);
+  const char* was = std::getenv("TMPDIR");
+  const std::string saved = was ? was : "";
+  setenv("TMPDIR", tmp.c_str(), 1);
+  auto t = load_task(problem);
+  if (was) setenv("TMPDIR", saved.c_str(), 1);
+  else unsetenv("TMPDIR");
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_FALSE(fs::exists(dead)) << "a dead lathe's oracle folder survived the next oracle start";
+  EXPECT_TRUE(fs::exists(live / "torch_probe.tmp")) << "a live lathe's oracle folder was removed";
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // the new oracle's folder too: that oracle is not asked again
 }
 
 // A problem's code is not trusted (`lathe synth` mines modules from trees nobody reviewed): its

@@ -21,13 +21,18 @@ inline std::string random_suffix() {
   return ss.str();
 }
 
-// A private folder of the temporary directory ("lathe-<what>-XXXXXX" in TMPDIR, else /tmp) for a
+// The temporary directory private folders are made in: TMPDIR, else /tmp.
+inline std::filesystem::path scratch_root() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? std::filesystem::path(tmpdir) : std::filesystem::path("/tmp");
+}
+
+// A private folder of the temporary directory ("lathe-<what>-XXXXXX" in scratch_root()) for a
 // step that runs a candidate's code in a jail: torch's build gives the compiler absolute paths,
 // and the jailed user may not walk lathe's own folders above a cache. None when it cannot be made
 // (errno says why).
 inline std::optional<std::filesystem::path> scratch_folder(const char* what) {
-  const char* tmpdir = std::getenv("TMPDIR");
-  std::string tmpl = (tmpdir && *tmpdir ? std::string(tmpdir) : std::string("/tmp")) + "/lathe-" + what + "-XXXXXX";
+  std::string tmpl = (scratch_root() / (std::string("lathe-") + what + "-XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) return std::nullopt;
   return std::filesystem::path(tmpl);
 }
