@@ -126,6 +126,8 @@ def input_text(shape, draw):
     dims = ", ".join(str(d) for d in shape)
     if not draw:
         return f"torch.randn({dims})"
+    if draw.get("unit"):
+        return f"torch.rand({dims})"
     return f"torch.randint(0, {draw['below']}, ({dims}{',' if len(shape) == 1 else ''}))"
 
 
@@ -366,6 +368,8 @@ def input_specs(c):
     for s, d in zip(c["shapes"], c.get("draws") or [None] * len(c["shapes"])):
         if d and "value" in d:
             specs.append({"value": d["value"]})
+        elif d and d.get("unit"):
+            specs.append({"shape": s, "dtype": "float32", "range": [0, 1]})
         else:
             specs.append({"shape": s, "dtype": "float32"} if not d else
                          {"shape": s, "dtype": "int64", "below": d["below"]})

@@ -112,14 +112,19 @@ def default_sizes(init):
 # keyword). Roles: `rows`, indices into a table of C rows (an embedding's), drawn in the shared
 # shape; `classes`, a class per sample of the first argument (its shape without dim 1, values
 # below its dim 1); `labels`, the first argument's shape, values below its dim 1.
-INDEX_FUNCTIONS = {"embedding": ("rows", 0, "input"), "embedding_bag": ("rows", 0, "input"),
-                   "nll_loss": ("classes", 1, "target"), "cross_entropy": ("classes", 1, "target"),
-                   "multi_margin_loss": ("classes", 1, "target"),
-                   "multilabel_margin_loss": ("labels", 1, "target")}
-INDEX_MODULES = {"Embedding": ("rows", 0, "input"), "EmbeddingBag": ("rows", 0, "input"),
-                 "NLLLoss": ("classes", 1, "target"), "CrossEntropyLoss": ("classes", 1, "target"),
-                 "MultiMarginLoss": ("classes", 1, "target"),
-                 "MultiLabelMarginLoss": ("labels", 1, "target")}
+# `unit`: values torch reads as probabilities or a variance, drawn in [0, 1) (torch.rand) in the
+# shared shape (BCELoss' input and target, KLDivLoss' target, GaussianNLLLoss' var).
+INDEX_FUNCTIONS = {"embedding": [("rows", 0, "input")], "embedding_bag": [("rows", 0, "input")],
+                   "nll_loss": [("classes", 1, "target")],
+                   "cross_entropy": [("classes", 1, "target")],
+                   "multi_margin_loss": [("classes", 1, "target")],
+                   "multilabel_margin_loss": [("labels", 1, "target")],
+                   "binary_cross_entropy": [("unit", 0, "input"), ("unit", 1, "target")],
+                   "kl_div": [("unit", 1, "target")], "gaussian_nll_loss": [("unit", 2, "var")]}
+INDEX_MODULES = {"Embedding": "embedding", "EmbeddingBag": "embedding_bag", "NLLLoss": "nll_loss",
+                 "CrossEntropyLoss": "cross_entropy", "MultiMarginLoss": "multi_margin_loss",
+                 "MultiLabelMarginLoss": "multilabel_margin_loss", "BCELoss": "binary_cross_entropy",
+                 "KLDivLoss": "kl_div", "GaussianNLLLoss": "gaussian_nll_loss"}
 # Constructor arguments whose default None leaves some modules unable to run (Upsample needs a
 # size or a scale factor): each set by keyword, one at a time, in candidates after the defaults.
 FILLS = ("scale_factor", "size", "output_size")
@@ -141,24 +146,22 @@ def index_roles(index, init, fwd, names):
     """{forward argument: role} for the arguments forward passes where torch reads indices."""
     attrs, roles = attribute_classes(init), {}
     for call in (n for n in ast.walk(fwd) if isinstance(n, ast.Call)):
-        func, rule = call.func, None
+        func, rules = call.func, []
         if (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                 and func.value.id == "self" and func.attr in attrs):
             q = index.qualify(attrs[func.attr])
             if q and q[0] == "import" and q[1].startswith("torch.nn."):
-                rule = INDEX_MODULES.get(q[1].rsplit(".", 1)[-1])
+                rules = INDEX_FUNCTIONS.get(INDEX_MODULES.get(q[1].rsplit(".", 1)[-1]), [])
         else:
             q = index.qualify(func)
             if q and q[0] == "import" and q[1].startswith("torch.nn.functional."):
-                rule = INDEX_FUNCTIONS.get(q[1].rsplit(".", 1)[-1])
-        if rule is None:
-            continue
-        role, pos, key = rule
+                rules = INDEX_FUNCTIONS.get(q[1].rsplit(".", 1)[-1], [])
         args = [a for a in call.args if not isinstance(a, ast.Starred)]
-        node = args[pos] if pos < len(args) else next(
-            (k.value for k in call.keywords if k.arg == key), None)
-        if isinstance(node, ast.Name) and node.id in names:
-            roles.setdefault(node.id, role)
+        for role, pos, key in rules:
+            node = args[pos] if pos < len(args) else next(
+                (k.value for k in call.keywords if k.arg == key), None)
+            if isinstance(node, ast.Name) and node.id in names:
+                roles.setdefault(node.id, role)
     return roles
 
 
@@ -192,9 +195,9 @@ def forward_int(name):
 
 def forward_inputs(fwd_req, declared, roles, shape):
     """{"shapes", "draws"} of forward's arguments for one shared shape: a declared shape kept, a
-    number as declared, an index drawn below its bound (index_roles), else randn of `shape`.
-    draws[i]: None (randn), {"below": n} (int64 indices) or {"value": v} (a number, not a
-    tensor; its shape None)."""
+    number as declared, an index drawn below its bound or values in [0, 1) (index_roles), else
+    randn of `shape`. draws[i]: None (randn), {"below": n} (int64 indices), {"unit": true}
+    (torch.rand) or {"value": v} (a number, not a tensor; its shape None)."""
     shapes, draws = [], []
     for a, d in zip(fwd_req, declared):
         if isinstance(d, dict):
@@ -203,6 +206,9 @@ def forward_inputs(fwd_req, declared, roles, shape):
         elif d is not None or a.arg not in roles:
             shapes.append(list(d) if d else list(shape))
             draws.append(None)
+        elif roles[a.arg] == "unit":
+            shapes.append(list(shape))
+            draws.append({"unit": True})
         else:
             dims, high = index_input(roles[a.arg], shape)
             shapes.append(dims)
@@ -212,10 +218,13 @@ def forward_inputs(fwd_req, declared, roles, shape):
 
 def constructor_rounds(init, init_req, init_kw, size, inherited):
     """[(positional values, keyword values)] to try for one size. A class whose constructor is a
-    torch.nn class's (convnext's LayerNorm2d is nn.LayerNorm's) gets one size, then two: the
-    first arguments of torch.nn's layers are sizes (normalized_shape; in and out features)."""
+    torch.nn class's (convnext's LayerNorm2d is nn.LayerNorm's), or one that takes only *args
+    (torch.nn's RNN, GRU: passed on to RNNBase; none is tried first), gets one size, then two:
+    the first arguments of torch.nn's layers are sizes (normalized_shape; in and out features)."""
     if inherited:
         return [([size], {}), ([size, size], {})]
+    if init is not None and init.args.vararg is not None and not init_req and not init_kw:
+        return [([], {}), ([size], {}), ([size, size], {})]
     values = []
     for a in init_req + init_kw:
         v, why = guess_value(a, size)

@@ -93,7 +93,8 @@ TEST(synth_default, keeps_at_least_100_problems_from_torchvision_and_torch_nn) {
 
 // The sample: the first kept problem of each kind of input or constructor the run produces — from
 // torchvision, on int64 indices, with a constructor set by keyword, with a number among forward's
-// inputs, a convolution — and the first kept in manifest order: 4 to 6 evaluations.
+// inputs, a convolution, on values drawn in [0, 1) — and the first kept in manifest order: 4 to 7
+// evaluations.
 std::vector<json> sample(const json& manifest) {
   std::vector<json> kept, out;
   for (const auto& mod : manifest["modules"])
@@ -107,19 +108,18 @@ std::vector<json> sample(const json& manifest) {
     for (const auto& mod : kept)
       if (pred(mod)) return take(mod);
   };
+  // Whether one of x's inputs in the manifest holds `key` (as `value`, where given).
+  auto input_has = [](const json& x, const char* key, const char* value = nullptr) {
+    for (const auto& in : x.value("inputs", json::array()))
+      if (in.contains(key) && (!value || in[key] == value)) return true;
+    return false;
+  };
   first([](const json& x) { return x["tree"] == "torchvision"; });
-  first([](const json& x) {
-    for (const auto& in : x.value("inputs", json::array()))
-      if (in.value("dtype", "") == "int64") return true;
-    return false;
-  });
+  first([&](const json& x) { return input_has(x, "dtype", "int64"); });
   first([](const json& x) { return x.contains("init_keywords"); });
-  first([](const json& x) {
-    for (const auto& in : x.value("inputs", json::array()))
-      if (in.contains("value")) return true;
-    return false;
-  });
+  first([&](const json& x) { return input_has(x, "value"); });
   first([](const json& x) { return x.value("family", "") == "convolution"; });
+  first([&](const json& x) { return input_has(x, "range"); });
   take(kept.front());
   return out;
 }
