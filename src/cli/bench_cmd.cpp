@@ -13,6 +13,7 @@
 #include "cli/bench_load.h"
 #include "cli/bench_prebuild.h"
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/enum_option.h"
 #include "cli/executor_slurm.h"
 #include "cli/fail.h"
@@ -26,7 +27,6 @@
 #include "search/bench.h"
 #include "search/optimize.h"
 #include "search/strategy.h"
-#include "verify/slot_verifier.h"
 #include "spec/bundle.h"
 #include "spec/problem.h"
 #include "spec/task_file.h"
@@ -401,9 +401,7 @@ result<std::unique_ptr<gate::cpu_slot_pool>> cpu_slots(const bench_cli& o) {
   if (!o.strategy.empty() || o.protocol == search::bench_protocol::klineage)
     return fail(errc::invalid_argument,
                 "--cpu-slots gates given candidates on slots; --strategy and --protocol klineage run one at a time");
-  auto slots = gate::split_cores(gate::allowed_cores(), static_cast<uint32_t>(o.cpu_slots));
-  if (!slots) return fail(errc::invalid_argument, "--cpu-slots: " + slots.error().message);
-  return std::make_unique<gate::cpu_slot_pool>(std::move(*slots));
+  return make_cpu_slot_pool(o.cpu_slots);
 }
 
 int run_bench_cmd(const common_options& common, const bench_cli& o) {
@@ -453,15 +451,11 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
   for (size_t i = 0; i < dirs->size() && loaded[i]; ++i)
     if (auto failed = add_entry((*dirs)[i], std::move(*loaded[i]), o, klineage, *ctx, bo, entries)) return *failed;
   if (entries.empty()) return fail_with("no task of suite '" + o.suite + "' can run here: " + join(bo.skipped, "; "), 2);
-  lineages::gate_verifier whole(make_gate_hooks(*ctx, o.gate));
-  std::optional<lineages::slot_verifier> slotted;
-  if (*pool) slotted.emplace(make_gate_hooks(*ctx, o.gate), **pool);
+  const auto local = pooled_verifier(make_gate_hooks(*ctx, o.gate), pool->get());
   auto slurm = bench_on_slurm(*ctx, o, bo);
   if (!slurm) return fail_with(slurm.error().message, 2);
   if (*slurm && *pool) return fail_with("--cpu-slots splits this host's cores; with --executor slurm, Slurm places the jobs", 2);
-  lineages::verifier& v = *slurm    ? static_cast<lineages::verifier&>(**slurm)
-                          : slotted ? static_cast<lineages::verifier&>(*slotted)
-                                    : whole;
+  lineages::verifier& v = *slurm ? static_cast<lineages::verifier&>(**slurm) : *local;
   // --in-flight: a context (its own store connection) and a verifier per evaluation at once; this
   // thread keeps `ctx`'s connection for the run's events (search/bench.h bench_options::lanes).
   std::list<context> lane_ctx;
@@ -470,10 +464,7 @@ int run_bench_cmd(const common_options& common, const bench_cli& o) {
     auto c = open_context(ws, true);
     if (!c) return fail_with(c.error().message, 2);
     lane_ctx.push_back(std::move(*c));
-    if (*pool)
-      lane_v.push_back(std::make_unique<lineages::slot_verifier>(make_gate_hooks(lane_ctx.back(), o.gate), **pool));
-    else
-      lane_v.push_back(std::make_unique<lineages::gate_verifier>(make_gate_hooks(lane_ctx.back(), o.gate)));
+    lane_v.push_back(pooled_verifier(make_gate_hooks(lane_ctx.back(), o.gate), pool->get()));
     bo.lanes.push_back(lane_v.back().get());
   }
   if (!o.json)
@@ -538,11 +529,7 @@ void add_bench(CLI::App& app, const common_options& common, int& exit_code) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   add_executor_options(b, o->exec);
-  b->add_option("--cpu-slots", o->cpu_slots,
-                "given candidates: split the cores into N slots of their own (each with its own lock, workers pinned "
-                "to its cores with as many threads); an evaluation on each free slot at once, a paired series on one "
-                "slot. Default: none (the whole machine, unpinned)")
-      ->check(CLI::Range(1, 1024));
+  add_cpu_slots_option(b, o->cpu_slots, "given candidates, an evaluation on each free slot at once");
   b->add_option("--markdown", o->markdown, "also write the table and the aggregates as Markdown to this file");
   b->add_flag("--json", o->json, "print as JSON (schema lathe.bench/1)");
   b->footer("fast_p counts every task of the suite in its denominator (KernelBench's definition); speedup means, "

@@ -2,6 +2,7 @@
 // (the reward service): the verbs find the task, its kernels and the proposer; search/evolve.h
 // runs the search, the gate scores.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
@@ -43,8 +45,10 @@ struct evolve_cli {
   std::string child_timing = "quick";  // as given and stored with the run
   search::child_timing timing = search::child_timing::quick;  // child_timing, read once (settle_options)
   int32_t generations = 3, islands = 2, population = 2, children = 2, migrate_every = 2, in_flight = 1;
+  int32_t cpu_slots = 0;  // --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
   uint64_t seed = 1;
   bool library = false, json = false, quiet = false;
+  bool no_time = false;  // --no-time: every evaluation checks only (gate_settings::time)
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
   std::string propose_only, gate_batch;  // batch mode (llm/batch_dir.h)
   bool budget_given = false;             // --budget on the command line (a resume may widen it)
@@ -68,6 +72,8 @@ const stored_options<evolve_cli> stored = {
     {"sampling", &evolve_cli::sampling},
     {"seed", &evolve_cli::seed},
     {"in_flight", &evolve_cli::in_flight},
+    {"cpu_slots", &evolve_cli::cpu_slots},
+    {"no_time", &evolve_cli::no_time},
     {"library", &evolve_cli::library},
     {"child_timing", &evolve_cli::child_timing},
 };
@@ -103,6 +109,18 @@ std::optional<int> settle_options(context& ctx, evolve_cli& o, const std::option
       std::fprintf(stderr, "… batch mode: --in-flight %d (every child of an island's generation in one batch)\n", o.children);
     if (o.resume.empty()) o.in_flight = o.children;
   }
+  // --cpu-slots N: a batch's children gated on N slots at once, so at least N in flight; a batch
+  // holds one island's children of a generation, so fewer children than slots leave slots idle
+  // (with one child, every evaluation runs one at a time). A resume keeps the stored values.
+  if (o.cpu_slots > 0 && o.resume.empty()) {
+    if (o.children < o.cpu_slots)
+      return fail_with(cat("--cpu-slots ", std::to_string(o.cpu_slots), " gates one island's children of a generation at "
+                           "once, and --children ", std::to_string(o.children), " leaves slots idle: give --children ",
+                           std::to_string(o.cpu_slots), " or more, or fewer slots"),
+                       2);
+    o.in_flight = std::max(o.in_flight, o.cpu_slots);
+  }
+  o.gate.time = !o.no_time;
   return std::nullopt;
 }
 
@@ -210,6 +228,9 @@ int run_evolve(const common_options& common, evolve_cli o) {
   auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.start));
   if (!t) return fail_with(t.error().message, 2);
   o.platform_word = std::string(to_string(t->plat));  // stored as decided: a resume goes on there
+  // --cpu-slots: the verifiers below on one pool, each evaluation on a free slot.
+  auto pool = cpu_slot_pool_for(*t, o.cpu_slots);
+  if (!pool) return fail_with(pool.error().message, 2);
   if (t->plat == platform::cuda && !ctx->gpu) return fail_with("task " + t->name + " runs on CUDA and there is no usable GPU here", 2);
   auto sl = pick_search_language(*t, o.language);
   if (!sl) return fail_with(sl.error().message, 2);
@@ -244,15 +265,15 @@ int run_evolve(const common_options& common, evolve_cli o) {
     start = *baseline;
     if (!o.quiet) std::fprintf(stderr, "… the rule engine cannot translate the reference: evolving from %s\n", t->baseline.c_str());
   }
-  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+  const auto v = pooled_verifier(make_gate_hooks(*ctx, o.gate), pool->get());
   // The cascade: children first timed with half the effort, contests for elites in full.
   gate_settings quick_gs = o.gate;
   quick_gs.quick = true;
-  lineages::gate_verifier quick_v(make_gate_hooks(*ctx, quick_gs));
+  const auto quick_v = pooled_verifier(make_gate_hooks(*ctx, quick_gs), pool->get());
 
   search::evolve_options eo = shape_options(o, std::move(*desc), std::move(*samp));
   if (o.timing == search::child_timing::quick && !o.gate.quick) {
-    eo.screen = &quick_v;
+    eo.screen = quick_v.get();
     eo.screen_timing = search::child_timing::quick;
   }
   const target tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
@@ -276,7 +297,7 @@ int run_evolve(const common_options& common, evolve_cli o) {
                    static_cast<long long>(p.evaluations), p.best_score, p.message.c_str());
     };
   if (!o.propose_only.empty()) write_batch_run(*batch, run_id);
-  auto res = search::evolve(*t, start, *baseline, v, *(*session)->proposer, *ctx->db, *(*session)->budget, eo);
+  auto res = search::evolve(*t, start, *baseline, *v, *(*session)->proposer, *ctx->db, *(*session)->budget, eo);
   if (!res) return fail_with(res.error().message, 1);
   if (res->waiting) {
     const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
@@ -385,6 +406,10 @@ void add_evolve(CLI::App& app, const common_options& common, int& exit_code) {
                 "children proposed, then gated together, per batch (builds and checks overlap; timing is "
                 "serialized per device)")
       ->capture_default_str();
+  add_cpu_slots_option(e, o->cpu_slots, "a batch's children, each on a free slot (--in-flight raised to N; CPU tasks)");
+  e->add_flag("--no-time", o->no_time,
+              "check correctness only: children are scored by their checks (no paired series, no contest; stored "
+              "with the run)");
   e->add_flag("--library", o->library, "library-guided: the skill cards retrieved for a parent go into its prompt");
   e->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
   CLI::Option* budget_opt =

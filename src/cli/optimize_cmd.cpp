@@ -11,6 +11,7 @@
 
 #include "agent/kernel_text.h"
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
@@ -36,6 +37,7 @@ struct optimize_cli {
       proposer = "auto", out_dir, propose_only, gate_batch;
   std::string platform_word;  // --platform: where a bare problem file runs ("": what the kernel implies, cpu)
   int32_t max_repairs = 1, max_stall = 0;
+  int32_t cpu_slots = 0;  // --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
   bool no_free = false, no_expert = false, json = false, quiet = false, profile = false, trust_kernel = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
@@ -56,6 +58,7 @@ const stored_options<optimize_cli> stored = {
     {"trust_kernel", &optimize_cli::trust_kernel},
     {"no_free", &optimize_cli::no_free},
     {"no_expert", &optimize_cli::no_expert},
+    {"cpu_slots", &optimize_cli::cpu_slots},
 };
 
 // The task's kernels/<name> when it has one (spec/task_file.h find_kernel) and it loads.
@@ -206,6 +209,25 @@ void print_optimize(const optimize_cli& o, const search::optimize_result& res, c
   }
 }
 
+// The run's kernels: the start (given, or a ModelNew search's own Model), and for a C-ABI search
+// the task's naive and expert kernels where it has them.
+result<search::optimize_kernels> run_kernels(const task& t, const optimize_cli& o, const search_language& sl) {
+  search::optimize_kernels ks;
+  if (!o.kernel.empty()) {
+    auto k = find_task_kernel(t, o.kernel);
+    if (!k) return tl::unexpected(k.error());
+    if (auto same = check_start_language(*k, sl); !same) return tl::unexpected(same.error());
+    ks.start = std::move(*k);
+  } else if (sl.eager) {
+    ks.start = *sl.eager;  // a ModelNew search starts from the problem's own Model
+  }
+  if (sl.lang != candidate_language::modelnew) {  // the task's kernels speak the C ABI
+    ks.naive = optional_kernel(t, "naive");
+    if (!o.no_expert) ks.expert = optional_kernel(t, "expert");
+  }
+  return ks;
+}
+
 int run_optimize(const common_options& common, optimize_cli o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
@@ -238,22 +260,16 @@ int run_optimize(const common_options& common, optimize_cli o) {
   auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.kernel));
   if (!t) return fail_with(t.error().message, 2);
   o.platform_word = std::string(to_string(t->plat));  // stored as decided: a resume goes on there
+  // --cpu-slots: a step gates one candidate at a time (its repairs and re-measure wait on its first
+  // verdict), so each evaluation takes whichever slot is free here and in other lathe processes.
+  auto pool = cpu_slot_pool_for(*t, o.cpu_slots);
+  if (!pool) return fail_with(pool.error().message, 2);
   auto sl = pick_search_language(*t, o.language);
   if (!sl) return fail_with(sl.error().message, 2);
   o.language = std::string(to_string(sl->lang));  // stored as decided, so the run says what it writes
-  search::optimize_kernels ks;
-  if (!o.kernel.empty()) {
-    auto k = find_task_kernel(*t, o.kernel);
-    if (!k) return fail_with(k.error().message, 2);
-    if (auto same = check_start_language(*k, *sl); !same) return fail_with(same.error().message, 2);
-    ks.start = std::move(*k);
-  } else if (sl->eager) {
-    ks.start = *sl->eager;  // a ModelNew search starts from the problem's own Model
-  }
-  if (sl->lang != candidate_language::modelnew) {  // the task's kernels speak the C ABI
-    ks.naive = optional_kernel(*t, "naive");
-    if (!o.no_expert) ks.expert = optional_kernel(*t, "expert");
-  }
+  auto kernels = run_kernels(*t, o, *sl);
+  if (!kernels) return fail_with(kernels.error().message, 2);
+  const search::optimize_kernels& ks = *kernels;
   if (!o.resume.empty() && ks.start && stored_args.value("start_hash", ks.start->hash) != ks.start->hash)
     return fail_with("the start kernel " + o.kernel + " changed since run " + o.resume +
                          " started: a resumed run must start from the same kernel",
@@ -272,8 +288,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   }
   auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty(), batch);
   if (!session) return fail_with(session.error().message, 2);
-  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
-
+  const auto v = pooled_verifier(make_gate_hooks(*ctx, o.gate), pool->get());
   search::optimize_options so;
   so.strat = *strat;
   so.abl = *abl;
@@ -294,7 +309,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
                  llm::budget_text(*limits).c_str(), (*session)->decision.why.c_str());
   }
   if (!o.propose_only.empty()) write_batch_run(*batch, run_id);
-  auto res = search::optimize(*t, ks, v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
+  auto res = search::optimize(*t, ks, *v, *(*session)->proposer, *ctx->db, *(*session)->budget, so);
   if (!res) return fail_with(res.error().message, 1);
   if (res->stop == search::stop_reason::waiting) {
     const auto waiting = (*session)->batch ? (*session)->batch->waiting() : std::vector<fs::path>{};
@@ -342,6 +357,9 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
   opt->add_flag("--trust-kernel", o->trust_kernel,
                 "with --profile: profile the kernel as lathe's own user (where only administrators may read the counters)");
   opt->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  add_cpu_slots_option(opt, o->cpu_slots,
+                       "each evaluation on a free slot, one at a time in a run (several runs, or solve --jobs, fill "
+                       "the others; CPU tasks)");
   opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
   opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");
   opt->add_option("--propose-only", o->propose_only,

@@ -77,7 +77,7 @@ lineages::gate_hooks make_gate_hooks(context& ctx, gate_settings s) {
   lineages::gate_hooks h;
   h.config = [&ctx, s](const task& t, bool time) {
     gate_settings one = s;
-    one.time = time;
+    one.time = time && s.time;
     return make_gate_config(ctx, t, one);
   };
   // One writer at a time: evolve gates several children at once (its evaluations overlap in

@@ -55,7 +55,8 @@ result<std::unique_ptr<proposer_session>> open_proposer(context& ctx, const task
 
 // The gate as lineage/ and skills/ reach it from a verb: this context's gate configuration for
 // each task (`s`, with `time` per call) and its store for every evaluation. One place, so that
-// decompose and admission measure alike.
+// decompose and admission measure alike. `s.time` false makes every call checks only, a compare
+// included (`lathe evolve --no-time`).
 lineages::gate_hooks make_gate_hooks(context& ctx, gate_settings s);
 
 }  // namespace lathe::cli

@@ -13,6 +13,7 @@
 #include "agent/kernel_text.h"
 #include "cli/bench_kernelbench.h"
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/enum_option.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
@@ -37,6 +38,7 @@ struct solve_cli {
   std::string suite, out, strategy = "skills", budget = "steps=2", proposer = "auto";
   std::string platform_word;  // --platform: where the problems run ("": cpu)
   int32_t sample = 0, level = 0, max_repairs = 1, max_stall = 0, jobs = 1;
+  int32_t cpu_slots = 0;  // --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
   bool json = false, quiet = false;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
@@ -49,6 +51,7 @@ struct solve_wiring {
   budget limits;
   lineages::verifier& v;
   std::optional<fs::path> workspace;  // --workspace, for a problem's own context (--jobs)
+  gate::cpu_slot_pool* pool = nullptr;  // --cpu-slots: every problem's evaluations on its slots
 };
 
 // The arguments the run stores (optimize's keys, so that `lathe runs show` reads them alike).
@@ -57,7 +60,7 @@ std::string run_args(const solve_cli& o, const fs::path& problem, const kernel_b
   json args = {{"task", problem.string()}, {"kernel", ""}, {"language", "modelnew"},
                {"strategy", o.strategy}, {"ablate", "none"}, {"budget", o.budget}, {"max_repairs", o.max_repairs},
                {"max_stall", o.max_stall}, {"no_expert", true}, {"solve", o.suite}, {"start_hash", start.hash},
-               {"proposer", o.proposer}, {"config", s.decision.config_source}};
+               {"proposer", o.proposer}, {"config", s.decision.config_source}, {"cpu_slots", o.cpu_slots}};
   if (!o.platform_word.empty()) args["platform"] = o.platform_word;
   args.update(stored_json(o.gate, stored_timing));
   return args.dump();
@@ -81,16 +84,16 @@ search::solve_attempt solve_one(solve_wiring& w, const search::solve_problem& p,
   // --jobs: a context of its own per problem (its own store connection, gate configuration and
   // verifier), so that the problems' threads share nothing but the workspace's files.
   std::optional<context> own;
-  std::optional<lineages::gate_verifier> own_v;
+  std::unique_ptr<lineages::verifier> own_v;
   context* ctx = &w.ctx;
   lineages::verifier* v = &w.v;
   if (w.o.jobs > 1) {
     auto c = open_context(w.workspace, true);
     if (!c) return failure("no context: " + c.error().message);
     own.emplace(std::move(*c));
-    own_v.emplace(make_gate_hooks(*own, w.o.gate));
+    own_v = pooled_verifier(make_gate_hooks(*own, w.o.gate), w.pool);  // the one pool of every problem
     ctx = &*own;
-    v = &*own_v;
+    v = own_v.get();
   }
   auto t = find_task(p.file.string(), ctx->where, problem_platform_word(w.o.platform_word));
   if (!t) return failure("the problem does not import: " + last_line(t.error().message));
@@ -260,7 +263,10 @@ std::string settings_text(const solve_cli& o, const budget& limits) {
   return cat("strategy ", o.strategy, ", budget ", llm::budget_text(limits), ", proposer ", o.proposer,
              ", max-repairs ", std::to_string(o.max_repairs), ", max-stall ", std::to_string(o.max_stall),
              ", max-time ", t, o.gate.quick ? ", quick" : "",
-             o.platform_word == "cuda" ? ", platform cuda" : "");  // cpu, the default, as before it had a name
+             o.platform_word == "cuda" ? ", platform cuda" : "",  // cpu, the default, as before it had a name
+             // Workers on a slot run with its cores' threads: a folder is solved with one split
+             // (none, as before --cpu-slots, says nothing).
+             o.cpu_slots > 0 ? ", cpu-slots " + std::to_string(o.cpu_slots) : std::string());
 }
 
 int run_solve(const common_options& common, solve_cli o) {
@@ -277,8 +283,16 @@ int run_solve(const common_options& common, solve_cli o) {
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error().message, 2);
-  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
-  solve_wiring w{*ctx, o, *strat, *limits, v, ws};
+  // --cpu-slots N: at least N problems at once, each evaluation on a free slot of one pool.
+  if (o.cpu_slots > 0 && o.platform_word == "cuda")
+    return fail_with("--cpu-slots splits this host's CPU cores among evaluations; with --platform cuda the GPU is the "
+                     "slot (one timing at a time under its device lock): leave --cpu-slots out",
+                     2);
+  auto pool = make_cpu_slot_pool(o.cpu_slots);
+  if (!pool) return fail_with(pool.error().message, 2);
+  o.jobs = std::max(o.jobs, o.cpu_slots);
+  const auto v = pooled_verifier(make_gate_hooks(*ctx, o.gate), pool->get());
+  solve_wiring w{*ctx, o, *strat, *limits, *v, ws, pool->get()};
 
   std::error_code ec;
   search::solve_options so;
@@ -355,6 +369,7 @@ void add_solve(CLI::App& app, const common_options& common, int& exit_code) {
                   "problems run at once, each on a thread with its own model calls and builds (timings still take "
                   "turns: one per device at a time)")
       ->capture_default_str();
+  add_cpu_slots_option(cmd, o->cpu_slots, "each problem's evaluations on a free slot (--jobs raised to N)");
   cmd->add_flag("--json", o->json, "print the result as JSON (schema lathe.solve/1)");
   cmd->add_flag("--quiet", o->quiet, "only one progress line per problem on stderr, not each run's own");
   cmd->footer(
