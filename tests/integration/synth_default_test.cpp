@@ -83,8 +83,9 @@ TEST(synth_default, keeps_at_least_100_problems_from_torchvision_and_torch_nn) {
     } else {
       EXPECT_FALSE(mod.contains("problem")) << mod.dump();
     }
-    if (mod["status"] == "refused")
+    if (mod["status"] == "refused") {
       EXPECT_FALSE(mod["reason"].get<std::string>().empty()) << mod.dump();
+    }
   }
   for (const auto& f : fs::directory_iterator(out_dir() / "problems")) files += f.is_regular_file();
   EXPECT_EQ(kept, s["kept"].get<int>());
