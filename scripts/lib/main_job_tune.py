@@ -38,13 +38,15 @@ def newest_optimize(a):
 
 
 def speedup_over_naive(a, kernel):
-    """A fresh paired series of KERNEL against the naive kernel: (speedup or None, outcome, decision)."""
+    """A fresh paired series of KERNEL against the naive kernel: (speedup or None, what the gate
+    said: its decision, or the outcome and message when nothing was decided)."""
     code, e, err = lathe(a, "eval", a.task, kernel, "--baseline", "naive", "--max-time", str(a.max_time),
                          "--quick", "--json")
     if e is None:
-        return None, f"eval failed: {err.strip()[:200]}", ""
+        return None, f"eval failed: {err.strip()[:200]}"
     paired = e.get("paired") or {}
-    return paired.get("ratio"), e.get("outcome", "?"), e.get("decision", "")
+    said = e.get("decision") or f"{e.get('outcome', '?')}: {e.get('message', '')[:160]}"
+    return paired.get("ratio"), said
 
 
 def measured(tuned):
@@ -105,11 +107,11 @@ def main():
         crown = tuned.get("crown") or {}
         note = (f"tuned ({measured(tuned)}, run {tuned.get('run', '?')}): "
                 f"{json.dumps(tuned.get('winner'))} {text(crown.get('speedup'))}x over the default")
-    best, best_d = (1.0, "the naive kernel") if is_start else speedup_over_naive(a, best_dir)[::2]
-    expert, expert_d = speedup_over_naive(a, "expert")[::2] if os.path.isdir(expert_path(a)) else (None, "")
+    best, best_d = (1.0, "the naive kernel") if is_start else speedup_over_naive(a, best_dir)
+    expert, expert_d = speedup_over_naive(a, "expert") if os.path.isdir(expert_path(a)) else (None, "")
     with_tune, with_d = best, best_d
     if tuned_dir:
-        with_tune, with_d = speedup_over_naive(a, tuned_dir)[::2]
+        with_tune, with_d = speedup_over_naive(a, tuned_dir)
     label = f" [{a.label}]" if a.label else ""
     print(f"{a.task}{label}: optimized ({best_name}, run {run['id']}) {text(best)}x over naive ({best_d}); "
           f"tuned {text(with_tune)}x ({with_d}); expert {text(expert)}x ({expert_d}); gap recovered without "
