@@ -383,6 +383,23 @@ class GpuSampler:
                 "gpu_idle_fraction": round(sum(1 for v in vals if v == 0) / len(vals), 3)}
 
 
+def finished_before_stop(kbj, wall):
+    """What a suite stopped at its limit had finished: lathe writes KernelBench's results JSON after
+    every evaluation, so the evaluations in it and their rate stand even when the part was cut."""
+    try:
+        with open(kbj) as f:
+            kb = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    done = [(p, s, v) for p, by in kb.items() for s, v in by.items()]
+    meta = lambda v: v.get("metadata") or {}
+    return {"finished": len(done),
+            "finished_per_hour": round(3600 * len(done) / wall) if wall > 0 else None,
+            "finished_rows": [{"problem": p, "sample": s, "outcome": meta(v).get("outcome"),
+                               "speedup": v.get("speedup"), "speedup_ci": meta(v).get("speedup_ci")}
+                              for p, s, v in sorted(done, key=lambda x: (int(x[0]), int(x[1])))]}
+
+
 def part_suite(a, res, tmp, save):
     part = Part(a.suite_limit)
     cands = samples_dir(a, tmp)
@@ -412,9 +429,12 @@ def part_suite(a, res, tmp, save):
         if j is not None:
             row.update(outcome="done", **summarize_bench(j, counts[lv]))
             row["evaluations_per_hour"] = round(3600 * row["evaluations"] / wall) if wall > 0 else None
+        else:
+            row.update(finished_before_stop(kbj, wall))
         row["stderr_tail"] = (err or "")[-1500:]
         rows.append(row)
-        print(f"suite {lv}: {row.get('outcome')} {row['wall_s']} s, {row.get('evaluations')} evaluations", flush=True)
+        print(f"suite {lv}: {row.get('outcome')} {row['wall_s']} s, "
+              f"{row.get('evaluations', row.get('finished'))} evaluations", flush=True)
         save()
 
 
@@ -494,6 +514,16 @@ def markdown(res):
         L += [f"## Suite {r['level']}", ""]
         if r.get("outcome") != "done":
             L += [f"{r.get('outcome')}: {r.get('message')}", ""]
+            if r.get("finished") is not None:
+                L += [f"Finished before the stop: {r['finished']} evaluations in {r['wall_s']} s, "
+                      f"{r['finished_per_hour']} per hour, {r.get('in_flight', 1)} in flight"
+                      + (f"; GPU utilization {r['gpu_util_mean_pct']}% on average, idle (0%) in "
+                         f"{100 * r['gpu_idle_fraction']:.0f}% of {r['gpu_samples']} samples of 250 ms"
+                         if r.get("gpu_samples") else ""), "",
+                      "| problem | sample | outcome | speedup | interval |", "|---|---|---|---|---|"]
+                L += [f"| {f['problem']} | {f['sample']} | {f['outcome']} | {fmt(f['speedup'], 'x')} | "
+                      f"{('[%.3f, %.3f]' % tuple(f['speedup_ci'])) if f['speedup_ci'] else '-'} |" for f in r["finished_rows"]]
+                L.append("")
             continue
         L += [f"{r['problems']} problems x {len(r['samples'])} samples = {r['evaluations']} evaluations in "
               f"{r['wall_s']} s: {r['evaluations_per_hour']} evaluations per hour, {r.get('in_flight', 1)} in flight"
