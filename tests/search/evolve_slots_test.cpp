@@ -1,14 +1,16 @@
 // lathe evolve --cpu-slots (issue 46 item 1; cli/cpu_slots.h) from the command line through the real
 // gate: a checks-only run (--no-time: nothing is timed, so it runs beside other tests) whose
-// children are gated on two CPU slots stores evaluations that name their slot and reaches
-// the verdicts and the archive of the same run on the whole machine (--cpu-slots 0, same seed);
-// the combinations that cannot use slots are refused with their reason.
+// children, written by the mock model (its siblings differ: two new kernels per batch), are gated
+// on two CPU slots at once: its stored evaluations name both slots and overlap in time, and it
+// reaches the verdicts and the archive of the same run on one slot (--cpu-slots 1, the same batch
+// width and seed); the combinations that cannot use slots are refused with their reason.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -18,6 +20,7 @@
 
 #include "core/evaluation.h"
 #include "core/outcome.h"
+#include "evaluation_spans.h"
 #include "lathe_cli_json.h"
 #include "store/store.h"
 
@@ -26,6 +29,7 @@ using nlohmann::json;
 
 namespace {
 
+using lathe::testing::evaluation_span;
 using lathe::testing::parse_json;
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
@@ -45,6 +49,13 @@ class evolve_slots : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
   std::string ws(const std::string& name) const { return "--workspace '" + (dir_ / name).string() + "' "; }
+  // A workspace whose model is the mock (lathe-mock-model through the command provider).
+  std::string mock_ws(const std::string& name) const {
+    fs::create_directories(dir_ / name / ".lathe");
+    std::ofstream(dir_ / name / ".lathe/lathe.toml") << "provider = \"command\"\nmodel = \"lathe-mock-model\"\n"
+                                                         "[command]\nargv = [\"" << LATHE_MOCK_MODEL << "\", \"--seed\", \"7\"]\n";
+    return ws(name);
+  }
   fs::path dir_;
 };
 
@@ -55,20 +66,19 @@ int allowed_cores() {
   return CPU_COUNT(&set);
 }
 
-// Every evaluation a workspace stored, oldest first.
-std::vector<lathe::evaluation> stored(const fs::path& ws) {
-  std::vector<lathe::evaluation> out;
+// Every evaluation a workspace stored, oldest first, with when it ran.
+std::vector<evaluation_span> stored_timed(const fs::path& ws) {
+  std::vector<evaluation_span> out;
   auto db = lathe::store::open(ws / ".lathe/lathe.db");
   EXPECT_TRUE(db) << db.error().message;
   if (!db) return out;
-  auto list = db->list_evaluations("", 0);
-  EXPECT_TRUE(list) << list.error().message;
-  if (!list) return out;
-  for (auto it = list->rbegin(); it != list->rend(); ++it) {
-    auto e = db->get_evaluation(it->id);
-    EXPECT_TRUE(e) << e.error().message;
-    if (e) out.push_back(std::move(*e));
-  }
+  for (auto& [id, span] : lathe::testing::evaluation_spans(*db)) out.push_back(std::move(span));
+  return out;
+}
+
+std::vector<lathe::evaluation> stored(const fs::path& ws) {
+  std::vector<lathe::evaluation> out;
+  for (auto& t : stored_timed(ws)) out.push_back(std::move(t.e));
   return out;
 }
 
@@ -80,36 +90,55 @@ std::multiset<std::pair<std::string, std::string>> verdicts(const std::vector<la
 }
 
 const std::string task = src + "/tests/problems/scale_relu";
-// The shipped silu task: the rule engine finds a new child in each generation (a cell per count of
-// features, so that each is kept).
+// The shipped silu task with the mock model: two children a generation from one island, both in
+// one batch (--in-flight 2 on either run, so that the runs sample the same parents), each a new
+// kernel (the mock's siblings differ), checks only.
 const std::string shape =
-    "silu --proposer rules --generations 3 --islands 1 --population 2 --children 2 --seed 3 "
+    "silu --proposer llm --generations 2 --islands 1 --population 1 --children 2 --in-flight 2 --seed 3 "
     "--descriptors features:1,2,3,4,5,6 --no-time --json ";
 
-TEST_F(evolve_slots, children_on_two_slots_keep_the_verdicts_of_the_whole_machine) {
-  if (allowed_cores() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
-  const run_result whole = run_lathe(ws("whole") + "evolve " + shape + "--cpu-slots 0");
-  ASSERT_EQ(whole.code, 0) << whole.err;
-  const run_result slotted = run_lathe(ws("slots") + "evolve " + shape + "--cpu-slots 2");
-  ASSERT_EQ(slotted.code, 0) << slotted.err;
-  const json a = parse_json(whole), b = parse_json(slotted);
+// Cores of slot `index` of a split of this machine's cores into `count` (gate::split_cores: sizes
+// differ by at most one, the larger first).
+size_t cores_of(uint32_t index, uint32_t count) {
+  const int n = allowed_cores();
+  return static_cast<size_t>(n / static_cast<int>(count) + (static_cast<int>(index) < n % static_cast<int>(count) ? 1 : 0));
+}
 
-  const auto on_whole = stored(dir_ / "whole"), on_slots = stored(dir_ / "slots");
-  ASSERT_GE(on_slots.size(), 3u);  // the start and children of two generations
-  std::set<uint32_t> named;
-  for (const auto& e : on_whole) EXPECT_FALSE(e.slot) << "evaluation " << e.id << " of a run without slots";
-  for (const auto& e : on_slots) {
-    ASSERT_TRUE(e.slot) << "evaluation " << e.id << " names no slot";
-    EXPECT_EQ(e.slot->count, 2u);
-    EXPECT_EQ(e.slot->cores.size(), static_cast<size_t>(allowed_cores() / 2 + (static_cast<int>(e.slot->index) < allowed_cores() % 2 ? 1 : 0)));
-    named.insert(e.slot->index);
-    EXPECT_FALSE(e.paired) << "checks only: nothing timed";
+TEST_F(evolve_slots, one_run_keeps_two_slots_busy_with_the_verdicts_of_one_slot) {
+  if (allowed_cores() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
+  const run_result one = run_lathe(mock_ws("one") + "evolve " + shape + "--cpu-slots 1");
+  ASSERT_EQ(one.code, 0) << one.err;
+  const run_result two = run_lathe(mock_ws("two") + "evolve " + shape + "--cpu-slots 2");
+  ASSERT_EQ(two.code, 0) << two.err;
+  const json a = parse_json(one), b = parse_json(two);
+
+  const auto on_one = stored_timed(dir_ / "one"), on_two = stored_timed(dir_ / "two");
+  ASSERT_GE(on_two.size(), 3u);  // the start and new children
+  for (const auto& t : on_one) {
+    ASSERT_TRUE(t.e.slot) << "evaluation " << t.e.id << " names no slot";
+    EXPECT_EQ(t.e.slot->index, 0u);
+    EXPECT_EQ(t.e.slot->count, 1u);
+    EXPECT_EQ(t.e.slot->cores.size(), static_cast<size_t>(allowed_cores()));
   }
-  // Only the two slots of the split (the rule engine writes one new child per batch here, so
-  // which of them ran is not asserted: bench_parallel.py shows both in use on a suite).
-  for (uint32_t i : named) EXPECT_LT(i, 2u);
+  std::set<uint32_t> named;
+  for (const auto& t : on_two) {
+    ASSERT_TRUE(t.e.slot) << "evaluation " << t.e.id << " names no slot";
+    EXPECT_EQ(t.e.slot->count, 2u);
+    ASSERT_LT(t.e.slot->index, 2u);
+    EXPECT_EQ(t.e.slot->cores.size(), cores_of(t.e.slot->index, 2));
+    named.insert(t.e.slot->index);
+    EXPECT_FALSE(t.e.paired) << "checks only: nothing timed";
+  }
+  // One run kept both slots busy: each slot ran evaluations, and an evaluation on slot 0 and one
+  // on slot 1 ran at the same time (each began before the other ended).
+  EXPECT_EQ(named, (std::set<uint32_t>{0, 1}));
+  int overlapping = 0;
+  for (const auto& x : on_two)
+    for (const auto& y : on_two)
+      if (x.e.slot->index == 0 && y.e.slot->index == 1 && lathe::testing::overlapped(x, y)) ++overlapping;
+  EXPECT_GE(overlapping, 1) << "no evaluation on slot 0 overlapped one on slot 1";
   // The same verdicts, the same children and archive: the slots change where, not what.
-  EXPECT_EQ(verdicts(on_slots), verdicts(on_whole));
+  EXPECT_EQ(verdicts(stored(dir_ / "two")), verdicts(stored(dir_ / "one")));
   EXPECT_EQ(b["children"], a["children"]);
   EXPECT_EQ(b["failures"], a["failures"]);
   EXPECT_EQ(b["best"], a["best"]);
@@ -118,16 +147,16 @@ TEST_F(evolve_slots, children_on_two_slots_keep_the_verdicts_of_the_whole_machin
   // Stored with the run, with the batch width the slots asked for; a resume keeps them and
   // replays every child (nothing gated again).
   const std::string run = b.value("run", "");
-  const run_result shown = run_lathe(ws("slots") + "runs show " + run + " --json");
+  const run_result shown = run_lathe(ws("two") + "runs show " + run + " --json");
   ASSERT_EQ(shown.code, 0) << shown.err;
   const json args = parse_json(shown)["run"]["args"];
   EXPECT_EQ(args.value("cpu_slots", -1), 2) << args.dump();
   EXPECT_EQ(args.value("in_flight", -1), 2) << args.dump();
   EXPECT_TRUE(args.value("no_time", false)) << args.dump();
-  const run_result again = run_lathe(ws("slots") + "evolve --resume " + run + " --json");
+  const run_result again = run_lathe(ws("two") + "evolve --resume " + run + " --json");
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_EQ(parse_json(again)["archive"], b["archive"]);
-  EXPECT_EQ(stored(dir_ / "slots").size(), on_slots.size());
+  EXPECT_EQ(stored(dir_ / "two").size(), on_two.size());
 }
 
 TEST_F(evolve_slots, what_cannot_use_slots_is_refused_with_the_reason) {
