@@ -59,6 +59,8 @@ def main():
     p.add_argument("--a-args", default="", help="extra `lathe eval` options of side a")
     p.add_argument("--b-args", default="", help="extra `lathe eval` options of side b")
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=1,
+                   help="uncounted evaluations first (side a), so that neither side's first round pays a cold build")
     p.add_argument("--max-time", type=float, default=0.5)
     p.add_argument("--out")
     p.add_argument("task")
@@ -67,6 +69,9 @@ def main():
     load0 = open("/proc/loadavg").read().split()[:3]
     rows = {"a": [], "b": []}
     with tempfile.TemporaryDirectory(prefix="lathe-time-stage-") as ws:
+        for w in range(a.warmup):
+            x = run(a.a, ws, a.task, a.kernel, a.max_time, a.a_args.split())
+            print(f"warm-up {w + 1}/{a.warmup} (not counted): {x['wall']:.2f} s", file=sys.stderr)
         for r in range(a.rounds):
             order = ["a", "b"] if r % 2 == 0 else ["b", "a"]
             for side in order:
@@ -74,6 +79,7 @@ def main():
                 rows[side].append(run(getattr(a, side), ws, a.task, a.kernel, a.max_time, extra))
             print(f"round {r + 1}/{a.rounds}: a {rows['a'][-1]['wall']:.2f} s, b {rows['b'][-1]['wall']:.2f} s",
                   file=sys.stderr)
+            save(a, rows, load0, None)  # a run stopped at its time limit keeps the rounds it finished
     load1 = open("/proc/loadavg").read().split()[:3]
     skip = ("outcome", "pairs", "first A/A width")
     keys = [k for k in rows["a"][0] if k not in skip and all(k in x for x in rows["a"] + rows["b"])]
@@ -93,10 +99,14 @@ def main():
         geo = math.exp(statistics.mean(math.log(r) for r in ratios)) if ratios else float("nan")
         d = 3 if "width" in k else 2
         print(f"{k:34} {statistics.median(av):9.{d}f} {statistics.median(bv):9.{d}f} {geo:24.2f}")
+    save(a, rows, load0, load1)
+
+
+def save(a, rows, load0, load1):
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"task": a.task, "kernel": a.kernel, "a": a.a, "b": a.b, "a_args": a.a_args,
-                       "b_args": a.b_args, "rounds": rows,
+                       "b_args": a.b_args, "rounds": rows, "warmup": a.warmup,
                        "load_before": load0, "load_after": load1}, f, indent=1)
 
 
