@@ -28,6 +28,7 @@ import lathe_synth_dedup as dd  # noqa: E402
 import lathe_synth_extract as ex  # noqa: E402
 import lathe_synth_family as fam  # noqa: E402
 import lathe_synth_guess as guess  # noqa: E402
+import lathe_synth_trial as trial  # noqa: E402  (the batch line both sides write; no torch here)
 
 LICENSE = re.compile(r"(SPDX-License-Identifier|[Ll]icen[sc]e|Copyright)")
 HEADER_LINES = 30
@@ -119,11 +120,17 @@ def slug(s):
     return re.sub(r"[^A-Za-z0-9]+", "_", s).strip("_") or "x"
 
 
-def input_text(shape, draw):
-    """One of get_inputs' values (lathe_synth_guess.forward_inputs' draws)."""
+def batch_name(defined):
+    """The name of a scalable problem's leading dimension, as KernelBench's problems name it."""
+    return "batch_size" if "batch_size" not in defined else "lathe_batch_size"
+
+
+def input_text(shape, draw, batch=None):
+    """One of get_inputs' values (lathe_synth_guess.forward_inputs' draws); `batch` names the
+    leading dimension where the trial may scale it."""
     if draw and "value" in draw:
         return repr(draw["value"])
-    dims = ", ".join(str(d) for d in shape)
+    dims = ", ".join([batch or str(shape[0])] + [str(d) for d in shape[1:]])
     if not draw:
         return f"torch.randn({dims})"
     if draw.get("unit"):
@@ -160,10 +167,13 @@ def problem_text(entry, source, defined, shapes, init=None, note=None, cand=None
             raise ex.Refusal("name clash", "the file's own Model would clash with KernelBench's Model")
         text += model_text(entry["class"], cand.get("init_names", []), kwargs)
     draws = cand.get("draws") or [None] * len(shapes)
-    args = ", ".join(input_text(s, d) for s, d in zip(shapes, draws))
+    batch = batch_name(defined) if cand.get("batch") else None
+    args = ", ".join(input_text(s, d, batch) for s, d in zip(shapes, draws))
     init = list(init or []) + list(kwargs.values())
     init_line = (f"return {init!r}  # guessed, then tried" if init else
                  "return []  # the constructor's defaults")
+    if batch:
+        text += f"\n\n{trial.batch_line(batch, cand['batch'])}"
     text += (f"\n\ndef get_inputs():\n    return [{args}]\n\n\n"
              f"def get_init_inputs():\n    {init_line}\n")
     ast.parse(text)  # what lathe writes must parse; never run here
@@ -297,7 +307,9 @@ def guessed_texts(m, source, defined, cands):
                     "and kept because it loads, runs forward and passes the filters")
             texts.append({"text": problem_text(m, source, defined, c["shapes"], c["init"], note, c),
                           "shapes": c["shapes"], "init": c["init"] + list(c["kwargs"].values()),
-                          "draws": c["draws"], "kwargs": c["kwargs"]})
+                          "draws": c["draws"], "kwargs": c["kwargs"],
+                          "batch": {"name": batch_name(defined), "value": c["batch"]}
+                          if c.get("batch") else None})
     except (ex.Refusal, SyntaxError) as r:
         m["reason"] += f"; no trial ran: {getattr(r, 'detail', str(r))}"
         return None
@@ -352,8 +364,8 @@ def summarize(modules, reports, seconds, trial_seconds=0.0):
             "seconds": round(seconds + trial_seconds, 3),
             "filters": {"passed": sum(1 for m in found if m.get("filters") == "passed"),
                         "refused": {k: sum(1 for m in found if m.get("kind") == k) for k in FILTERS}},
-            "not_done": ["inputs from where the tree builds and calls a module",
-                         "sizes for a target run time"]}
+            "sized": sum(1 for m in kept if "sizes" in m),
+            "not_done": ["inputs from where the tree builds and calls a module"]}
 
 
 def strings(v, cap=200):
@@ -374,6 +386,24 @@ def input_specs(c):
             specs.append({"shape": s, "dtype": "float32"} if not d else
                          {"shape": s, "dtype": "int64", "below": d["below"]})
     return specs
+
+
+def scaled(c, sizes, m):
+    """The kept candidate at the batch its trial chose for the target forward time (the record's
+    `sizes`, into the manifest), or as planned where none was chosen."""
+    b = c.get("batch")
+    if not isinstance(sizes, dict) or not b:
+        return c
+    chosen = sizes.get("batch")
+    if type(chosen) is not int or not 1 <= chosen <= trial.MAX_BATCH:
+        return c
+    text = trial.with_batch(c["text"], b["name"], b["value"], chosen)
+    if text is None:
+        return c
+    m["sizes"] = {"batch": chosen, "planned": b["value"], "target_ms": sizes.get("target_ms"),
+                  "forward_ms": sizes.get("forward_ms"), "tried": sizes.get("tried")}
+    shapes = [[chosen] + list(s[1:]) if s else s for s in c["shapes"]]
+    return {**c, "text": text, "shapes": shapes}
 
 
 def apply_one(out, m, p, r, why_none):
@@ -397,7 +427,7 @@ def apply_one(out, m, p, r, why_none):
         t["status"] = "kept"
         if declared:
             return
-        c = p["candidates"][kept]
+        c = scaled(p["candidates"][kept], rec.get("sizes"), m)
         write_file(os.path.join(out, "problems", p["name"] + ".py"), c["text"])
         m.update(status="kept", problem=f"problems/{p['name']}.py", inputs_found=f"trial {kept + 1} of {n}",
                  inputs=input_specs(c), init_inputs=c["init"], refused_before=m.pop("reason"))

@@ -197,7 +197,9 @@ def forward_inputs(fwd_req, declared, roles, shape):
     """{"shapes", "draws"} of forward's arguments for one shared shape: a declared shape kept, a
     number as declared, an index drawn below its bound or values in [0, 1) (index_roles), else
     randn of `shape`. draws[i]: None (randn), {"below": n} (int64 indices), {"unit": true}
-    (torch.rand) or {"value": v} (a number, not a tensor; its shape None)."""
+    (torch.rand) or {"value": v} (a number, not a tensor; its shape None). "batch": the shared
+    shape's leading dimension where every tensor is drawn from that shape (none declared): the
+    trial may scale it toward a target forward time (lathe_synth_trial.py), else None."""
     shapes, draws = [], []
     for a, d in zip(fwd_req, declared):
         if isinstance(d, dict):
@@ -213,7 +215,9 @@ def forward_inputs(fwd_req, declared, roles, shape):
             dims, high = index_input(roles[a.arg], shape)
             shapes.append(dims)
             draws.append({"below": high})
-    return {"shapes": shapes, "draws": draws}
+    tensors = [d for d in declared if not isinstance(d, dict)]
+    batch = shape[0] if tensors and all(d is None for d in tensors) else None
+    return {"shapes": shapes, "draws": draws, "batch": batch}
 
 
 def constructor_rounds(init, init_req, init_kw, size, inherited):

@@ -46,6 +46,15 @@ SCALE = 8.0
 # evaluate it (`lathe eval`: resource_limit, "more than 16 tensors").
 MAX_TENSORS = 0  # the second shared draw: the inputs times this
 HELPERS = ("lathe_ops.py", "lathe_plumbing.txt")
+# Sizes for a target run time (--target-ms; 0: off): a kept candidate whose inputs all share the
+# guessed shape has its leading dimension (`batch_size`) scaled by powers of two toward the target
+# forward time, at most SCALE_STEPS more tries (next_batch), the batch at most MAX_BATCH and the
+# inputs and outputs at most MAX_BYTES; a size that fails to run or a filter ends the scaling.
+TARGET_MS = 0.0
+SCALE_STEPS = 4
+MAX_BATCH = 65536
+MAX_BYTES = 32 << 20
+TIMING_S = 0.25  # timing one size: repeats of forward within this time (3 at least, 50 at most)
 
 
 def say(obj):
@@ -234,7 +243,96 @@ def examine(worker_mod, torch, path):
                             "scaled": scaled_summary(worker_mod, torch, p, named)}}
 
 
-def child(worker_mod, torch, files, timeout_s, reply_fd):
+def batch_line(name, value):
+    """The problem file's line that sets its leading dimension (lathe_synth.py writes it)."""
+    return f"{name} = {int(value)}  # the leading dimension; scaled toward --target-ms (docs/synth.md)"
+
+
+def with_batch(text, name, old, new):
+    """`text` with its batch line set to `new`, or None where the line is not there once."""
+    line = batch_line(name, old)
+    if text.count("\n" + line + "\n") != 1:
+        return None
+    return text.replace("\n" + line + "\n", "\n" + batch_line(name, new) + "\n", 1)
+
+
+def forward_ms(worker_mod, torch, path):
+    """The median forward time in ms of a candidate at its own sizes (torch on one thread)."""
+    p = worker_mod.Worker(path, "cpu", torch, None).problem
+    named = p.inputs(0)
+    outputs_of(worker_mod, torch, p, named)  # warm
+    times, start = [], time.perf_counter()
+    while len(times) < 3 or (len(times) < 50 and time.perf_counter() - start < TIMING_S):
+        t0 = time.perf_counter()
+        outputs_of(worker_mod, torch, p, named)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def next_batch(ran, per_batch_bytes):
+    """The next power of two to try from the sizes that ran ([(batch, ms, cost)], the last one
+    tried last), within the limits; the last batch when its time is within a factor of 2 of
+    TARGET_MS or no other size is worth a try. Once one size ran under the target and another
+    over it, the one between them (time often grows faster than the batch: caches, page faults);
+    else the one the last time scales linearly to."""
+    b, ms, _ = ran[-1]
+    if ms <= 0 or TARGET_MS / 2 <= ms <= TARGET_MS * 2:
+        return b
+    under = [r[0] for r in ran if r[1] < TARGET_MS]
+    over = [r[0] for r in ran if r[1] > TARGET_MS]
+    if under and over and max(under) < min(over):
+        lo, hi = max(under), min(over)
+        want = 2 ** round((math.log2(lo) + math.log2(hi)) / 2)
+        return want if lo < want < hi else b
+    want = max(1, min(MAX_BATCH, 2 ** round(math.log2(max(b * TARGET_MS / ms, 1)))))
+    while want > b and want * per_batch_bytes > MAX_BYTES:
+        want //= 2
+    return b if any(r[0] == want for r in ran) else want
+
+
+def scale(worker_mod, torch, path, cand, record, timeout_s):
+    """The kept candidate's batch scaled toward TARGET_MS: record["sizes"] (the batch chosen, its
+    forward time, each size tried) and the cost at that batch. The fingerprint stays the planned
+    size's: the dedup compares modules on the same shared draws."""
+    info = cand.get("batch") or {}
+    name, b = info.get("name"), info.get("value")
+    signal.alarm(max(1, int(timeout_s)))
+    ms = forward_ms(worker_mod, torch, path)
+    signal.alarm(0)
+    tried = [[b, round(ms, 4)]]
+    ran = [(b, ms, record["cost"])]  # the sizes that ran and passed the filters
+    io = record["cost"]["bytes"]["inputs"] + record["cost"]["bytes"]["outputs"]
+    text = cand["text"]
+    for step in range(SCALE_STEPS):
+        nb = next_batch(ran, io / max(b, 1))
+        if nb == b:
+            break
+        new = with_batch(text, name, info["value"], nb)
+        if new is None:
+            break
+        trial_path = os.path.join(os.path.dirname(path), f"scaled_{step + 1}.py")
+        write_fresh(trial_path, new)
+        signal.alarm(max(1, int(timeout_s)))
+        try:
+            rec = examine(worker_mod, torch, trial_path)
+            nms = forward_ms(worker_mod, torch, trial_path)
+        except BaseException as e:  # a size that does not run or fails a filter ends the scaling
+            tried.append([nb, short(e)])
+            break
+        finally:
+            signal.alarm(0)
+        b, ms = nb, nms
+        io = rec["cost"]["bytes"]["inputs"] + rec["cost"]["bytes"]["outputs"]
+        ran.append((b, ms, rec["cost"]))
+        tried.append([b, round(ms, 4)])
+    # The size whose time is nearest the target (by ratio): a step may overshoot, and on a loaded
+    # machine one timing may be off.
+    b, ms, record["cost"] = min(ran, key=lambda r: abs(math.log(max(r[1], 1e-6) / TARGET_MS)))
+    record["sizes"] = {"batch": b, "forward_ms": round(ms, 4), "target_ms": TARGET_MS,
+                       "tried": tried}
+
+
+def child(worker_mod, torch, files, timeout_s, reply_fd, cands=()):
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -251,6 +349,12 @@ def child(worker_mod, torch, files, timeout_s, reply_fd):
             reply["error"] = short(e)
         signal.alarm(0)
         err = reply["error"]
+        if err is None and TARGET_MS > 0 and (cands[k].get("batch") or {}).get("value"):
+            try:  # kept at the planned size whatever the scaling meets
+                scale(worker_mod, torch, path, cands[k], reply, timeout_s)
+            except BaseException as e:
+                reply["sizes"] = {"error": short(e)}
+            signal.alarm(0)
         out.write(json.dumps(reply) + "\n")
         if err is None:
             break
@@ -263,7 +367,7 @@ class Job:
 
     def __init__(self, m, pid, fd, n, timeout_s):
         self.m, self.pid, self.fd, self.n, self.buf = m, pid, fd, n, b""
-        self.limit = timeout_s * n + 2
+        self.limit = timeout_s * (n + (SCALE_STEPS if TARGET_MS > 0 else 0)) + 2
         self.deadline = time.monotonic() + self.limit
 
 
@@ -283,7 +387,7 @@ def start_module(worker_mod, torch, m, here, timeout_s):
     if pid == 0:
         os.close(r)
         os.chdir(folder)
-        child(worker_mod, torch, files, timeout_s, w)
+        child(worker_mod, torch, files, timeout_s, w, m["candidates"])
     os.close(w)
     return Job(m, pid, r, len(files), timeout_s)
 
@@ -303,7 +407,7 @@ def finish(job, timed_out):
         replies = max(replies, k + 1)
         if err is None and kept is None and 0 <= k < job.n:
             kept = k
-            record = {key: rep.get(key) for key in ("ops", "layers", "fingerprint", "cost")}
+            record = {key: rep.get(key) for key in ("ops", "layers", "fingerprint", "cost", "sizes")}
         elif err is not None:
             errors.append(str(err)[:ERROR_CHARS])
             if rejected is None and rep.get("filter") in FILTERS:
@@ -340,7 +444,7 @@ def run_all(worker_mod, torch, modules, here, timeout_s, jobs, helpers):
 
 
 def main():
-    global MAX_TENSORS
+    global MAX_TENSORS, TARGET_MS
     not_dumpable()
     plan_path = sys.argv[1]
     timeout_s = 10.0
@@ -348,6 +452,8 @@ def main():
         timeout_s = float(sys.argv[sys.argv.index("--timeout") + 1])
     if "--max-tensors" in sys.argv:
         MAX_TENSORS = int(sys.argv[sys.argv.index("--max-tensors") + 1])
+    if "--target-ms" in sys.argv:
+        TARGET_MS = max(0.0, float(sys.argv[sys.argv.index("--target-ms") + 1]))
     # Children at a time: the machine's CPUs, at most 4 (each is one torch thread).
     jobs = max(1, min(4, os.cpu_count() or 1))
     here = os.getcwd()

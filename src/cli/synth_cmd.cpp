@@ -31,6 +31,7 @@ struct synth_options {
   double timeout_s = 600;
   int trials = 8;  // candidates per module at most (0: no trials)
   double trial_timeout_s = 10;
+  double target_ms = 4;  // forward time the kept modules' batch is scaled toward (0: off)
   bool json = false;
   bool own_package = false;  // an installed package's tree may import itself (docs/synth.md)
 };
@@ -72,14 +73,16 @@ void print_summary(const json& s, const std::string& out, double seconds) {
       "dedup    %d duplicates dropped in %d clusters (the same code after normalizing names, or "
       "the same outputs on shared inputs); one of each cluster kept\n",
       s.value("duplicates", 0), s.value("clusters", 0));
+  std::printf("sizes    %d kept with their batch scaled toward --target-ms (the others as "
+              "planned or declared)\n",
+              s.value("sized", 0));
   std::string families;  // by name (python/lathe_synth_family.py names them)
   const json by_family = s.value("families", json::object());
   for (const auto& [family, count] : by_family.items())
     families += (families.empty() ? "" : ", ") + family + " " + std::to_string(count.get<int>());
   std::printf("families %s\n", families.empty() ? "none (nothing ran)" : families.c_str());
   std::printf(
-      "not done yet: inputs from where the tree builds and calls a module, sizes for a target "
-      "run time (docs/synth.md)\n");
+      "not done yet: inputs from where the tree builds and calls a module (docs/synth.md)\n");
   std::printf("wall time %.2f s\n", seconds);
 }
 
@@ -119,7 +122,8 @@ int run_synth(const synth_options& o) {
   if (o.trials > 0 && std::filesystem::exists(std::filesystem::path(o.out) / "plan.json", ec)) {
     const double spent =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const json t = run_synth_trials(o.out, {o.trial_timeout_s, std::max(1.0, o.timeout_s - spent)});
+    const json t = run_synth_trials(
+        o.out, {o.trial_timeout_s, std::max(1.0, o.timeout_s - spent), o.target_ms});
     if (t["error"].is_string())
       std::fprintf(stderr, "synth: trials: %s\n", t["error"].get<std::string>().c_str());
     if (const int code =
@@ -165,6 +169,9 @@ void add_synth(CLI::App& app, const common_options&, int& exit_code) {
                   "them, in the sandbox (default 8; 0: none)");
   sub->add_option("--trial-timeout", o->trial_timeout_s,
                   "seconds each candidate may take (default 10)");
+  sub->add_option("--target-ms", o->target_ms,
+                  "a kept module's leading (batch) dimension is scaled by powers of two toward "
+                  "this forward time, measured in the sandbox (default 4; 0: the guessed sizes)");
   sub->add_flag("--json", o->json, "print the summary as JSON (lathe.synth_summary/1)");
   sub->add_flag("--allow-own-package", o->own_package,
                 "a source tree that is an installed package (torchvision) may import itself; its "

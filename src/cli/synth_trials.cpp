@@ -9,6 +9,7 @@
 // show` uses (lathe_problem.py's describe), so a kept problem is one `task show` reads.
 #include "cli/synth_trials.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -112,8 +113,9 @@ json run_synth_trials(const fs::path& out, const synth_trial_options& o) {
     std::string tried;
     for (const fs::path& python : gate::python_interpreters()) {
       const gate::tool_jail jail = trial_jail(python);
-      char per_trial[32];
+      char per_trial[32], target[32];
       std::snprintf(per_trial, sizeof per_trial, "%g", o.per_trial_s);
+      std::snprintf(target, sizeof target, "%g", std::max(0.0, o.target_ms));
       // A problem past the gate's tensor limit could never be evaluated: refused in the trial.
       const std::vector<std::string> cmd{python.string(),
                                          "-I",
@@ -123,7 +125,9 @@ json run_synth_trials(const fs::path& out, const synth_trial_options& o) {
                                          "--timeout",
                                          per_trial,
                                          "--max-tensors",
-                                         std::to_string(wire::max_tensors)};
+                                         std::to_string(wire::max_tensors),
+                                         "--target-ms",
+                                         target};
       const gate::tool_result r = gate::run_tool(cmd, o.timeout_s, work, &jail);
       gate::own_again(work);
       result["jail"] = r.jail;

@@ -15,6 +15,7 @@ struct synth_trial_options {
   double per_trial_s = 10;  // each candidate (SIGALRM in the trial's child; the child killed after
                             // all of its module's candidates' time)
   double timeout_s = 600;   // the whole run in the sandbox
+  double target_ms = 4;     // a kept module's batch scaled toward this forward time (0: off)
 };
 
 // Runs the trials of DIR/plan.json in a fresh folder in TMPDIR (the sandbox's one writable folder,

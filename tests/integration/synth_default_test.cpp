@@ -73,13 +73,25 @@ TEST(synth_default, keeps_at_least_100_problems_from_torchvision_and_torch_nn) {
   // The manifest keeps its promises: one problem file per kept module, none for the others; a
   // reason for every refusal; every kept module passed the filters.
   const json m = json::parse(slurp(out_dir() / "manifest.json"));
-  int kept = 0, files = 0;
+  int kept = 0, files = 0, sized = 0;
   for (const auto& mod : m["modules"]) {
     if (mod["status"] == "kept") {
       ++kept;
       EXPECT_EQ(mod["filters"], "passed") << mod.dump();
       EXPECT_TRUE(fs::is_regular_file(out_dir() / mod["problem"].get<std::string>()))
           << mod.dump();
+      // Sizes for the target run time: where the batch was scaled, every tensor input leads
+      // with it and the problem file sets it.
+      if (mod.contains("sizes")) {
+        const json batch = mod["sizes"]["batch"];
+        for (const auto& in : mod["inputs"])
+          if (in.contains("shape")) EXPECT_EQ(in["shape"][0], batch) << mod.dump();
+        EXPECT_NE(slurp(out_dir() / mod["problem"].get<std::string>())
+                      .find("\nbatch_size = " + batch.dump() + "  #"),
+                  std::string::npos)
+            << mod.dump();
+        ++sized;
+      }
     } else {
       EXPECT_FALSE(mod.contains("problem")) << mod.dump();
     }
@@ -90,6 +102,8 @@ TEST(synth_default, keeps_at_least_100_problems_from_torchvision_and_torch_nn) {
   for (const auto& f : fs::directory_iterator(out_dir() / "problems")) files += f.is_regular_file();
   EXPECT_EQ(kept, s["kept"].get<int>());
   EXPECT_EQ(files, kept);
+  EXPECT_EQ(sized, s["sized"].get<int>());
+  EXPECT_GE(sized, kept / 2) << r.out;  // torch.nn's and torchvision's shapes are all guessed
 }
 
 // The sample: the first kept problem of each kind of input or constructor the run produces — from

@@ -125,8 +125,9 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
 TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   fs::remove("/tmp/lathe-synth-escaped.txt");
   ::setenv("LATHE_SYNTH_TEST_SECRET", "hunter2", 1);
+  // --target-ms 0: the guessed sizes as planned (scales_the_batch_* scales them).
   const auto r = run_lathe("synth '" + (dir_ / "tree").string() + "' --out '" +
-                           (dir_ / "out").string() + "' --json");
+                           (dir_ / "out").string() + "' --target-ms 0 --json");
   ::unsetenv("LATHE_SYNTH_TEST_SECRET");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
@@ -238,18 +239,21 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   // takes is passed as one; probabilities are drawn in [0, 1); a constructor inherited from
   // torch.nn gets one size, then two.
   for (const auto& [cls, want] :
-       {std::pair{"Lookup", "return [torch.randint(0, 16, (2, 16))]"},
-        std::pair{"PickedLoss", "return [torch.randn(2, 16), torch.randint(0, 16, (2,))]"},
+       {std::pair{"Lookup", "return [torch.randint(0, 16, (batch_size, 16))]"},
+        std::pair{"PickedLoss",
+                  "return [torch.randn(batch_size, 16), torch.randint(0, 16, (batch_size,))]"},
         std::pair{"Resized", "super().__init__(scale_factor=scale_factor)"},
         std::pair{"KeywordOnly", "super().__init__(channels=channels)"},
-        std::pair{"Windows", "return [torch.randn(2, 16, 8, 8), 2]"},
+        std::pair{"Windows", "return [torch.randn(batch_size, 16, 8, 8), 2]"},
         std::pair{"Inherited", "return [16, 16]"},
-        std::pair{"Probabilities", "return [torch.rand(2, 16), torch.rand(2, 16)]"}}) {
+        std::pair{"Probabilities", "return [torch.rand(batch_size, 16), torch.rand(batch_size, 16)]"}}) {
     const json* u = module(m, cls);
     ASSERT_NE(u, nullptr) << cls;
     ASSERT_EQ((*u)["status"], "kept") << u->dump();
     const std::string text = slurp(dir_ / "out" / (*u)["problem"].get<std::string>());
     EXPECT_NE(text.find(want), std::string::npos) << cls << "\n" << text;
+    EXPECT_NE(text.find("\nbatch_size = 2  # the leading dimension"), std::string::npos) << text;
+    EXPECT_FALSE(u->contains("sizes")) << u->dump();  // --target-ms 0: not scaled
   }
   EXPECT_EQ((*module(m, "Lookup"))["inputs"][0],
             json({{"shape", {2, 16}}, {"dtype", "int64"}, {"below", 16}}));
@@ -287,6 +291,60 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   EXPECT_FALSE(fs::exists(dir_ / "out/escaped.txt"));
   EXPECT_FALSE(fs::exists("/tmp/lathe-synth-escaped.txt"));
   EXPECT_EQ(slurp(dir_ / "out/manifest.json").find("hunter2"), std::string::npos);
+}
+
+// Sizes for a target run time: a kept module whose inputs all share the guessed shape has its
+// leading dimension (batch_size) scaled by powers of two toward --target-ms, measured in the
+// sandbox; a declared shape is kept. 50 ms is far above what these tiny modules take at batch 2
+// (microseconds), so each grows however loaded the machine; no time is asserted.
+TEST_F(synth, scales_the_batch_toward_a_target_forward_time) {
+  const auto r = run_lathe("synth '" + (dir_ / "tree/usage.py").string() + "' '" +
+                           (dir_ / "tree/layers.py").string() + "' --out '" +
+                           (dir_ / "out").string() + "' --target-ms 50 --json");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const json m = json::parse(slurp(dir_ / "out/manifest.json"));
+  for (const char* cls : {"Lookup", "PickedLoss", "Probabilities"}) {
+    const json* u = module(m, cls);
+    ASSERT_NE(u, nullptr) << cls;
+    ASSERT_EQ((*u)["status"], "kept") << u->dump();
+    ASSERT_TRUE(u->contains("sizes")) << u->dump();
+    const json& sz = (*u)["sizes"];
+    const int batch = sz["batch"].get<int>();
+    EXPECT_GT(batch, 2) << u->dump();
+    EXPECT_LE(batch, 65536) << u->dump();
+    EXPECT_EQ(batch & (batch - 1), 0) << u->dump();  // a power of two
+    EXPECT_EQ(sz["planned"], 2) << u->dump();
+    EXPECT_EQ(sz["target_ms"], 50.0) << u->dump();
+    EXPECT_GT(sz["forward_ms"].get<double>(), 0.0) << u->dump();
+    EXPECT_EQ(sz["tried"][0][0], 2) << u->dump();  // the planned size, timed first
+    bool tried = false;  // the batch chosen is one of those tried
+    for (const auto& t : sz["tried"]) tried = tried || t[0] == batch;
+    EXPECT_TRUE(tried) << u->dump();
+    EXPECT_EQ((*u)["inputs"][0]["shape"][0], batch) << u->dump();
+    const fs::path problem = dir_ / "out" / (*u)["problem"].get<std::string>();
+    const std::string text = slurp(problem);
+    EXPECT_NE(text.find("\nbatch_size = " + std::to_string(batch) + "  #"), std::string::npos)
+        << text;
+    const auto show = run_lathe("task show '" + problem.string() + "' --json");
+    ASSERT_EQ(show.code, 0) << show.out << show.err;
+    EXPECT_EQ(json::parse(show.out)["inputs"][0]["shapes"]["problem"][0], batch) << show.out;
+  }
+  EXPECT_EQ((*module(m, "PickedLoss"))["inputs"][1]["shape"],
+            json::array({(*module(m, "PickedLoss"))["sizes"]["batch"]}));  // a class per row
+  const json* gelu = module(m, "GeluBlock");  // declared (8, 64): kept as declared
+  ASSERT_NE(gelu, nullptr);
+  EXPECT_EQ((*gelu)["status"], "kept") << gelu->dump();
+  EXPECT_FALSE(gelu->contains("sizes")) << gelu->dump();
+  EXPECT_EQ((*gelu)["inputs"][0]["shape"], json::array({8, 64})) << gelu->dump();
+  // The scaled problem is one lathe evaluates: its own Model as the candidate comes out ok.
+  const fs::path problem = dir_ / "out" / (*module(m, "Lookup"))["problem"].get<std::string>();
+  const fs::path candidate = dir_ / "own_Lookup.py";
+  std::ofstream(candidate) << slurp(problem) << "\n\nclass ModelNew(Model):\n    pass\n";
+  const auto e = run_lathe("--workspace '" + (dir_ / "ws").string() + "' eval '" +
+                           problem.string() + "' '" + candidate.string() + "' --no-time --json");
+  const json ej = json::parse(e.out, nullptr, false);
+  ASSERT_TRUE(ej.is_object()) << e.out << e.err;
+  EXPECT_EQ(ej["outcome"], "ok") << e.out << e.err;
 }
 
 TEST_F(synth, refuses_an_output_folder_inside_the_tree_or_holding_other_files) {
