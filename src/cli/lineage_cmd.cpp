@@ -2,12 +2,15 @@
 // line"; docs/lineage.md). The verbs only wire the context, the gate (lineages::gate_verifier),
 // the proposer and the store together and print; lineage/ decides, skills/ induces.
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/lineage_view.h"
@@ -28,6 +31,7 @@ struct lineage_options {
   std::string task, expert = "expert", repo, resume, proposer = "auto";
   bool json = false, quiet = false, no_forward = false, no_induce = false, no_time = false;
   int32_t max_steps = 16, max_rejections = 4;
+  int32_t cpu_slots = 0;  // decompose --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
   std::vector<std::string> prior;  // decompose: mechanisms to take out first
   // --max-time and --quick, bound into the gate's settings (1 s per series: a walk times many
   // kernels). init always times; decompose asks for timing only when --no-time is off
@@ -44,6 +48,8 @@ result<void> fill_from_run(context& ctx, lineage_options& o) {
   // The run names its expert by kernel name and hash; decompose checks the hash on resume.
   if (auto it = args.find("expert"); it != args.end() && it->is_object() && o.expert == "expert")
     o.expert = it->value("name", o.expert);
+  // The run goes on with the slots it started with (decompose_options::cpu_slots, stored).
+  if (auto it = args.find("options"); it != args.end() && it->is_object()) o.cpu_slots = it->value("cpu_slots", 0);
   return {};
 }
 
@@ -89,11 +95,22 @@ int run_decompose(const common_options& common, lineage_options o) {
   auto k = find_task_kernel(*t, o.expert);
   if (!k) return fail_with(k.error(), 2);
   const std::string run_id = o.resume.empty() ? lineages::new_run_id() : o.resume;
+  // --cpu-slots: every evaluation on a free slot; the forward phase's checks on the slots at once.
+  auto pool = cpu_slot_pool_for(*t, o.cpu_slots);
+  if (!pool) return fail_with(pool.error(), 2);
   auto session = open_proposer(*ctx, *t, o.proposer, run_id, {}, {}, !o.resume.empty());
   if (!session) return fail_with(session.error(), 2);
-  lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+  // Gate evaluations counted as they are stored, whichever slot made them.
+  auto evaluations = std::make_shared<std::atomic<int64_t>>(0);
+  lineages::gate_hooks hooks = make_gate_hooks(*ctx, o.gate);
+  hooks.record = [inner = hooks.record, evaluations](const kernel_bundle& kb, evaluation& e) {
+    ++*evaluations;
+    return inner(kb, e);
+  };
+  const auto v = pooled_verifier(std::move(hooks), pool->get());
 
   lineages::decompose_options d;
+  d.cpu_slots = o.cpu_slots;
   d.max_steps = o.max_steps;
   d.max_rejections = o.max_rejections;
   d.forward = !o.no_forward;
@@ -109,7 +126,7 @@ int run_decompose(const common_options& common, lineage_options o) {
   if (!o.quiet && !o.json)
     std::fprintf(stderr, "… decompose %s %s with the %s\n", t->name.c_str(), k->name.c_str(),
                  (*session)->decision.why.c_str());
-  auto res = lineages::decompose(*t, *k, v, *(*session)->proposer, *ctx->db, d);
+  auto res = lineages::decompose(*t, *k, *v, *(*session)->proposer, *ctx->db, d);
   if (!res) return fail_with(res.error(), 1);
 
   std::vector<skill_card> cards;
@@ -131,7 +148,7 @@ int run_decompose(const common_options& common, lineage_options o) {
            {"cards", cards},
            {"induction_error", induce_note.empty() ? json(nullptr) : json(induce_note)},
            {"proposer", (*session)->label()},
-           {"evaluations", v.evaluations()}};
+           {"evaluations", evaluations->load()}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_lineage(res->l, *ctx->db);
@@ -141,7 +158,7 @@ int run_decompose(const common_options& common, lineage_options o) {
       else print_cards_brief(cards);
     }
     std::printf("run       %s (%lld gate evaluations; `lathe runs show %s`)\n", res->r.id.c_str(),
-                static_cast<long long>(v.evaluations()), res->r.id.c_str());
+                static_cast<long long>(evaluations->load()), res->r.id.c_str());
   }
   return res->r.state == run_state::finished ? 0 : 1;
 }
@@ -177,6 +194,9 @@ void add_lineage(CLI::App& app, const common_options& common, int& exit_code) {
   dec->add_flag("--no-forward", d->no_forward, "skip the forward re-derivation");
   dec->add_flag("--no-induce", d->no_induce, "do not induce skill cards from the lineage");
   dec->add_flag("--no-time", d->no_time, "check correctness only: steps get no measured speedup");
+  add_cpu_slots_option(dec, d->cpu_slots,
+                       "each evaluation on a free slot; the forward re-derivations' checks N at a time (decided and "
+                       "recorded in order; stored with the run; CPU tasks)");
   dec->add_option("--prior", d->prior,
                   "mechanisms to take out first, in order (feature names, remove_<feature> or rule "
                   "names, comma-separated: --prior cp_async_pipeline,fast_math); the proposer tries "

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/context.h"
+#include "cli/cpu_slots.h"
 #include "cli/fail.h"
 #include "cli/gate_options.h"
 #include "cli/lineage_view.h"
@@ -25,6 +26,7 @@ struct admit_cli {
   std::string proposer = "auto", kernel;
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
   bool all = false, json = false, keep_going = false;
+  int32_t cpu_slots = 0;  // --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
 };
 
 // The held-out tasks: the named ones, else every shipped task whose role is heldout.
@@ -54,11 +56,24 @@ platform card_platform(const skill_card& c) {
   return c.target.rfind("sm_", 0) == 0 ? platform::cuda : platform::cpu;
 }
 
+// --cpu-slots: a card's CPU trials on the slots at once. A CUDA task named as ground is refused
+// (its slot is the GPU); the shipped CUDA ground, taken by default, is tried as before.
+result<std::unique_ptr<gate::cpu_slot_pool>> admission_slots(const admit_cli& o, const std::vector<task>& tasks) {
+  if (o.cpu_slots > 0 && !o.tasks.empty())
+    for (const auto& t : tasks)
+      if (t.plat == platform::cuda) return cpu_slot_pool_for(t, o.cpu_slots);  // the refusal
+  return make_cpu_slot_pool(o.cpu_slots);
+}
+
 int run_admit(const common_options& common, const admit_cli& o) {
   std::optional<fs::path> ws;
   if (common.workspace) ws = *common.workspace;
   auto ctx = open_context(ws, true);
   if (!ctx) return fail_with(ctx.error(), 2);
+  auto tasks = heldout_tasks(*ctx, o);
+  if (!tasks) return fail_with(tasks.error(), 2);
+  auto pool = admission_slots(o, *tasks);
+  if (!pool) return fail_with(pool.error(), 2);
   auto stored = ctx->db->list_cards("");
   if (!stored) return fail_with(stored.error(), 1);
   std::vector<skill_card> cards;
@@ -72,8 +87,6 @@ int run_admit(const common_options& common, const admit_cli& o) {
                  o.cards.empty() ? "candidate" : "such");
     return o.cards.empty() ? 0 : 2;
   }
-  auto tasks = heldout_tasks(*ctx, o);
-  if (!tasks) return fail_with(tasks.error(), 2);
 
   json out{{"schema", "lathe.admission/1"}, {"platforms", json::array()}};
   int code = 0;
@@ -103,14 +116,16 @@ int run_admit(const common_options& common, const admit_cli& o) {
       if (!t.allow_fast_math) opts_task = &t;
     auto session = open_proposer(*ctx, *opts_task, o.proposer, std::nullopt);
     if (!session) return fail_with(session.error(), 2);
-    lineages::gate_verifier v(make_gate_hooks(*ctx, o.gate));
+    gate::cpu_slot_pool* slots = plat == platform::cpu ? pool->get() : nullptr;
+    const auto v = pooled_verifier(make_gate_hooks(*ctx, o.gate), slots);
     skills::admit_options ao;
+    ao.in_flight = slots ? static_cast<int32_t>(slots->slots().size()) : 1;
     ao.tgt = plat == platform::cuda ? *ctx->gpu : ctx->tgt;
     ao.start_kernel = o.kernel;
     if (!o.json)
       std::fprintf(stderr, "… admission of %zu %s card(s) on %zu held-out task(s) with the %s\n", mine.size(),
                    to_string(plat), ground.size(), (*session)->decision.why.c_str());
-    auto res = skills::admit(mine, ground, v, *(*session)->proposer, *ctx->db, ao);
+    auto res = skills::admit(mine, ground, *v, *(*session)->proposer, *ctx->db, ao);
     if (!res) return fail_with(res.error(), 1);
     json pj{{"platform", to_string(plat)},
             {"proposer", (*session)->label()},
@@ -166,6 +181,9 @@ void add_skills_admit(CLI::App* skills, const common_options& common, int& exit_
   admit->add_option("--proposer", o->proposer, "rules | llm | auto")->capture_default_str();
   admit->add_option("--max-time", o->gate.max_time, "longest paired timing series per trial, seconds")->capture_default_str();
   admit->add_flag("--quick", o->gate.quick, "half the timing effort: 2 process pairs, 4 rounds per paired series (wider intervals, larger margins)");
+  add_cpu_slots_option(admit, o->cpu_slots,
+                       "a card's held-out CPU trials, each on a free slot at once (logged and decided as one at a time; "
+                       "CPU tasks)");
   admit->add_flag("--json", o->json, "print as JSON (schema lathe.admission/1)");
   admit->footer("Source tasks are never admission ground. Admissions made by rule replay are labelled replay-admitted.");
   admit->callback([o, &common, &exit_code] { exit_code = run_admit(common, *o); });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <future>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -67,7 +68,8 @@ std::string options_json(const decompose_options& o) {
          {"max_edits_per_step", o.max_edits_per_step},
          {"forward", o.forward},
          {"time", o.time},
-         {"action_prior", o.action_prior}};
+         {"action_prior", o.action_prior},
+         {"cpu_slots", o.cpu_slots}};
   if (o.max_total_rejections) j["max_total_rejections"] = *o.max_total_rejections;
   return j.dump();
 }
@@ -80,6 +82,7 @@ decompose_options options_from(const json& j, const decompose_options& caller) {
   o.max_edits_per_step = j.value("max_edits_per_step", o.max_edits_per_step);
   o.forward = j.value("forward", o.forward);
   o.time = j.value("time", o.time);
+  o.cpu_slots = j.value("cpu_slots", 0);
   o.action_prior = j.value("action_prior", o.action_prior);
   o.max_total_rejections.reset();
   if (j.contains("max_total_rejections")) o.max_total_rejections = j.at("max_total_rejections").get<int32_t>();
@@ -233,27 +236,69 @@ result<void> walk_backward(runner& w, const kernel_bundle& expert) {
                   cat("backward walk ended: ", to_string(end.term), ": ", end.reason));
 }
 
+// The two kernels of accepted step `a`: its predecessor and successor.
+result<std::pair<kernel_bundle, kernel_bundle>> step_kernels(walk_context& c, const accepted_step& a,
+                                                            const kernel_bundle& expert) {
+  auto pred = c.db.get_kernel(a.tr.from_kernel);
+  if (!pred) return tl::unexpected(pred.error());
+  kernel_bundle succ = expert;
+  if (a.tr.to_kernel != expert.hash) {
+    auto k = c.db.get_kernel(a.tr.to_kernel);
+    if (!k) return tl::unexpected(k.error());
+    succ = *k;
+  }
+  return std::make_pair(std::move(*pred), std::move(succ));
+}
+
+// Each step's forward re-derivation, recorded the moment it is decided. With CPU slots
+// (cpu_slots > 1) as many checks at a time: steps proposed here in order (the proposer and the
+// store on this thread), their gate checks at once (each on a free slot), the rest (feature audit,
+// timing) and the records in order, so that the outcome is the one-at-a-time walk's and a killed
+// run loses at most the batch in flight.
 result<void> walk_forward(runner& w, const kernel_bundle& expert) {
   walk_context& c = w.c;
   walk_state& s = w.s;
-  for (const accepted_step& a : s.accepted) {
-    if (s.forwards.count(a.step)) continue;
-    auto pred = c.db.get_kernel(a.tr.from_kernel);
-    if (!pred) return tl::unexpected(pred.error());
-    kernel_bundle succ = expert;
-    if (a.tr.to_kernel != expert.hash) {
-      auto k = c.db.get_kernel(a.tr.to_kernel);
-      if (!k) return tl::unexpected(k.error());
-      succ = *k;
+  std::vector<const accepted_step*> todo;
+  for (const accepted_step& a : s.accepted)
+    if (!s.forwards.count(a.step)) todo.push_back(&a);
+  const size_t width = static_cast<size_t>(std::max(1, c.o.cpu_slots));
+  struct one {
+    const accepted_step* a;
+    kernel_bundle succ;
+    detail::forward_pending p;
+    std::future<evaluation> checked;
+  };
+  for (size_t next = 0; next < todo.size();) {
+    // Steps proposed in order until the batch holds `width` kernels to check (a step the proposer
+    // could not re-derive, or an identity round trip, needs none); without slots, one step.
+    std::vector<one> batch;
+    for (size_t to_check = 0; next < todo.size() && to_check < width && (width > 1 || batch.empty()); ++next) {
+      auto ks = step_kernels(c, *todo[next], expert);
+      if (!ks) return tl::unexpected(ks.error());
+      batch.push_back({todo[next], ks->second, detail::propose_forward(c, *todo[next], ks->first, ks->second), {}});
+      if (batch.back().p.k) ++to_check;
     }
-    const detail::forward_outcome f = detail::rederive(c, a, *pred, succ);
-    s.forwards[a.step] = f.result;
-    s.invocations[a.step] = f.invocation;
-    if (auto r = w.record(event_kind::forward, forward_body(a.step, f.result, f.invocation), a.step,
-                          cat("forward ", std::to_string(a.step), ": ", to_string(f.result.status), ": ",
-                              f.result.reason));
-        !r)
-      return r;
+    for (auto& b : batch)
+      if (b.p.k)
+        b.checked = std::async(width > 1 ? std::launch::async : std::launch::deferred,
+                               [&c, &b] { return c.v.check(c.t, *b.p.k, b.succ, b.p.out.result.prov); });
+    // Every check joined before the rest goes on on this thread alone.
+    std::vector<evaluation> checks(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].p.k) checks[i] = batch[i].checked.get();
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i].p.k) detail::finish_forward(c, *batch[i].a, batch[i].succ, checks[i], batch[i].p);
+    for (auto& b : batch) {
+      const detail::forward_outcome& f = b.p.out;
+      const int32_t step = b.a->step;
+      s.forwards[step] = f.result;
+      s.invocations[step] = f.invocation;
+      if (auto r = w.record(event_kind::forward, forward_body(step, f.result, f.invocation), step,
+                            cat("forward ", std::to_string(step), ": ", to_string(f.result.status), ": ",
+                                f.result.reason));
+          !r)
+        return r;
+    }
   }
   return {};
 }

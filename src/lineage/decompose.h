@@ -57,6 +57,12 @@ struct decompose_options {
   // its reason says the speed was not measured.
   bool time = true;
   std::vector<std::string> action_prior;  // backward_request::action_prior
+  // The CPU slots the verifier puts evaluations on (lathe decompose --cpu-slots N; 0: none, the
+  // whole machine): stored with the run. The backward walk gates one attempt at a time (each
+  // depends on the last); the forward phase proposes steps in order until this many hold a
+  // kernel to check and gates those checks at once, one per slot (walk_forward), deciding and
+  // recording the steps in order.
+  int32_t cpu_slots = 0;
   std::optional<std::string> resume_run;  // continue this run (its events) instead of a new one
   // The run's provenance, stored with its arguments: who proposed (the session's label) and the
   // lathe.toml it came from (cli/proposer_choice.h config_source).

@@ -94,13 +94,15 @@ bool same_kernel(const kernel_bundle& a, const kernel_bundle& b) {
          x.libraries == y.libraries && x.isa == y.isa;
 }
 
-forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
-                         const kernel_bundle& succ) {
-  forward_outcome out;
+forward_pending propose_forward(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
+                                const kernel_bundle& succ) {
+  forward_pending p;
+  forward_outcome& out = p.out;
   forward_result& r = out.result;
   std::vector<std::string> parts;
   for (const auto& f : s.claimed) parts.push_back(feature_text(f));
-  const std::string claimed_text = join(parts, " + ");
+  p.claimed_text = join(parts, " + ");
+  const std::string& claimed_text = p.claimed_text;
   agent::forward_request req;
   req.t = &c.t;
   req.predecessor = pred;
@@ -113,7 +115,7 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     r.prov = c.p.origin();
     r.reason = cat("the proposer could not re-derive ", claimed_text, " (",
                    agent::to_string(got.error().kind), "): ", first_line(got.error().message));
-    return out;
+    return p;
   }
   r.prov = got->prov;
   out.invocation = carrier_of(*got);
@@ -140,18 +142,25 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
     r.evaluations = s.tr.evaluations;
     r.reason = "identical to the successor (same sources and flags): proves the plumbing, not that the "
                "step can be re-derived";
-    return out;
+    return p;
   }
 
-  kernel_bundle k = fwd;
-  k.name = cat(succ.name, "^fwd");
-  (void)c.db.put_kernel(k);
-  const evaluation e = c.v.check(c.t, k, succ, r.prov);
+  p.k = fwd;
+  p.k->name = cat(succ.name, "^fwd");
+  (void)c.db.put_kernel(*p.k);
+  return p;
+}
+
+void finish_forward(walk_context& c, const accepted_step& s, const kernel_bundle& succ, const evaluation& e,
+                    forward_pending& p) {
+  forward_result& r = p.out.result;
+  const kernel_bundle& k = *p.k;
+  const std::string& claimed_text = p.claimed_text;
   if (e.id) r.evaluations.push_back(e.id);
   if (!passed(e)) {
     r.status = forward_status::rejected;
     r.reason = cat("gate ", std::string(to_string(e.result)), ": ", first_line(e.message));
-    return out;
+    return;
   }
   std::vector<feature> audited = s.features;  // a claimed feature may be an audited one
   audited.insert(audited.end(), s.claimed.begin(), s.claimed.end());
@@ -159,15 +168,21 @@ forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_b
   if (auto why = not_restored(s, ks)) {
     r.status = forward_status::rejected;
     r.reason = *why;
-    return out;
+    return;
   }
   if (!c.o.time) {
     r.status = forward_status::accepted;
     r.reason = "gate passed and " + claimed_text + " restored; speed not measured (timing off)";
-    return out;
+    return;
   }
   judge_speed(c, k, succ, claimed_text, r);
-  return out;
+}
+
+forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
+                         const kernel_bundle& succ) {
+  forward_pending p = propose_forward(c, s, pred, succ);
+  if (p.k) finish_forward(c, s, succ, c.v.check(c.t, *p.k, succ, p.out.result.prov), p);
+  return std::move(p.out);
 }
 
 }  // namespace lathe::lineages::detail

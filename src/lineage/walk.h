@@ -52,6 +52,20 @@ struct forward_outcome {
 forward_outcome rederive(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
                          const kernel_bundle& succ);
 
+// rederive in its parts, so that several steps' gate checks can run at once (decompose_options::
+// cpu_slots): the proposer's result (`k`: the kernel to check; none when `out` is already the
+// outcome: refused, or identical to the successor), then the rest given the check's evaluation
+// (the feature audit and, with timing, the paired series against the successor).
+struct forward_pending {
+  forward_outcome out;
+  std::optional<kernel_bundle> k;
+  std::string claimed_text;
+};
+forward_pending propose_forward(walk_context& c, const accepted_step& s, const kernel_bundle& pred,
+                                const kernel_bundle& succ);
+void finish_forward(walk_context& c, const accepted_step& s, const kernel_bundle& succ, const evaluation& e,
+                    forward_pending& p);
+
 // Two bundles with the same sources and the same flags (in any order) and otherwise equal
 // manifests: "byte for byte" for identity_roundtrip.
 bool same_kernel(const kernel_bundle& a, const kernel_bundle& b);

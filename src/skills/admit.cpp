@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <set>
 
 #include "agent/kernel_text.h"
@@ -56,10 +57,17 @@ class trial_runner {
   trial_runner(lineages::verifier& v, agent::proposer& p, const admit_options& o, admission_cost& cost)
       : v_(v), p_(p), o_(o), cost_(cost) {}
 
-  // One trial of `c` on `g`: constraints, features, materialize, the paired gate.
-  result<card_trial> run(const skill_card& c, ground& g) {
-    const task& t = *g.t;
+  // A trial of `c` on `g` in two parts. First the part up to the gate (constraints, features,
+  // materialize: the proposer and the store, on the calling thread): `after` is the kernel the
+  // gate is to judge against the start kernel; none when the trial ended before (its reason set).
+  struct prepared {
     card_trial tr;
+    std::optional<kernel_bundle> after;
+  };
+  result<prepared> prepare(const skill_card& c, ground& g) {
+    const task& t = *g.t;
+    prepared out;
+    card_trial& tr = out.tr;
     tr.task = t.name;
     tr.kernel_before = g.start.hash;
     tr.lang = language_of(g.start);
@@ -67,21 +75,22 @@ class trial_runner {
     if (auto failed = recheck(c, o_.tgt, &t); !failed.empty()) {
       const auto& f = failed.front();
       tr.reason = "constraint " + constraint_text(f.what) + " fails on " + f.target + ": " + f.reason;
-      return tr;
+      return out;
     }
     if (auto no = usable_on(c, g.start.manifest.lang, t.plat, tr.lang)) {
       tr.reason = no->reason;
-      return tr;
+      return out;
     }
     if (c.tuned) {
       // A tuned card is applied mechanically (skills/tuned.h), not by the proposer.
       auto k = apply_tuned(c, g.start, t, o_.tgt);
       if (!k) {
         tr.reason = "not applied: " + k.error().message;
-        return tr;
+        return out;
       }
       tr.prov = {"rules", tune_action, true};
-      return gated(t, *k, g.start, tr);
+      out.after = std::move(*k);
+      return out;
     }
     if (!g.features) {
       g.features.emplace();
@@ -89,7 +98,7 @@ class trial_runner {
     }
     if (has_all(*g.features, c.provides_features)) {
       tr.reason = "the start kernel already has " + join(c.provides_features, ", ");
-      return tr;
+      return out;
     }
     agent::materialize_request req;
     req.t = &t;
@@ -106,15 +115,22 @@ class trial_runner {
                                            agent::to_string(prop.error().kind) + ": " + prop.error().message);
       tr.reason = std::string("the proposer could not apply it: ") + agent::to_string(prop.error().kind) + ": " +
                   prop.error().message;
-      return tr;
+      return out;
     }
     cost_.model_calls += prop->calls;
     tr.prov = prop->prov.kind.empty() ? p_.origin() : prop->prov;
     if (prop->kernel.hash == g.start.hash) {
       tr.reason = "the materialized kernel is the start kernel (nothing changed)";
-      return tr;
+      return out;
     }
-    return gated(t, prop->kernel, g.start, tr);
+    out.after = prop->kernel;
+    return out;
+  }
+
+  // The gate's part of a prepared trial (gated below). Touches no state of the runner but the
+  // verifier: trials of one card may run it at once on several CPU slots.
+  card_trial gate(const task& t, const kernel_bundle& start, prepared p) {
+    return p.after ? gated(t, *p.after, start, std::move(p.tr)) : std::move(p.tr);
   }
 
  private:
@@ -128,7 +144,6 @@ class trial_runner {
     evaluation e;
     for (int32_t attempt = 0; attempt <= o_.unstable_retries; ++attempt) {
       e = v_.compare(t, after, start, tr.prov);
-      ++cost_.gate_evaluations;
       tr.evaluations.push_back(e.id);
       if (e.result != outcome::unstable) break;
     }
@@ -230,6 +245,41 @@ void decide(skill_card& c, const std::vector<card_trial>& trials, size_t reprodu
   }
 }
 
+// The trials of `c` on its grounds, logged (store.add_card_trial) into `ca`, `reproduced` the
+// tasks where its effect was. In_flight tasks at a time: each trial prepared here in order (the
+// proposer and the store on this thread), their gates at once (each on a free slot), the trials
+// logged in order up to the one that admits the card, as one at a time would have stopped.
+result<void> try_card(const skill_card& c, const std::vector<ground*>& grounds, trial_runner& runner, store& s,
+                      const admit_options& o, admission_cost& cost, card_admission& ca,
+                      std::set<std::string>& reproduced) {
+  const size_t width = static_cast<size_t>(std::max(1, o.in_flight));
+  bool admitted = false;
+  for (size_t at = 0; at < grounds.size() && !admitted; at += width) {
+    std::vector<std::pair<ground*, trial_runner::prepared>> batch;
+    for (size_t i = at; i < std::min(grounds.size(), at + width); ++i) {
+      auto p = runner.prepare(c, *grounds[i]);
+      if (!p) return tl::unexpected(p.error());
+      batch.push_back({grounds[i], std::move(*p)});
+    }
+    std::vector<std::future<card_trial>> gates;
+    for (auto& [g, p] : batch)
+      gates.push_back(std::async(batch.size() > 1 ? std::launch::async : std::launch::deferred,
+                                 [&runner, g = g, p = std::move(p)]() mutable {
+                                   return runner.gate(*g->t, g->start, std::move(p));
+                                 }));
+    for (auto& f : gates) {
+      card_trial tr = f.get();  // every gate of the batch joined before the loop can end
+      cost.gate_evaluations += static_cast<int64_t>(tr.evaluations.size());
+      if (admitted) continue;  // past the trial that admitted the card: gated, not logged
+      if (auto id = s.add_card_trial(c.id, tr); !id) return tl::unexpected(id.error());
+      if (tr.verdict == trial_verdict::reproduced) reproduced.insert(tr.task);
+      ca.trials.push_back(std::move(tr));
+      admitted = o.stop_when_admitted && int32_t(reproduced.size()) >= o.min_tasks;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 result<admission> admit(const std::vector<skill_card>& cards, const std::vector<task>& heldout,
@@ -289,18 +339,13 @@ result<admission> admit(const std::vector<skill_card>& cards, const std::vector<
                                   ": its declared effect is no speedup, nothing to reproduce"
                             : "declares no measured effect: nothing to reproduce";
     } else {
+      std::vector<ground*> ground_of_card;
       for (auto& g : grounds) {
-        if (auto why = not_ground(c, g, *own, o.tgt)) {
-          out.refused.push_back({g.t->name, c.id, *why});
-          continue;
-        }
-        auto tr = runner.run(c, g);
-        if (!tr) return tl::unexpected(tr.error());
-        if (auto id = s.add_card_trial(c.id, *tr); !id) return tl::unexpected(id.error());
-        if (tr->verdict == trial_verdict::reproduced) reproduced.insert(tr->task);
-        ca.trials.push_back(std::move(*tr));
-        if (o.stop_when_admitted && int32_t(reproduced.size()) >= o.min_tasks) break;
+        if (auto why = not_ground(c, g, *own, o.tgt)) out.refused.push_back({g.t->name, c.id, *why});
+        else ground_of_card.push_back(&g);
       }
+      if (auto tried = try_card(c, ground_of_card, runner, s, o, out.cost, ca, reproduced); !tried)
+        return tl::unexpected(tried.error());
       decide(c, ca.trials, reproduced.size(), o.min_tasks);
     }
     c.trials.clear();

@@ -34,6 +34,13 @@ struct admit_options {
   // Stop trying a card once it has min_tasks reproductions: admission needs no more, and every
   // trial costs a paired timing series. The remaining tasks are not tried (not logged).
   bool stop_when_admitted = true;
+  // Held-out tasks of one card tried at once (lathe skills admit --cpu-slots N: one per slot,
+  // the verifier putting each on a free one). Each trial is prepared (constraints, features, the
+  // proposer) one after another in order, the batch's gates run together, and the trials are
+  // logged in order up to the one that admits the card: the same log and decision as one at a
+  // time; a trial past that one was gated (its evaluations stored, counted in the cost) but is
+  // not in the card's log.
+  int32_t in_flight = 1;
 };
 
 // A task or kernel refused as admission ground: never a trial, never in a card's log.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,6 +48,13 @@ class lineage_env : public lathe::testing::gate_env {
     auto db = store::open(dir_ / "lathe.db");
     ASSERT_TRUE(db) << db.error().message;
     db_ = std::make_unique<store>(std::move(*db));
+    verifier_ = std::make_unique<lineages::gate_verifier>(hooks());
+  }
+
+  // The gate as configured here, every evaluation stored in the test's store, one writer at a
+  // time (evaluations on several CPU slots end at once; the store's connection takes one
+  // transaction at a time, as lathe's own hooks write: cli/proposer_session.cpp).
+  lineages::gate_hooks hooks() {
     lineages::gate_hooks h;
     const gate::gate_config base = cfg_;
     h.config = [base](const task&, bool time) {
@@ -55,13 +63,14 @@ class lineage_env : public lathe::testing::gate_env {
       return c;
     };
     store* s = db_.get();
-    h.record = [s](const kernel_bundle& k, evaluation& e) -> result<int64_t> {
+    h.record = [s, mu = record_mu_](const kernel_bundle& k, evaluation& e) -> result<int64_t> {
+      std::lock_guard<std::mutex> g(*mu);
       (void)s->put_kernel(k);
       auto id = s->add_evaluation(e);
       if (id) e.id = *id;
       return id;
     };
-    verifier_ = std::make_unique<lineages::gate_verifier>(std::move(h));
+    return h;
   }
 
   static fs::path shared_cache() {
@@ -141,6 +150,7 @@ class lineage_env : public lathe::testing::gate_env {
 
   std::unique_ptr<store> db_;
   std::unique_ptr<lineages::gate_verifier> verifier_;
+  std::shared_ptr<std::mutex> record_mu_ = std::make_shared<std::mutex>();
 };
 
 inline std::vector<std::string> names(const std::vector<feature>& fs) {

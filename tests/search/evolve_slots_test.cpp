@@ -171,12 +171,21 @@ TEST_F(evolve_slots, what_cannot_use_slots_is_refused_with_the_reason) {
   r = run_lathe(ws("w") + "optimize '" + task + "' --proposer rules --cpu-slots 1024");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--cpu-slots: "), std::string::npos) << r.err;
-  // A CUDA task's slot is its GPU (refused before anything asks for one).
-  for (const char* verb : {"evolve", "optimize"}) {
+  r = run_lathe(ws("w") + "decompose silu --proposer rules --cpu-slots 1024");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--cpu-slots: "), std::string::npos) << r.err;
+  r = run_lathe(ws("w") + "skills admit --task silu --proposer rules --cpu-slots 1024");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--cpu-slots: "), std::string::npos) << r.err;
+  // A CUDA task's slot is its GPU (refused before anything asks for one, init included).
+  for (const char* verb : {"evolve", "optimize", "decompose"}) {
     r = run_lathe(ws("w") + verb + " relu_cuda --proposer rules --cpu-slots 2");
     EXPECT_EQ(r.code, 2) << verb;
     EXPECT_NE(r.err.find("task relu_cuda runs on CUDA, where the GPU is the slot"), std::string::npos) << verb << r.err;
   }
+  r = run_lathe(ws("w") + "skills admit --task silu_cuda --proposer rules --cpu-slots 2");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("task silu_cuda runs on CUDA, where the GPU is the slot"), std::string::npos) << r.err;
   r = run_lathe(ws("w") + "solve '" + src + "/tests/problems/kernelbench_solve/level1' --out '" + (dir_ / "out").string() +
                 "' --platform cuda --cpu-slots 2");
   EXPECT_EQ(r.code, 2);
