@@ -39,6 +39,7 @@ struct optimize_cli {
   int32_t max_repairs = 1, max_stall = 0;
   int32_t cpu_slots = 0;  // --cpu-slots N (cli/cpu_slots.h); 0: none, the whole machine unpinned
   bool no_free = false, no_expert = false, json = false, quiet = false, profile = false, trust_kernel = false;
+  bool no_time = false;  // --no-time: every evaluation checks only (gate_settings::time), no step accepted
   gate_settings gate = gate_settings_with(1.0);  // --max-time, --quick
 };
 
@@ -58,6 +59,7 @@ const stored_options<optimize_cli> stored = {
     {"trust_kernel", &optimize_cli::trust_kernel},
     {"no_free", &optimize_cli::no_free},
     {"no_expert", &optimize_cli::no_expert},
+    {"no_time", &optimize_cli::no_time},
     {"cpu_slots", &optimize_cli::cpu_slots},
 };
 
@@ -288,6 +290,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   }
   auto session = open_proposer(*ctx, *t, o.proposer, run_id, *limits, spent, !o.resume.empty(), batch);
   if (!session) return fail_with(session.error().message, 2);
+  o.gate.time = !o.no_time;
   const auto v = pooled_verifier(make_gate_hooks(*ctx, o.gate), pool->get());
   search::optimize_options so;
   so.strat = *strat;
@@ -295,7 +298,7 @@ int run_optimize(const common_options& common, optimize_cli o) {
   so.max_repairs = o.max_repairs;
   so.max_stall = o.max_stall;
   so.free_after_cards = !o.no_free;
-  so.measure_expert = !o.no_expert;
+  so.measure_expert = !o.no_expert && !o.no_time;  // a check of the expert would measure nothing
   so.tgt = t->plat == platform::cuda ? *ctx->gpu : ctx->tgt;
   so.target_text = agent::target_text(so.tgt);
   so.proposer_label = (*session)->label();
@@ -362,6 +365,9 @@ void add_optimize(CLI::App& app, const common_options& common, int& exit_code) {
                        "the others; CPU tasks)");
   opt->add_flag("--no-free", o->no_free, "skills: end the run when no retrieved card is left, instead of free mutations");
   opt->add_flag("--no-expert", o->no_expert, "do not measure the task's expert at the end (no gap recovered)");
+  opt->add_flag("--no-time", o->no_time,
+                "check only: every candidate stops after the correctness checks, so none is accepted (a proposer's "
+                "candidates built and checked, e.g. a replayed recording; no expert measured)");
   opt->add_option("--propose-only", o->propose_only,
                   "batch mode: write each prompt the run needs (and its kernel) to this folder and stop at the first "
                   "one without an answer; the model answers elsewhere (docs/optimize.md \"Batch mode\")");
