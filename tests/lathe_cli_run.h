@@ -2,6 +2,7 @@
 // empty: the test's own working directory.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 namespace lathe::testing {
 
@@ -39,5 +41,27 @@ inline run_result run_lathe(const std::string& args, const std::filesystem::path
   const std::string cd = cwd.empty() ? std::string() : "cd '" + cwd.string() + "' && ";
   return run_shell(cd + "'" + LATHE_BINARY_DIR + "/lathe' " + args, err);
 }
+
+// A CLI test's own folder: /tmp/lathe-<suite>-XXXXXX made before each test and removed after it,
+// with the gate's lock folder inside (LATHE_LOCK_DIR: device and CPU-slot locks of this test
+// alone, so that tests in parallel never wait on each other's), and `ws()`, the --workspace
+// argument of the workspace at dir_/ws. A fixture that needs more (a lathe.toml, a folder) adds
+// it in its own SetUp after this one's.
+class cli_folder_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string suite = ::testing::UnitTest::GetInstance()->current_test_suite()->name();
+    std::string tmpl = (std::filesystem::temp_directory_path() / ("lathe-" + suite + "-XXXXXX")).string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << tmpl;
+    dir_ = tmpl;
+    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
+  std::filesystem::path dir_;
+};
 
 }  // namespace lathe::testing

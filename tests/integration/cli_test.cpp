@@ -21,19 +21,10 @@ namespace {
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
 
-class cli : public ::testing::Test {
+// Its own folder under /tmp and lock folder (lathe_cli_run.h); the workspace is the folder itself.
+class cli : public lathe::testing::cli_folder_test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-cli-test-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string ws() const { return "--workspace '" + dir_.string() + "'"; }
-  fs::path dir_;
   const fs::path src_ = LATHE_SOURCE_DIR;
   const std::string axpy_ = std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/axpy";
 };

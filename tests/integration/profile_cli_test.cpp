@@ -13,46 +13,28 @@
 #include <iterator>
 
 #include "gate/profile.h"
+#include "lathe_cli_run.h"
 #include "store/raw_db.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int code = -1;
-  std::string out, err;
-};
+using lathe::testing::run_result;
 
 // `env` is put before the command (VAR=value …), so that PATH can be changed for lathe only.
 run_result run_lathe(const std::string& args, const std::string& env = "") {
   const fs::path err =
       fs::temp_directory_path() / ("lathe-profile-cli-err-" + std::to_string(getpid()));
-  const std::string cmd =
-      env + " '" + LATHE_BINARY_DIR + "/lathe' " + args + " 2>'" + err.string() + "'";
-  run_result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::ifstream e(err);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err);
-  return r;
+  return lathe::testing::run_shell(env + " '" + LATHE_BINARY_DIR + "/lathe' " + args, err);
 }
 
-class profile_cli : public ::testing::Test {
+// Its own folder under /tmp and lock folder (lathe_cli_run.h); the workspace is the folder itself.
+class profile_cli : public lathe::testing::cli_folder_test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/lathe-profile-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
+    cli_folder_test::SetUp();
     fs::create_directories(dir_ / "empty-bin");
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   std::string ws() const { return "--workspace '" + dir_.string() + "'"; }
   long long profiles_stored() const {
@@ -61,7 +43,6 @@ class profile_cli : public ::testing::Test {
     auto raw = lathe::testing::open_raw(db);
     return lathe::testing::query_int(raw.get(), "SELECT count(*) FROM profiles");
   }
-  fs::path dir_;
 };
 
 }  // namespace

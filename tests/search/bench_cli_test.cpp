@@ -26,20 +26,8 @@ using lathe::testing::run_result;
 
 json parse(const run_result& r) { return lathe::testing::parse_json(r); }
 
-class bench_cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-bench-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
-  fs::path dir_;
-};
+// Its own folder under /tmp and lock folder, and ws() (lathe_cli_run.h).
+class bench_cli : public lathe::testing::cli_folder_test {};
 
 std::map<std::string, json> by_task(const json& j) {
   std::map<std::string, json> out;

@@ -24,20 +24,8 @@ using lathe::testing::parse_json;
 using lathe::testing::run_lathe;
 using lathe::testing::run_result;
 
-class evolve_cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-evolve-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
-  fs::path dir_;
-};
+// Its own folder under /tmp and lock folder, and ws() (lathe_cli_run.h).
+class evolve_cli : public lathe::testing::cli_folder_test {};
 
 const std::string src = LATHE_SOURCE_DIR;
 

@@ -36,18 +36,10 @@ using lathe::testing::run_result;
 
 const std::string src = LATHE_SOURCE_DIR;
 
-class evolve_slots : public ::testing::Test {
+// Its own folder under /tmp (lathe_cli_run.h): the slots' per-core locks live beside the device
+// locks, this test's own. A workspace per run, by name.
+class evolve_slots : public lathe::testing::cli_folder_test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-evolve-slots-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    // The slots' per-core locks live beside the device locks: this test's own.
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string ws(const std::string& name) const { return "--workspace '" + (dir_ / name).string() + "' "; }
   // A workspace whose model is the mock (lathe-mock-model through the command provider).
   std::string mock_ws(const std::string& name) const {
@@ -56,7 +48,6 @@ class evolve_slots : public ::testing::Test {
                                                          "[command]\nargv = [\"" << LATHE_MOCK_MODEL << "\", \"--seed\", \"7\"]\n";
     return ws(name);
   }
-  fs::path dir_;
 };
 
 int allowed_cores() {

@@ -23,20 +23,8 @@ using lathe::testing::run_result;
 
 json parse(const run_result& r) { return lathe::testing::parse_json(r); }
 
-class optimize_cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-optimize-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
-  fs::path dir_;
-};
+// Its own folder under /tmp and lock folder, and ws() (lathe_cli_run.h).
+class optimize_cli : public lathe::testing::cli_folder_test {};
 
 // A bare KernelBench problem is optimized in modelnew (issue 44): the run starts from the
 // problem's own Model as a ModelNew (eager PyTorch) and says so; the rule engine has no rule for

@@ -38,22 +38,16 @@ std::string read(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-class solve_cli : public ::testing::Test {
+// Its own folder under /tmp and lock folder, and ws() (lathe_cli_run.h); the mock model answers.
+class solve_cli : public lathe::testing::cli_folder_test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/lathe-solve-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
+    cli_folder_test::SetUp();
     fs::create_directories(dir_ / "ws/.lathe");
     std::ofstream(dir_ / "ws/.lathe/lathe.toml") << "provider = \"command\"\nmodel = \"lathe-mock-model\"\n"
                                                     "[command]\nargv = [\"" << LATHE_MOCK_MODEL
                                                  << "\", \"--seed\", \"5\"]\n";
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
   // The finished problems the out folder's state holds (0 while it has none).
   size_t finished(const fs::path& out) const {
     const std::string text = read(out / "lathe-solve-state.json");
@@ -80,7 +74,6 @@ class solve_cli : public ::testing::Test {
     }
     return n;
   }
-  fs::path dir_;
 };
 
 const std::string suite = std::string(LATHE_SOURCE_DIR) + "/tests/problems/kernelbench_solve/level1";

@@ -18,18 +18,14 @@ namespace {
 
 using lathe::testing::run_lathe;
 
-class tune_card_cli : public ::testing::Test {
+// Its own folder under /tmp and lock folder, and ws() (lathe_cli_run.h), the workspace made.
+class tune_card_cli : public lathe::testing::cli_folder_test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/lathe-tune-card-cli-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
+    cli_folder_test::SetUp();
     fs::create_directories(dir_ / "ws/.lathe");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
   const std::string task = std::string(LATHE_SOURCE_DIR) + "/tests/integration/tasks/mm";
-  fs::path dir_;
 };
 
 TEST_F(tune_card_cli, an_unknown_run_is_refused_with_how_to_list_them) {
