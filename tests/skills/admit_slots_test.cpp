@@ -8,7 +8,6 @@
 // series): `timed`.
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <map>
@@ -34,19 +33,11 @@ using lathe::testing::run_result;
 
 const std::string src = LATHE_SOURCE_DIR;
 
-class admit_slots : public ::testing::Test {
+// Its own folder under /tmp (lathe_cli_run.h): the slots' per-core locks live beside the device
+// locks, this test's own. A workspace per run, by name.
+class admit_slots : public lathe::testing::cli_folder_test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/lathe-admit-slots-XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    setenv("LATHE_LOCK_DIR", (dir_ / "locks").c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string ws(const std::string& name) const { return "--workspace '" + (dir_ / name).string() + "' "; }
-  fs::path dir_;
 };
 
 int allowed_cores() {
