@@ -6,7 +6,8 @@
 
 DIR is a synth output (its manifest.json). For each kept module, the candidate is its problem
 file with `class ModelNew(Model): pass` appended, gated with `lathe eval PROBLEM CANDIDATE
---no-time --json` (correctness only: compile, load, check on fresh seeds against the fp64
+--platform cpu --no-time --json` (synth's problems are CPU problems, whatever their inlined source
+names: torch.nn's RNN names torch.cuda; correctness only: compile, load, check on fresh seeds against the fp64
 reference, in the sandbox). A problem lathe synth keeps should come out `ok`; anything else is
 listed with its message. `--jobs N` runs N evaluations at once, each worker with a workspace of
 its own (checks take the CPU lock shared, so they may overlap). Prints one line per problem as
@@ -35,7 +36,7 @@ def evaluate(a, tmp, ws, m):
     t0 = time.monotonic()
     try:
         r = subprocess.run([a.lathe, "--workspace", ws, "eval", problem, candidate,
-                            "--no-time", "--json"], capture_output=True, text=True,
+                            "--platform", "cpu", "--no-time", "--json"], capture_output=True, text=True,
                            timeout=a.timeout)
         j = json.loads(r.stdout) if r.stdout.strip().startswith("{") else {}
         outcome = j.get("outcome") or f"no result (exit {r.returncode})"

@@ -657,7 +657,8 @@ def main():
                "message": f"torch {torch.__version__} at {sys.executable} sees no CUDA device: a CUDA problem "
                           "(a .cu kernel, a Python kernel that asks for the GPU, platform = \"cuda\") needs "
                           "CUDA PyTorch on an NVIDIA machine (a .cpp kernel, a torch-only ModelNew run on CPU "
-                          "PyTorch)"})
+                          "PyTorch; --platform cpu runs a bare problem file on the CPU whatever its kernel "
+                          "names)"})
         return 4
     try:
         worker = Worker(os.path.abspath(args.problem), args.device, torch, reply)

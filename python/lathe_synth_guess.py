@@ -222,10 +222,13 @@ def forward_inputs(fwd_req, declared, roles, shape):
 
 def constructor_rounds(init, init_req, init_kw, size, inherited):
     """[(positional values, keyword values)] to try for one size. A class whose constructor is a
-    torch.nn class's (convnext's LayerNorm2d is nn.LayerNorm's) gets one size, then two: the
-    first arguments of torch.nn's layers are sizes (normalized_shape; in and out features)."""
+    torch.nn class's (convnext's LayerNorm2d is nn.LayerNorm's), or one that takes only *args
+    (torch.nn's RNN, GRU: passed on to RNNBase; none is tried first), gets one size, then two:
+    the first arguments of torch.nn's layers are sizes (normalized_shape; in and out features)."""
     if inherited:
         return [([size], {}), ([size, size], {})]
+    if init is not None and init.args.vararg is not None and not init_req and not init_kw:
+        return [([], {}), ([size], {}), ([size, size], {})]
     values = []
     for a in init_req + init_kw:
         v, why = guess_value(a, size)

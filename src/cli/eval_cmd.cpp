@@ -27,6 +27,7 @@ namespace {
 
 struct eval_options {
   std::string task, kernel, baseline;
+  std::string platform_word;  // --platform: where a bare problem file runs ("": what the kernel implies)
   bool json = false, no_time = false, no_aa = false;
   // --seeds, --max-time, --quick, --target-rse, --seed, --mode, --warmup, --trials,
   // --host-trials and --refuse-torch-fallback, bound into the gate's settings (their defaults
@@ -135,7 +136,7 @@ int run_eval(const common_options& common, const eval_options& o) {
   // comparability modes use them when cached and never wait for a measurement.
   auto ctx = open_context(ws, !o.no_time && o.gate.mode == gate::timing_mode::decision);
   if (!ctx) return fail_with(ctx.error(), 2);
-  auto t = find_task(o.task, ctx->where, problem_platform_of(o.kernel));
+  auto t = find_task(o.task, ctx->where, problem_platform_for(o.platform_word, o.kernel));
   if (!t) return fail_with(t.error(), 2);
   auto cand = find_task_kernel(*t, o.kernel);
   if (!cand) return fail_with(cand.error(), 2);
@@ -202,6 +203,7 @@ void add_eval(CLI::App& app, const common_options& common, int& exit_code) {
       ->required();
   sub->add_option("kernel", o->kernel, "kernel bundle (directory or .cpp/.cu file) or a kernel name of the task")->required();
   sub->add_option("--baseline", o->baseline, "kernel to compare with (default: the task's baseline)");
+  add_platform_option(sub, o->platform_word, "cpu, or cuda when the kernel asks for the GPU");
   sub->add_flag("--json", o->json, "print the evaluation as JSON (schema lathe.eval/1)");
   sub->add_flag("--no-time", o->no_time, "stop after the correctness checks");
   sub->add_flag("--no-aa", o->no_aa, "skip the A/A control (no noise figure, no `unstable` verdict)");

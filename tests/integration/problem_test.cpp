@@ -313,6 +313,23 @@ TEST(problem_cli, a_python_kernel_that_asks_for_the_gpu_imports_a_bare_problem_o
                 (swish / "candidates/swish_wrong.py").string() + " --no-time --seeds 3");
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("wrong_result"), std::string::npos) << r.out;
+  // A torch-only ModelNew that only names torch.cuda (as torch.nn's rnn.py does, which lathe synth
+  // inlines into its RNN problem) is taken for a GPU kernel; --platform cpu runs the bare problem
+  // on the CPU whatever the kernel names.
+  const fs::path named = "/tmp/lathe-problem-cli-names-cuda.py";
+  {
+    std::ifstream in(swish / "candidates/swish_torch.py");
+    std::ofstream out(named);
+    out << in.rdbuf() << "\n\nON_GPU = torch.cuda.is_available  # named, never called\n";
+  }
+  r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (swish / "swish.py").string() + " " +
+                named.string() + " --no-time");
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--platform cpu runs a bare problem file on the CPU"), std::string::npos) << r.err;
+  r = run_lathe("--workspace /tmp/lathe-problem-cli-ws eval " + (swish / "swish.py").string() + " " +
+                named.string() + " --platform cpu --no-time");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  fs::remove(named);
   fs::remove_all("/tmp/lathe-problem-cli-ws");
 }
 

@@ -64,10 +64,10 @@ TEST_F(synth, keeps_refuses_and_writes_problems_task_show_reads) {
                            (dir_ / "out").string() + "' --trials 0 --json");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["found"], 22) << r.out;
+  EXPECT_EQ(s["found"], 23) << r.out;
   EXPECT_EQ(s["kept"], 6) << r.out;  // GeluBlock, Flip and filtered.py's 4: no filter ran
   EXPECT_EQ(s["kept_declared"], 6) << r.out;
-  EXPECT_EQ(s["refused"], 15) << r.out;  // usage.py's 7 among them: nothing tried
+  EXPECT_EQ(s["refused"], 16) << r.out;  // usage.py's 8 among them: nothing tried
   EXPECT_EQ(s["duplicates"], 1) << r.out;  // vendored.py's GeluCopy, by its code alone
   EXPECT_EQ(s["trials"]["modules"], 0) << r.out;
   EXPECT_EQ(s["without_forward"], 2) << r.out;  // Base, Parent: no forward of their own
@@ -131,10 +131,10 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   ::unsetenv("LATHE_SYNTH_TEST_SECRET");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const json s = json::parse(r.out);
-  EXPECT_EQ(s["kept"], 11) << r.out;  // GeluBlock, Flip declared; Scaled, Untyped, usage.py's 7
-  EXPECT_EQ(s["kept_by_trial"], 9) << r.out;  // by trial
+  EXPECT_EQ(s["kept"], 12) << r.out;  // GeluBlock, Flip declared; Scaled, Untyped, usage.py's 8
+  EXPECT_EQ(s["kept_by_trial"], 10) << r.out;  // by trial
   EXPECT_EQ(s["refused_by_kind"]["trials failed"]["count"], 2) << r.out;
-  EXPECT_EQ(s["filters"]["passed"], 13) << r.out;  // the 11 kept and their 2 duplicates
+  EXPECT_EQ(s["filters"]["passed"], 14) << r.out;  // the 12 kept and their 2 duplicates
   const json m = json::parse(slurp(dir_ / "out/manifest.json"));
   const json* gelu = module(m, "GeluBlock");  // declared, and filtered in the sandbox too
   ASSERT_NE(gelu, nullptr);
@@ -175,7 +175,7 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   EXPECT_EQ((*module(m, "Lookup"))["family"], "embedding");
   EXPECT_EQ(s["families"], json({{"elementwise", 3},
                                  {"embedding", 1},
-                                 {"linear", 4},
+                                 {"linear", 5},
                                  {"loss", 2},
                                  {"other", 1}}))
       << r.out;
@@ -237,7 +237,7 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
   // row are drawn as int64 indices below their bound; a constructor argument defaulting to None
   // is set by keyword when the defaults do not run, and so is a keyword-only one; a number forward
   // takes is passed as one; probabilities are drawn in [0, 1); a constructor inherited from
-  // torch.nn gets one size, then two.
+  // torch.nn, or one taking only *args, gets one size, then two.
   for (const auto& [cls, want] :
        {std::pair{"Lookup", "return [torch.randint(0, 16, (batch_size, 16))]"},
         std::pair{"PickedLoss",
@@ -246,7 +246,8 @@ TEST_F(synth, finds_inputs_by_trial_in_the_sandbox) {
         std::pair{"KeywordOnly", "super().__init__(channels=channels)"},
         std::pair{"Windows", "return [torch.randn(batch_size, 16, 8, 8), 2]"},
         std::pair{"Inherited", "return [16, 16]"},
-        std::pair{"Probabilities", "return [torch.rand(batch_size, 16), torch.rand(batch_size, 16)]"}}) {
+        std::pair{"Probabilities", "return [torch.rand(batch_size, 16), torch.rand(batch_size, 16)]"},
+        std::pair{"Forwarded", "return [16, 16]"}}) {
     const json* u = module(m, cls);
     ASSERT_NE(u, nullptr) << cls;
     ASSERT_EQ((*u)["status"], "kept") << u->dump();
