@@ -60,6 +60,23 @@ def interpreter_trees(torch):
     return out
 
 
+def cpu_capability(torch):
+    """The vector instructions torch's CPU kernels use here ('AVX2', 'AVX512', 'NO AVX'), chosen
+    now, before the confinement. torch chooses them once, at its first vectorized op, through
+    cpuinfo, which reads /proc/cpuinfo and /sys/devices/system/cpu: after Landlock those are
+    unreadable, cpuinfo fails ("Error in cpuinfo: failed to parse processor information") and
+    torch falls back to its scalar kernels. Until 2026-12-07 every Python worker did so: eager
+    PyTorch, the baseline of every ModelNew, ran without AVX inside the gate (Swish 16 x 16384,
+    ~0.5 ms a call against ~0.2 ms with AVX2), and candidates were timed against that."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if get is not None:
+        return str(get())
+    for line in torch.__config__.show().splitlines():  # torch 1.x: the same choice, as text
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 class Observer:
     """The torch ops the candidate runs (lathe_ops.py), judged by the worker's policy
     (--torch-compute forbid|fallback). Installed before the candidate's code is imported."""
@@ -147,6 +164,7 @@ class Host:
                 lathe_cuda.no_disk_caches()  # before torch and CUDA read them
             import torch  # trusted: loaded before any kernel code, while files may still be read
             self.torch = torch
+            self.capability = cpu_capability(torch)
             spec, extensions = None, []
             if self.model_file:
                 with open(self.model_file) as f:
@@ -177,6 +195,7 @@ class Host:
         why = self.confine([e["dir"] for e in extensions] + interpreter_trees(torch))
         if why is not None:
             return self.reply(W.INIT_FAILED, 0, "sandbox not installed: " + why)
+        self.confined += "; torch CPU kernels: " + self.capability
         if self.policy:
             # With the hook, lathe's record comes from torch's dispatcher and lathe judges it: no
             # dispatch mode in the candidate's interpreter (its cost, ~10 us an op, fell on the

@@ -45,8 +45,9 @@ if "GLIBC_TUNABLES" in _os.environ:
 """
 
 
-def worker_of(rev, into):
-    """A python/ folder whose lathe_kernel.py is commit REV's, with glibc's default thresholds."""
+def worker_of(rev, into, default_malloc=True):
+    """A python/ folder whose lathe_kernel.py is commit REV's, with glibc's default thresholds
+    unless `default_malloc` is False (then the variant differs in lathe_kernel.py alone)."""
     import shutil
     dst = os.path.join(into, "python")
     shutil.copytree(os.path.join(ROOT, "python"), dst)
@@ -55,7 +56,7 @@ def worker_of(rev, into):
     lines = old.split("\n")
     at = 1 if lines and lines[0].startswith("#!") else 0
     with open(os.path.join(dst, "lathe_kernel.py"), "w") as f:
-        f.write("\n".join(lines[:at] + [DEFAULT_MALLOC] + lines[at:]))
+        f.write("\n".join(lines[:at] + ([DEFAULT_MALLOC] if default_malloc else []) + lines[at:]))
     return os.path.join(dst, "lathe_kernel.py")
 
 
@@ -109,6 +110,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lathe", action="append", help="a lathe binary (repeat to compare, interleaved)")
     ap.add_argument("--worker-rev", help="also run the Python worker of this commit, default malloc thresholds")
+    ap.add_argument("--same-malloc", action="store_true",
+                    help="the --worker-rev variant keeps lathe's malloc thresholds (differs in lathe_kernel.py alone)")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="default: all")
     ap.add_argument("--out", help="write the rows here (JSON), as they come")
@@ -122,7 +125,7 @@ def main():
     keep = tempfile.TemporaryDirectory()
     os.chmod(keep.name, 0o755)  # the worker runs as a user of its own and must read the script
     if a.worker_rev:
-        env = dict(os.environ, LATHE_KERNEL_WORKER=worker_of(a.worker_rev, keep.name))
+        env = dict(os.environ, LATHE_KERNEL_WORKER=worker_of(a.worker_rev, keep.name, not a.same_malloc))
         variants.append((f"{a.worker_rev} worker", variants[0][1], env))
     rows = []
     for rnd in range(a.rounds):

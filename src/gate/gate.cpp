@@ -183,6 +183,11 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
   if (const size_t at = said.find("torch ops: "); r.ok() && who == "kernel" && at != std::string::npos &&
                                                    e_.diagnostics.find("torch ops: ") == std::string::npos)
     e_.diagnostics += "isolation: the Python worker's " + said.substr(at) + "\n";
+  // The vector instructions torch's CPU kernels use in the Python worker: chosen before its
+  // confinement, or torch falls back to scalar kernels (python/lathe_kernel.py cpu_capability).
+  if (const size_t at = said.find("torch CPU kernels: "); r.ok() && who == "kernel" && at != std::string::npos &&
+                                                          e_.diagnostics.find("torch CPU kernels: ") == std::string::npos)
+    e_.diagnostics += "the Python worker's " + said.substr(at, said.find(';', at) - at) + "\n";
   return w;
 }
 

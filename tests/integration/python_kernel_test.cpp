@@ -102,6 +102,19 @@ TEST_F(gate_env, python_kernel_worker_is_confined_and_says_so) {
   // kernel that is not confined says so in the diagnostics, as lathe-worker's does.
   EXPECT_EQ(e.diagnostics.find("not confined"), std::string::npos) << e.diagnostics;
   EXPECT_NE(e.reference_runtime.find("torch "), std::string::npos);
+  // torch's CPU kernels inside the worker are the ones it uses outside: chosen before the
+  // confinement, since after it cpuinfo cannot read /proc/cpuinfo and torch fell back to its
+  // scalar kernels ("NO AVX": eager baselines 2-3x slower than a user's PyTorch, 2026-12-07).
+  auto rt = gate::find_python_kernel_runtime();
+  ASSERT_TRUE(rt) << rt.error().message;
+  const run_result plain = run_shell(
+      "'" + rt->interpreter.string() + "' -c \"import torch; print([l.split(':', 1)[1].strip() for l in "
+      "torch.__config__.show().splitlines() if 'CPU capability usage:' in l][0])\"",
+      fs::temp_directory_path() / ("lathe-capability-" + std::to_string(getpid())));
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const std::string outside = plain.out.substr(0, plain.out.find_last_not_of("\n") + 1);
+  EXPECT_NE(e.diagnostics.find("torch CPU kernels: " + outside), std::string::npos)
+      << "outside the worker torch uses " << outside << "\n" << e.diagnostics;
 }
 
 TEST_F(gate_env, a_python_kernel_on_a_cuda_task_is_refused_with_the_reason) {
