@@ -17,8 +17,8 @@ task_result ok(const std::string& t, double x) { return {t, task_status::correct
 TEST(bench_stats, five_tasks_by_hand) {
   const std::vector<task_result> rs = {
       ok("a", 0.8), ok("b", 1.5), ok("c", 3.0),
-      {"d", task_status::failed, "wrong_result", std::nullopt},
-      {"e", task_status::no_candidate, "", std::nullopt},
+      {"d", task_status::failed, "wrong_result", std::nullopt, std::nullopt, std::nullopt},
+      {"e", task_status::no_candidate, "", std::nullopt, std::nullopt, std::nullopt},
   };
   const bench_summary s = summarize(rs);
   EXPECT_EQ(s.tasks, 5);
@@ -47,8 +47,8 @@ TEST(bench_stats, an_even_count_takes_the_middle_pair_and_no_correct_task_gives_
   ASSERT_EQ(even.fast.size(), 1u);
   EXPECT_EQ(even.fast[0].count, 2);
 
-  const bench_summary none = summarize({{"a", task_status::failed, "crash", std::nullopt},
-                                        {"b", task_status::no_candidate, "", std::nullopt}});
+  const bench_summary none = summarize({{"a", task_status::failed, "crash", std::nullopt, std::nullopt, std::nullopt},
+                                        {"b", task_status::no_candidate, "", std::nullopt, std::nullopt, std::nullopt}});
   EXPECT_FALSE(none.geomean);
   EXPECT_FALSE(none.mean);
   EXPECT_FALSE(none.median);
@@ -64,7 +64,7 @@ TEST(bench_stats, an_even_count_takes_the_middle_pair_and_no_correct_task_gives_
 
 // A correct but untimed candidate is correct and never fast, and stays out of the speedup figures.
 TEST(bench_stats, a_correct_untimed_candidate_counts_as_correct_only) {
-  const bench_summary s = summarize({ok("a", 2.0), {"b", task_status::correct, "ok", std::nullopt}});
+  const bench_summary s = summarize({ok("a", 2.0), {"b", task_status::correct, "ok", std::nullopt, std::nullopt, std::nullopt}});
   EXPECT_EQ(s.correct, 2);
   EXPECT_EQ(s.fast[0].count, 1);
   ASSERT_TRUE(s.geomean);
@@ -125,7 +125,7 @@ namespace {
 
 bench_row run_row(const std::string& task, const std::string& role, task_status s, std::optional<double> x) {
   bench_row r;
-  r.result = {task, s, s == task_status::correct ? "ok" : "wrong_result", x};
+  r.result = {task, s, s == task_status::correct ? "ok" : "wrong_result", x, std::nullopt, std::nullopt};
   r.role = role;
   return r;
 }
