@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -52,6 +53,14 @@ inline std::map<int64_t, evaluation_span> evaluation_spans(const store& db) {
 }
 
 // Whether two evaluations ran at the same time: each began before the other ended.
+// The spans of what the workspace at `ws` stored (its .lathe/lathe.db), by evaluation id.
+inline std::map<int64_t, evaluation_span> stored_spans(const std::filesystem::path& ws) {
+  auto db = store::open(ws / ".lathe/lathe.db");
+  EXPECT_TRUE(db) << db.error().message;
+  if (!db) return {};
+  return evaluation_spans(*db);
+}
+
 inline bool overlapped(const evaluation_span& a, const evaluation_span& b) {
   return a.begun < b.ended && b.begun < a.ended;
 }

@@ -45,7 +45,7 @@ inline run_result run_lathe(const std::string& args, const std::filesystem::path
 // A CLI test's own folder: /tmp/lathe-<suite>-XXXXXX made before each test and removed after it,
 // with the gate's lock folder inside (LATHE_LOCK_DIR: device and CPU-slot locks of this test
 // alone, so that tests in parallel never wait on each other's), and `ws()`, the --workspace
-// argument of the workspace at dir_/ws. A fixture that needs more (a lathe.toml, a folder) adds
+// argument of the workspace at dir_/ws (`ws(name)`: at dir_/name). A fixture that needs more (a lathe.toml, a folder) adds
 // it in its own SetUp after this one's.
 class cli_folder_test : public ::testing::Test {
  protected:
@@ -60,7 +60,7 @@ class cli_folder_test : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
-  std::string ws() const { return "--workspace '" + (dir_ / "ws").string() + "' "; }
+  std::string ws(const std::string& name = "ws") const { return "--workspace '" + (dir_ / name).string() + "' "; }
   std::filesystem::path dir_;
 };
 

@@ -5,7 +5,6 @@
 // reaches the verdicts and the archive of the same run on one slot (--cpu-slots 1, the same batch
 // width and seed); the combinations that cannot use slots are refused with their reason.
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include "core/outcome.h"
 #include "evaluation_spans.h"
 #include "lathe_cli_json.h"
+#include "gate/cpu_slot.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -40,7 +40,6 @@ const std::string src = LATHE_SOURCE_DIR;
 // locks, this test's own. A workspace per run, by name.
 class evolve_slots : public lathe::testing::cli_folder_test {
  protected:
-  std::string ws(const std::string& name) const { return "--workspace '" + (dir_ / name).string() + "' "; }
   // A workspace whose model is the mock (lathe-mock-model through the command provider).
   std::string mock_ws(const std::string& name) const {
     fs::create_directories(dir_ / name / ".lathe");
@@ -50,20 +49,10 @@ class evolve_slots : public lathe::testing::cli_folder_test {
   }
 };
 
-int allowed_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
-
 // Every evaluation a workspace stored, oldest first, with when it ran.
 std::vector<evaluation_span> stored_timed(const fs::path& ws) {
   std::vector<evaluation_span> out;
-  auto db = lathe::store::open(ws / ".lathe/lathe.db");
-  EXPECT_TRUE(db) << db.error().message;
-  if (!db) return out;
-  for (auto& [id, span] : lathe::testing::evaluation_spans(*db)) out.push_back(std::move(span));
+  for (auto& [id, span] : lathe::testing::stored_spans(ws)) out.push_back(std::move(span));
   return out;
 }
 
@@ -91,12 +80,12 @@ const std::string shape =
 // Cores of slot `index` of a split of this machine's cores into `count` (gate::split_cores: sizes
 // differ by at most one, the larger first).
 size_t cores_of(uint32_t index, uint32_t count) {
-  const int n = allowed_cores();
+  const int n = static_cast<int>(lathe::gate::allowed_cores().size());
   return static_cast<size_t>(n / static_cast<int>(count) + (static_cast<int>(index) < n % static_cast<int>(count) ? 1 : 0));
 }
 
 TEST_F(evolve_slots, one_run_keeps_two_slots_busy_with_the_verdicts_of_one_slot) {
-  if (allowed_cores() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
+  if (lathe::gate::allowed_cores().size() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
   const run_result one = run_lathe(mock_ws("one") + "evolve " + shape + "--cpu-slots 1");
   ASSERT_EQ(one.code, 0) << one.err;
   const run_result two = run_lathe(mock_ws("two") + "evolve " + shape + "--cpu-slots 2");
@@ -109,7 +98,7 @@ TEST_F(evolve_slots, one_run_keeps_two_slots_busy_with_the_verdicts_of_one_slot)
     ASSERT_TRUE(t.e.slot) << "evaluation " << t.e.id << " names no slot";
     EXPECT_EQ(t.e.slot->index, 0u);
     EXPECT_EQ(t.e.slot->count, 1u);
-    EXPECT_EQ(t.e.slot->cores.size(), static_cast<size_t>(allowed_cores()));
+    EXPECT_EQ(t.e.slot->cores.size(), lathe::gate::allowed_cores().size());
   }
   std::set<uint32_t> named;
   for (const auto& t : on_two) {

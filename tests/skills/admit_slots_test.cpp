@@ -7,7 +7,6 @@
 // card faster is timing, which a slot of fewer cores may measure otherwise). Timed (paired
 // series): `timed`.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <filesystem>
 #include <map>
@@ -19,6 +18,7 @@
 
 #include "evaluation_spans.h"
 #include "lathe_cli_json.h"
+#include "gate/cpu_slot.h"
 #include "store/store.h"
 
 namespace fs = std::filesystem;
@@ -35,24 +35,9 @@ const std::string src = LATHE_SOURCE_DIR;
 
 // Its own folder under /tmp (lathe_cli_run.h): the slots' per-core locks live beside the device
 // locks, this test's own. A workspace per run, by name.
-class admit_slots : public lathe::testing::cli_folder_test {
- protected:
-  std::string ws(const std::string& name) const { return "--workspace '" + (dir_ / name).string() + "' "; }
-};
+class admit_slots : public lathe::testing::cli_folder_test {};
 
-int allowed_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return CPU_COUNT(&set);
-}
-
-std::map<int64_t, evaluation_span> stored(const fs::path& ws) {
-  auto db = lathe::store::open(ws / ".lathe/lathe.db");
-  EXPECT_TRUE(db) << db.error().message;
-  if (!db) return {};
-  return lathe::testing::evaluation_spans(*db);
-}
+using lathe::testing::stored_spans;
 
 bool passed(const json& trial) {
   const std::string oc = trial.value("outcome", "");
@@ -60,7 +45,7 @@ bool passed(const json& trial) {
 }
 
 TEST_F(admit_slots, a_cards_trials_run_on_two_slots_at_once_and_are_the_trials_of_one_slot) {
-  if (allowed_cores() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
+  if (lathe::gate::allowed_cores().size() < 2) GTEST_SKIP() << "one core: two CPU slots cannot be made here";
   const std::string admit = "skills admit --card omp-parallel-loop --all --task row_mean --task transpose "
                             "--proposer rules --quick --max-time 0.3 --json ";
   json trials[2];
@@ -89,7 +74,7 @@ TEST_F(admit_slots, a_cards_trials_run_on_two_slots_at_once_and_are_the_trials_o
     EXPECT_TRUE(passed(two[i])) << two[i].dump();  // OpenMP on an element loop is correct
   }
 
-  const auto on_one = stored(dir_ / "s1"), on_two = stored(dir_ / "s2");
+  const auto on_one = stored_spans(dir_ / "s1"), on_two = stored_spans(dir_ / "s2");
   for (const auto& [id, s] : on_one) {
     ASSERT_TRUE(s.e.slot) << "evaluation " << id << " names no slot";
     EXPECT_EQ(s.e.slot->count, 1u);
