@@ -179,15 +179,17 @@ result<worker> evaluator::start_worker(const build_output& obj, const shared_reg
       e_.diagnostics.find("not confined") == std::string::npos)
     e_.diagnostics += "isolation: the worker's " + said.substr(said.find("files:")) +
                       "; libraries it opens at run time are still looked for in its mappings\n";
-  // Under a torch policy, what recorded the candidate's torch ops (python/lathe_kernel.py).
-  if (const size_t at = said.find("torch ops: "); r.ok() && who == "kernel" && at != std::string::npos &&
-                                                   e_.diagnostics.find("torch ops: ") == std::string::npos)
-    e_.diagnostics += "isolation: the Python worker's " + said.substr(at) + "\n";
-  // The vector instructions torch's CPU kernels use in the Python worker: chosen before its
-  // confinement, or torch falls back to scalar kernels (python/lathe_kernel.py cpu_capability).
-  if (const size_t at = said.find("torch CPU kernels: "); r.ok() && who == "kernel" && at != std::string::npos &&
-                                                          e_.diagnostics.find("torch CPU kernels: ") == std::string::npos)
-    e_.diagnostics += "the Python worker's " + said.substr(at, said.find(';', at) - at) + "\n";
+  // A part of the Python worker's load reply ("key ...", up to the next "; "), said once in the
+  // diagnostics: under a torch policy, what recorded the candidate's torch ops; always, the
+  // vector instructions torch's CPU kernels use, chosen before the confinement or torch falls
+  // back to scalar kernels (python/lathe_kernel.py cpu_capability).
+  auto repeat_part = [&](const std::string& key, const std::string& lead) {
+    const size_t at = said.find(key);
+    if (r.ok() && who == "kernel" && at != std::string::npos && e_.diagnostics.find(key) == std::string::npos)
+      e_.diagnostics += lead + "the Python worker's " + said.substr(at, said.find("; ", at) - at) + "\n";
+  };
+  repeat_part("torch ops: ", "isolation: ");
+  repeat_part("torch CPU kernels: ", "");
   return w;
 }
 
